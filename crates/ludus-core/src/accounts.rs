@@ -1,0 +1,486 @@
+//! Sign-in, sessions and the account a user owns: the rules Nakama's clients
+//! expect, independent of any transport.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rand::Rng as _;
+use uuid::Uuid;
+
+use crate::error::{ApiError, Code};
+use crate::model::{Account, AccountUpdate, Identity, NewUser, User, UserAuth};
+use crate::revocation::RevocationList;
+use crate::store::{Store, StoreError};
+use crate::token::{self, SessionClaims, TokenError, TokenKind};
+use crate::{unix_now, validate};
+
+/// Session settings, with Nakama's key names in the config.
+#[derive(Debug, Clone)]
+pub struct SessionSettings {
+    pub encryption_key: String,
+    pub refresh_encryption_key: String,
+    pub token_expiry_sec: i64,
+    pub refresh_token_expiry_sec: i64,
+    /// bcrypt cost for new passwords; Nakama uses 10.
+    pub bcrypt_cost: u32,
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        SessionSettings {
+            encryption_key: "defaultencryptionkey".into(),
+            refresh_encryption_key: "defaultrefreshencryptionkey".into(),
+            token_expiry_sec: 60,
+            refresh_token_expiry_sec: 3600,
+            bcrypt_cost: 10,
+        }
+    }
+}
+
+/// The credential a client signs in with.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    Device {
+        id: String,
+    },
+    Custom {
+        id: String,
+    },
+    /// An empty email signs in by username and password instead.
+    Email {
+        email: String,
+        password: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct AuthRequest {
+    pub credential: Credential,
+    /// Empty: generate one when creating.
+    pub username: String,
+    pub create: bool,
+    pub vars: BTreeMap<String, String>,
+}
+
+/// What a successful sign-in or refresh returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionTokens {
+    pub created: bool,
+    pub token: String,
+    pub refresh_token: String,
+}
+
+/// An authenticated caller, decoded from a valid, unrevoked access token.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub user_id: Uuid,
+    pub claims: SessionClaims,
+}
+
+/// Most ids and usernames one `get_users` call may ask for.
+pub const MAX_USERS_LOOKUP: usize = 1000;
+
+pub struct AccountService {
+    store: Arc<dyn Store>,
+    settings: SessionSettings,
+    revocations: RevocationList,
+}
+
+impl AccountService {
+    /// Loads the revocations still in force, so logouts survive restarts.
+    pub async fn new(store: Arc<dyn Store>, settings: SessionSettings) -> Result<Self, StoreError> {
+        let stored = store.load_revocations(unix_now()).await?;
+        Ok(AccountService {
+            store,
+            settings,
+            revocations: RevocationList::from_stored(stored),
+        })
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub fn settings(&self) -> &SessionSettings {
+        &self.settings
+    }
+
+    pub async fn authenticate(&self, req: AuthRequest) -> Result<SessionTokens, ApiError> {
+        let generated = req.username.is_empty();
+        if !generated {
+            validate::username(&req.username)?;
+        }
+        let (user, created) = match &req.credential {
+            Credential::Device { id } => {
+                validate::device_id(id)?;
+                self.find_or_create(Identity::Device(id.clone()), None, &req)
+                    .await?
+            }
+            Credential::Custom { id } => {
+                validate::custom_id(id)?;
+                self.find_or_create(Identity::Custom(id.clone()), None, &req)
+                    .await?
+            }
+            Credential::Email { email, password } if email.is_empty() => {
+                validate::password(password)?;
+                if generated {
+                    return Err(ApiError::invalid(
+                        "username is required when email address is not supplied",
+                    ));
+                }
+                (
+                    self.sign_in_with_password(Identity::Username(req.username.clone()), password)
+                        .await?,
+                    false,
+                )
+            }
+            Credential::Email { email, password } => {
+                let email = validate::email(email)?;
+                validate::password(password)?;
+                let identity = Identity::Email(email);
+                match self.store.find_user_by_identity(&identity).await? {
+                    Some(found) => (self.check_password(found, password).await?, false),
+                    None => {
+                        let hash = self.hash_password(password).await?;
+                        self.find_or_create(identity, Some(hash), &req).await?
+                    }
+                }
+            }
+        };
+        Ok(self.issue(user.id, &user.username, req.vars, created))
+    }
+
+    /// Finds the identity's user, or registers one when `create` allows it.
+    async fn find_or_create(
+        &self,
+        identity: Identity,
+        password_hash: Option<String>,
+        req: &AuthRequest,
+    ) -> Result<(UserAuth, bool), ApiError> {
+        if let Some(found) = self.store.find_user_by_identity(&identity).await? {
+            return Ok((check_enabled(found)?, false));
+        }
+        if !req.create {
+            return Err(ApiError::not_found("user account not found"));
+        }
+        let generated = req.username.is_empty();
+        // A generated name can clash by chance; a chosen one clashes for real.
+        let attempts = if generated { 4 } else { 1 };
+        for _ in 0..attempts {
+            let username = if generated {
+                generate_username()
+            } else {
+                req.username.clone()
+            };
+            let user = NewUser {
+                id: Uuid::new_v4(),
+                username: username.clone(),
+                identity: identity.clone(),
+                password_hash: password_hash.clone(),
+                create_time: unix_now(),
+            };
+            let id = user.id;
+            match self.store.create_user(user).await {
+                Ok(()) => {
+                    let auth = UserAuth {
+                        id,
+                        username,
+                        password_hash: None,
+                        disable_time: None,
+                    };
+                    return Ok((auth, true));
+                }
+                Err(StoreError::UsernameTaken) if generated => continue,
+                // Another request registered the same identity first: sign in to it.
+                Err(StoreError::IdentityTaken) => {
+                    return match self.store.find_user_by_identity(&identity).await? {
+                        Some(found) => Ok((check_enabled(found)?, false)),
+                        None => Err(ApiError::new(
+                            Code::Aborted,
+                            "account was removed while signing in, try again",
+                        )),
+                    };
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(StoreError::UsernameTaken.into())
+    }
+
+    async fn sign_in_with_password(
+        &self,
+        identity: Identity,
+        password: &str,
+    ) -> Result<UserAuth, ApiError> {
+        match self.store.find_user_by_identity(&identity).await? {
+            Some(found) => self.check_password(found, password).await,
+            None => {
+                // Spend the same time as a real comparison so probing names learns nothing.
+                let _ = self
+                    .compare_password(password, DUMMY_HASH.to_string())
+                    .await;
+                Err(ApiError::unauthenticated("invalid credentials"))
+            }
+        }
+    }
+
+    async fn check_password(&self, user: UserAuth, password: &str) -> Result<UserAuth, ApiError> {
+        let Some(hash) = user.password_hash.clone() else {
+            return Err(ApiError::unauthenticated("invalid credentials"));
+        };
+        if !self.compare_password(password, hash).await? {
+            return Err(ApiError::unauthenticated("invalid credentials"));
+        }
+        check_enabled(user)
+    }
+
+    async fn hash_password(&self, password: &str) -> Result<String, ApiError> {
+        let password = password.to_owned();
+        let cost = self.settings.bcrypt_cost;
+        tokio::task::spawn_blocking(move || bcrypt::hash(password, cost))
+            .await
+            .map_err(|_| ApiError::internal("password hashing was interrupted"))?
+            .map_err(|_| ApiError::internal("password hashing failed"))
+    }
+
+    async fn compare_password(&self, password: &str, hash: String) -> Result<bool, ApiError> {
+        let password = password.to_owned();
+        tokio::task::spawn_blocking(move || bcrypt::verify(password, &hash).unwrap_or(false))
+            .await
+            .map_err(|_| ApiError::internal("password check was interrupted"))
+    }
+
+    /// Signs a new access and refresh token pair sharing one token id.
+    fn issue(
+        &self,
+        user: Uuid,
+        username: &str,
+        vars: BTreeMap<String, String>,
+        created: bool,
+    ) -> SessionTokens {
+        let token_id = Uuid::new_v4().to_string();
+        let issued_at = self.revocations.issue_time(user, unix_now());
+        self.sign_pair(token_id, issued_at, user, username, vars, created)
+    }
+
+    fn sign_pair(
+        &self,
+        token_id: String,
+        issued_at: i64,
+        user: Uuid,
+        username: &str,
+        vars: BTreeMap<String, String>,
+        created: bool,
+    ) -> SessionTokens {
+        let now = unix_now();
+        let mut claims = SessionClaims {
+            token_id,
+            user_id: user.to_string(),
+            username: username.to_owned(),
+            vars,
+            expires_at: now + self.settings.token_expiry_sec,
+            issued_at,
+        };
+        let token = token::sign(self.settings.encryption_key.as_bytes(), &claims);
+        claims.expires_at = now + self.settings.refresh_token_expiry_sec;
+        let refresh_token = token::sign(self.settings.refresh_encryption_key.as_bytes(), &claims);
+        SessionTokens {
+            created,
+            token,
+            refresh_token,
+        }
+    }
+
+    /// Checks an access token: algorithm, signature, expiry and revocation.
+    pub fn verify_access(&self, token: &str) -> Result<Caller, ApiError> {
+        self.verify(token, TokenKind::Access)
+    }
+
+    fn verify(&self, token: &str, kind: TokenKind) -> Result<Caller, ApiError> {
+        let key = match kind {
+            TokenKind::Access => self.settings.encryption_key.as_bytes(),
+            TokenKind::Refresh => self.settings.refresh_encryption_key.as_bytes(),
+        };
+        let what = match kind {
+            TokenKind::Access => "auth token",
+            TokenKind::Refresh => "refresh token",
+        };
+        let claims = token::verify(key, token, unix_now()).map_err(|e| match e {
+            TokenError::Expired => ApiError::unauthenticated(format!(
+                "{what} expired, refresh the session or sign in again"
+            )),
+            TokenError::UnsupportedAlgorithm => {
+                ApiError::unauthenticated(format!("{what} invalid, only HS256 is accepted"))
+            }
+            TokenError::BadSignature | TokenError::Malformed => {
+                ApiError::unauthenticated(format!("{what} invalid"))
+            }
+        })?;
+        let user_id = Uuid::parse_str(&claims.user_id)
+            .map_err(|_| ApiError::unauthenticated(format!("{what} invalid")))?;
+        if self.revocations.is_revoked(&claims, user_id, kind) {
+            return Err(ApiError::unauthenticated(format!(
+                "{what} has been revoked, sign in again"
+            )));
+        }
+        Ok(Caller { user_id, claims })
+    }
+
+    /// New tokens from a refresh token; keeps its token id and issue time as Nakama does.
+    pub async fn refresh(
+        &self,
+        refresh_token: &str,
+        vars: BTreeMap<String, String>,
+    ) -> Result<SessionTokens, ApiError> {
+        if refresh_token.is_empty() {
+            return Err(ApiError::invalid("refresh token is required"));
+        }
+        let caller = self.verify(refresh_token, TokenKind::Refresh)?;
+        let user = self
+            .store
+            .find_user_auth(caller.user_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("user account not found"))?;
+        let user = check_enabled(user)?;
+        let vars = if vars.is_empty() {
+            caller.claims.vars
+        } else {
+            vars
+        };
+        Ok(self.sign_pair(
+            caller.claims.token_id,
+            caller.claims.issued_at,
+            user.id,
+            &user.username,
+            vars,
+            false,
+        ))
+    }
+
+    /// Revokes the given tokens of the caller, or every session when both are empty.
+    pub async fn logout(
+        &self,
+        caller: &Caller,
+        token: &str,
+        refresh_token: &str,
+    ) -> Result<(), ApiError> {
+        let now = unix_now();
+        if token.is_empty() && refresh_token.is_empty() {
+            self.store.revoke_user_sessions(caller.user_id, now).await?;
+            self.revocations.revoke_user(caller.user_id, now);
+            return Ok(());
+        }
+        for (raw, kind) in [
+            (token, TokenKind::Access),
+            (refresh_token, TokenKind::Refresh),
+        ] {
+            if raw.is_empty() {
+                continue;
+            }
+            let key = match kind {
+                TokenKind::Access => self.settings.encryption_key.as_bytes(),
+                TokenKind::Refresh => self.settings.refresh_encryption_key.as_bytes(),
+            };
+            let claims = token::verify_signature(key, raw).map_err(|_| match kind {
+                TokenKind::Access => ApiError::invalid("session token invalid"),
+                TokenKind::Refresh => ApiError::invalid("refresh token invalid"),
+            })?;
+            if claims.user_id != caller.claims.user_id {
+                return Err(ApiError::invalid("token belongs to another user"));
+            }
+            if claims.expires_at <= now {
+                continue; // Already useless; nothing to store.
+            }
+            self.store
+                .revoke_token(&claims.token_id, kind, claims.expires_at)
+                .await?;
+            self.revocations
+                .revoke_token(claims.token_id, kind, claims.expires_at, now);
+        }
+        Ok(())
+    }
+
+    pub async fn account(&self, user: Uuid) -> Result<Account, ApiError> {
+        self.store
+            .get_account(user)
+            .await?
+            .ok_or_else(|| ApiError::not_found("user account not found"))
+    }
+
+    pub async fn update_account(&self, user: Uuid, update: AccountUpdate) -> Result<(), ApiError> {
+        if let Some(name) = &update.username {
+            validate::username(name)?;
+        }
+        let fields = [
+            ("display_name", &update.display_name, 255),
+            ("avatar_url", &update.avatar_url, 512),
+            ("lang_tag", &update.lang_tag, 18),
+            ("location", &update.location, 255),
+            ("timezone", &update.timezone, 255),
+        ];
+        for (name, value, max) in fields {
+            if let Some(v) = value {
+                validate::text_field(name, v, max)?;
+            }
+        }
+        if let Some(meta) = &update.metadata
+            && !serde_json::from_str::<serde_json::Value>(meta).is_ok_and(|v| v.is_object())
+        {
+            return Err(ApiError::invalid("metadata must be a JSON object"));
+        }
+        if update.is_empty() {
+            return Ok(());
+        }
+        self.store
+            .update_account(user, update, unix_now())
+            .await
+            .map_err(Into::into)
+    }
+
+    /// Deletes the account and revokes every session it had.
+    pub async fn delete_account(&self, user: Uuid) -> Result<(), ApiError> {
+        self.store.delete_user(user).await?;
+        let now = unix_now();
+        self.store.revoke_user_sessions(user, now).await?;
+        self.revocations.revoke_user(user, now);
+        Ok(())
+    }
+
+    pub async fn users(&self, ids: &[String], usernames: &[String]) -> Result<Vec<User>, ApiError> {
+        if ids.len() + usernames.len() > MAX_USERS_LOOKUP {
+            return Err(ApiError::invalid(format!(
+                "too many users requested, at most {MAX_USERS_LOOKUP} ids and usernames in all"
+            )));
+        }
+        let ids = ids
+            .iter()
+            .map(|id| {
+                Uuid::parse_str(id)
+                    .map_err(|_| ApiError::invalid(format!("user id {id:?} is not a valid uuid")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if ids.is_empty() && usernames.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.store.get_users(&ids, usernames).await?)
+    }
+}
+
+fn check_enabled(user: UserAuth) -> Result<UserAuth, ApiError> {
+    if user.disable_time.is_some_and(|t| t > 0) {
+        return Err(ApiError::new(Code::PermissionDenied, "user account banned"));
+    }
+    Ok(user)
+}
+
+/// A valid bcrypt hash of a random string, used to keep failed look-ups as slow as real ones.
+const DUMMY_HASH: &str = "$2b$10$Wl7l8KmhH3mXo3eI5mXG6eMGXw3cQF3m9k7gT5H4m4w1Hc2bYV0aO";
+
+/// Ten random letters, as Nakama generates.
+pub fn generate_username() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut rng = rand::rng();
+    (0..10)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}

@@ -1,0 +1,117 @@
+//! The REST API on port 7350: routes, and the layers every request passes
+//! through (CORS, gzip request bodies, body limit, timeout, no-store caching).
+
+mod account;
+mod authenticate;
+mod session;
+mod user;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use ludus_core::Code;
+use serde::Serialize;
+use tower_http::cors::{Any, CorsLayer};
+use tower_http::decompression::RequestDecompressionLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::TimeoutLayer;
+
+use crate::error::HttpError;
+use crate::state::AppState;
+
+pub fn router(state: AppState) -> Router {
+    let limit = state.config.socket.max_request_size_bytes;
+    let timeout = Duration::from_millis(state.config.socket.read_timeout_ms);
+    let cors = CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([
+            Method::GET,
+            Method::HEAD,
+            Method::POST,
+            Method::PUT,
+            Method::DELETE,
+        ])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::USER_AGENT,
+        ]);
+    Router::new()
+        .route("/healthcheck", get(healthcheck))
+        .route(
+            "/v2/account/authenticate/device",
+            post(authenticate::device),
+        )
+        .route("/v2/account/authenticate/email", post(authenticate::email))
+        .route(
+            "/v2/account/authenticate/custom",
+            post(authenticate::custom),
+        )
+        .route("/v2/account/session/refresh", post(session::refresh))
+        .route("/v2/session/logout", post(session::logout))
+        .route(
+            "/v2/account",
+            get(account::get)
+                .put(account::update)
+                .delete(account::delete),
+        )
+        .route("/v2/user", get(user::get_users))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(RequestDecompressionLayer::new())
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::GATEWAY_TIMEOUT,
+            timeout,
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store, no-cache, must-revalidate"),
+        ))
+        .layer(cors)
+        .with_state(state)
+}
+
+async fn healthcheck() -> Response {
+    empty()
+}
+
+async fn not_found() -> HttpError {
+    HttpError::new(Code::NotFound, "not found: no such API path")
+}
+
+async fn method_not_allowed() -> HttpError {
+    // grpc-gateway answers a wrong method with code 12, which maps to 501.
+    HttpError::new(Code::Unimplemented, "method not allowed on this path")
+}
+
+/// A protojson response body.
+pub fn json<T: Serialize>(value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => {
+            let mut res = body.into_response();
+            res.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            res
+        }
+        Err(e) => {
+            HttpError::new(Code::Internal, format!("cannot encode response: {e}")).into_response()
+        }
+    }
+}
+
+/// `{}`, Nakama's answer for calls that return nothing.
+pub fn empty() -> Response {
+    let mut res = "{}".into_response();
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}

@@ -1,0 +1,546 @@
+//! Server configuration: a YAML file, then `LUDUS_*` environment variables,
+//! then `--section.key value` flags, each overriding the one before.
+//!
+//! Key names follow Nakama's where Nakama has the key, so an existing
+//! `config.yml` mostly carries over. An unknown key or a value of the wrong
+//! type stops start-up with a message naming the key.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_yaml::{Mapping, Value};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid YAML: {source}")]
+    Yaml {
+        path: PathBuf,
+        source: serde_yaml::Error,
+    },
+    #[error("config file {0} must be a mapping of sections to keys")]
+    NotAMapping(PathBuf),
+    #[error("unknown config key `{0}`; run `ludus help` for the list of keys")]
+    UnknownKey(String),
+    #[error("config key `{key}`: {message}")]
+    BadValue { key: String, message: String },
+    #[error("flag `{0}` needs a value: write `{0} VALUE` or `{0}=VALUE`")]
+    MissingValue(String),
+    #[error("unexpected argument `{0}`: config flags look like `--section.key value`")]
+    BadArgument(String),
+}
+
+/// The whole configuration, every field with a safe default.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Node name, used in logs and later in cluster ids.
+    pub name: String,
+    /// Folder for the embedded database and modules.
+    pub data_dir: PathBuf,
+    pub logger: LoggerConfig,
+    pub session: SessionConfig,
+    pub socket: SocketConfig,
+    pub database: DatabaseConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            name: "ludus".into(),
+            data_dir: PathBuf::from("./data"),
+            logger: LoggerConfig::default(),
+            session: SessionConfig::default(),
+            socket: SocketConfig::default(),
+            database: DatabaseConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoggerConfig {
+    /// `debug`, `info`, `warn` or `error`.
+    pub level: String,
+    /// `text` for people, `json` for log collectors.
+    pub format: String,
+}
+
+impl Default for LoggerConfig {
+    fn default() -> Self {
+        LoggerConfig {
+            level: "info".into(),
+            format: "text".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionConfig {
+    pub encryption_key: String,
+    pub refresh_encryption_key: String,
+    pub token_expiry_sec: i64,
+    pub refresh_token_expiry_sec: i64,
+    /// bcrypt work factor for new passwords (4-31; Nakama uses 10).
+    pub bcrypt_cost: u32,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        let d = ludus_core::accounts::SessionSettings::default();
+        SessionConfig {
+            encryption_key: d.encryption_key,
+            refresh_encryption_key: d.refresh_encryption_key,
+            token_expiry_sec: d.token_expiry_sec,
+            refresh_token_expiry_sec: d.refresh_token_expiry_sec,
+            bcrypt_cost: d.bcrypt_cost,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SocketConfig {
+    /// Shared secret clients send as the Basic user name to sign in.
+    pub server_key: String,
+    /// Interface to listen on.
+    pub address: String,
+    pub port: u16,
+    /// Largest HTTP request body accepted, after decompression.
+    pub max_request_size_bytes: usize,
+    /// Longest a request may take before it is answered with an error.
+    pub read_timeout_ms: u64,
+}
+
+impl Default for SocketConfig {
+    fn default() -> Self {
+        SocketConfig {
+            server_key: "defaultkey".into(),
+            address: "127.0.0.1".into(),
+            port: 7350,
+            max_request_size_bytes: 262_144,
+            read_timeout_ms: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseConfig {
+    /// Empty for the embedded SQLite database in `data_dir`; otherwise a
+    /// PostgreSQL URL or Nakama's `user:password@host:port/dbname`.
+    #[serde(deserialize_with = "one_or_many")]
+    pub address: Vec<String>,
+    pub max_open_conns: usize,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig {
+            address: Vec::new(),
+            max_open_conns: 16,
+        }
+    }
+}
+
+impl DatabaseConfig {
+    pub fn address(&self) -> &str {
+        self.address.first().map(String::as_str).unwrap_or("")
+    }
+}
+
+/// Nakama lists database addresses; a single string is accepted too.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) if s.is_empty() => Vec::new(),
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
+}
+
+impl Config {
+    /// Builds the configuration from an optional file, the environment and flags.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        flags: &[(String, String)],
+    ) -> Result<Config, ConfigError> {
+        let defaults = serde_yaml::to_value(Config::default()).expect("defaults serialize");
+        let mut tree = match file {
+            Some(path) => read_file(path)?,
+            None => Value::Mapping(Mapping::new()),
+        };
+        let known = leaf_keys(&defaults);
+        for (name, value) in env {
+            let Some(rest) = name.strip_prefix("LUDUS_") else {
+                continue;
+            };
+            // Only variables naming a known key count; others belong to someone else.
+            if let Some(key) = known.iter().find(|k| env_name(k) == rest) {
+                set_key(&mut tree, &defaults, key, &value)?;
+            }
+        }
+        for (key, value) in flags {
+            set_key(&mut tree, &defaults, key, value)?;
+        }
+        let config: Config = serde_path_to_error::deserialize(tree).map_err(|e| {
+            let key = e.path().to_string();
+            let message = e.into_inner().to_string();
+            match message.strip_prefix("unknown field `") {
+                Some(rest) => {
+                    let field = rest.split('`').next().unwrap_or_default();
+                    let prefix = key
+                        .rsplit_once('.')
+                        .map(|(p, _)| format!("{p}."))
+                        .unwrap_or_default();
+                    ConfigError::UnknownKey(format!("{prefix}{field}"))
+                }
+                None => ConfigError::BadValue { key, message },
+            }
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, message: &str| {
+            Err(ConfigError::BadValue {
+                key: key.into(),
+                message: message.into(),
+            })
+        };
+        if !["debug", "info", "warn", "error", "trace"].contains(&self.logger.level.as_str()) {
+            return bad("logger.level", "must be one of debug, info, warn, error");
+        }
+        if !["text", "json"].contains(&self.logger.format.as_str()) {
+            return bad("logger.format", "must be text or json");
+        }
+        if self.session.encryption_key.is_empty() {
+            return bad("session.encryption_key", "must not be empty");
+        }
+        if self.session.refresh_encryption_key.is_empty() {
+            return bad("session.refresh_encryption_key", "must not be empty");
+        }
+        if self.session.encryption_key == self.session.refresh_encryption_key {
+            return bad(
+                "session.refresh_encryption_key",
+                "must differ from session.encryption_key, or refresh tokens would work as session tokens",
+            );
+        }
+        if self.session.token_expiry_sec <= 0 {
+            return bad("session.token_expiry_sec", "must be at least 1");
+        }
+        if self.session.refresh_token_expiry_sec <= 0 {
+            return bad("session.refresh_token_expiry_sec", "must be at least 1");
+        }
+        if !(4..=31).contains(&self.session.bcrypt_cost) {
+            return bad("session.bcrypt_cost", "must be between 4 and 31");
+        }
+        if self.socket.server_key.is_empty() {
+            return bad("socket.server_key", "must not be empty");
+        }
+        if self.socket.address.parse::<std::net::IpAddr>().is_err() {
+            return bad(
+                "socket.address",
+                "must be an IP address such as 127.0.0.1 or 0.0.0.0",
+            );
+        }
+        if self.socket.max_request_size_bytes < 1024 {
+            return bad("socket.max_request_size_bytes", "must be at least 1024");
+        }
+        if self.socket.read_timeout_ms == 0 {
+            return bad("socket.read_timeout_ms", "must be at least 1");
+        }
+        if self.database.max_open_conns == 0 {
+            return bad("database.max_open_conns", "must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// Every key with its default, for `ludus help`.
+    pub fn documented_keys() -> Vec<(String, String)> {
+        let defaults = serde_yaml::to_value(Config::default()).expect("defaults serialize");
+        leaf_keys(&defaults)
+            .into_iter()
+            .map(|k| {
+                let v = lookup(&defaults, &k).map(render).unwrap_or_default();
+                (k, v)
+            })
+            .collect()
+    }
+
+    pub fn session_settings(&self) -> ludus_core::accounts::SessionSettings {
+        ludus_core::accounts::SessionSettings {
+            encryption_key: self.session.encryption_key.clone(),
+            refresh_encryption_key: self.session.refresh_encryption_key.clone(),
+            token_expiry_sec: self.session.token_expiry_sec,
+            refresh_token_expiry_sec: self.session.refresh_token_expiry_sec,
+            bcrypt_cost: self.session.bcrypt_cost,
+        }
+    }
+}
+
+/// Splits `--section.key value` / `--section.key=value` pairs; `--config` is the caller's.
+pub fn parse_flags(args: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let Some(flag) = arg.strip_prefix("--") else {
+            return Err(ConfigError::BadArgument(arg.clone()));
+        };
+        match flag.split_once('=') {
+            Some((k, v)) => out.push((k.to_owned(), v.to_owned())),
+            None => {
+                let value = it
+                    .next()
+                    .ok_or_else(|| ConfigError::MissingValue(arg.clone()))?;
+                out.push((flag.to_owned(), value.clone()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn read_file(path: &Path) -> Result<Value, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.into(),
+        source,
+    })?;
+    let value: Value = serde_yaml::from_str(&text).map_err(|source| ConfigError::Yaml {
+        path: path.into(),
+        source,
+    })?;
+    match value {
+        Value::Null => Ok(Value::Mapping(Mapping::new())),
+        Value::Mapping(_) => Ok(value),
+        _ => Err(ConfigError::NotAMapping(path.into())),
+    }
+}
+
+fn env_name(key: &str) -> String {
+    key.to_ascii_uppercase().replace('.', "_")
+}
+
+fn leaf_keys(v: &Value) -> Vec<String> {
+    fn walk(v: &Value, prefix: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Mapping(m) => {
+                for (k, child) in m {
+                    let k = k.as_str().unwrap_or_default();
+                    let path = if prefix.is_empty() {
+                        k.to_owned()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(child, &path, out);
+                }
+            }
+            _ => out.push(prefix.to_owned()),
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, "", &mut out);
+    out
+}
+
+fn lookup<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    key.split('.').try_fold(v, |node, part| node.get(part))
+}
+
+fn render(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Sequence(items) => items.iter().map(render).collect::<Vec<_>>().join(","),
+        other => serde_yaml::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+    }
+}
+
+/// Sets one dotted key from a string, typed like the key's default value.
+fn set_key(tree: &mut Value, defaults: &Value, key: &str, raw: &str) -> Result<(), ConfigError> {
+    let default = lookup(defaults, key)
+        .filter(|v| !v.is_mapping())
+        .ok_or_else(|| ConfigError::UnknownKey(key.to_owned()))?;
+    let bad = |what: &str| ConfigError::BadValue {
+        key: key.to_owned(),
+        message: format!("`{raw}` is not {what}"),
+    };
+    let value = match default {
+        Value::Bool(_) => Value::Bool(match raw {
+            "true" | "1" | "yes" => true,
+            "false" | "0" | "no" => false,
+            _ => return Err(bad("true or false")),
+        }),
+        Value::Number(n) if n.is_f64() => {
+            Value::Number(raw.parse::<f64>().map_err(|_| bad("a number"))?.into())
+        }
+        Value::Number(_) => Value::Number(
+            raw.parse::<i64>()
+                .map_err(|_| bad("a whole number"))?
+                .into(),
+        ),
+        Value::Sequence(_) => Value::Sequence(
+            raw.split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| Value::String(s.trim().to_owned()))
+                .collect(),
+        ),
+        _ => Value::String(raw.to_owned()),
+    };
+    let mut node = tree;
+    let parts: Vec<&str> = key.split('.').collect();
+    for part in &parts[..parts.len() - 1] {
+        let map = node.as_mapping_mut().ok_or_else(|| ConfigError::BadValue {
+            key: key.to_owned(),
+            message: "section is not a mapping".into(),
+        })?;
+        node = map
+            .entry(Value::String((*part).to_owned()))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+    }
+    let map = node.as_mapping_mut().ok_or_else(|| ConfigError::BadValue {
+        key: key.to_owned(),
+        message: "section is not a mapping".into(),
+    })?;
+    map.insert(Value::String(parts[parts.len() - 1].to_owned()), value);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_match_nakama() {
+        let c = Config::load(None, [], &[]).unwrap();
+        assert_eq!(c.socket.port, 7350);
+        assert_eq!(c.socket.server_key, "defaultkey");
+        assert_eq!(c.session.token_expiry_sec, 60);
+        assert_eq!(c.session.refresh_token_expiry_sec, 3600);
+        assert_eq!(c.socket.max_request_size_bytes, 262_144);
+        assert_eq!(c.database.address(), "");
+    }
+
+    #[test]
+    fn file_then_env_then_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.yml");
+        std::fs::write(
+            &path,
+            "socket:\n  port: 1000\n  server_key: fromfile\nsession:\n  token_expiry_sec: 5\n",
+        )
+        .unwrap();
+        let env = vec![
+            ("LUDUS_SOCKET_PORT".to_string(), "2000".to_string()),
+            ("LUDUS_SOMETHING_ELSE".to_string(), "ignored".to_string()),
+        ];
+        let c = Config::load(
+            Some(&path),
+            env,
+            &flags(&[("socket.port", "3000"), ("socket.server_key", "12345")]),
+        )
+        .unwrap();
+        assert_eq!(c.socket.port, 3000);
+        assert_eq!(
+            c.socket.server_key, "12345",
+            "a numeric-looking key stays a string"
+        );
+        assert_eq!(c.session.token_expiry_sec, 5);
+    }
+
+    #[test]
+    fn database_address_takes_a_string_or_a_list() {
+        let c = Config::load(
+            None,
+            [],
+            &flags(&[("database.address", "postgres://u@h/db")]),
+        )
+        .unwrap();
+        assert_eq!(c.database.address(), "postgres://u@h/db");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.yml");
+        std::fs::write(&path, "database:\n  address:\n    - root@localhost:26257\n").unwrap();
+        let c = Config::load(Some(&path), [], &[]).unwrap();
+        assert_eq!(c.database.address(), "root@localhost:26257");
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Config::load(None, [], &flags(&[("socket.prot", "1")])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown config key `socket.prot`; run `ludus help` for the list of keys"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.yml");
+        std::fs::write(&path, "session:\n  token_expiry: 5\n").unwrap();
+        let err = Config::load(Some(&path), [], &[]).unwrap_err();
+        assert!(err.to_string().contains("`session.token_expiry`"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let err = Config::load(None, [], &flags(&[("socket.port", "abc")])).unwrap_err();
+        assert!(
+            err.to_string().starts_with("config key `socket.port`"),
+            "{err}"
+        );
+        let err = Config::load(None, [], &flags(&[("socket.port", "70000")])).unwrap_err();
+        assert!(err.to_string().contains("socket.port"), "{err}");
+        let err = Config::load(None, [], &flags(&[("session.token_expiry_sec", "0")])).unwrap_err();
+        assert!(
+            err.to_string().contains("session.token_expiry_sec"),
+            "{err}"
+        );
+        let err = Config::load(
+            None,
+            [],
+            &flags(&[
+                ("session.encryption_key", "same"),
+                ("session.refresh_encryption_key", "same"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("refresh_encryption_key"), "{err}");
+    }
+
+    #[test]
+    fn flag_parsing() {
+        let args: Vec<String> = ["--a.b", "1", "--c.d=2"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            parse_flags(&args).unwrap(),
+            flags(&[("a.b", "1"), ("c.d", "2")])
+        );
+        assert!(matches!(
+            parse_flags(&["--a.b".to_string()]),
+            Err(ConfigError::MissingValue(_))
+        ));
+        assert!(matches!(
+            parse_flags(&["x".to_string()]),
+            Err(ConfigError::BadArgument(_))
+        ));
+    }
+}

@@ -1,0 +1,59 @@
+//! Domain records to wire types. The only place that knows both.
+
+use ludus_core::model;
+use ludus_proto::Timestamp;
+use ludus_proto::api;
+
+pub fn timestamp(unix_seconds: i64) -> Timestamp {
+    Timestamp::from_unix_seconds(unix_seconds)
+}
+
+pub fn user(u: model::User) -> api::User {
+    api::User {
+        id: u.id.to_string(),
+        username: u.username,
+        display_name: u.display_name,
+        avatar_url: u.avatar_url,
+        lang_tag: u.lang_tag,
+        location: u.location,
+        timezone: u.timezone,
+        metadata: u.metadata,
+        facebook_id: u.facebook_id,
+        google_id: u.google_id,
+        gamecenter_id: u.gamecenter_id,
+        steam_id: u.steam_id,
+        online: u.online,
+        edge_count: u.edge_count,
+        create_time: Some(timestamp(u.create_time)),
+        update_time: Some(timestamp(u.update_time)),
+        facebook_instant_game_id: u.facebook_instant_game_id,
+        apple_id: u.apple_id,
+    }
+}
+
+pub fn account(a: model::Account) -> api::Account {
+    api::Account {
+        user: Some(user(a.user)),
+        wallet: a.wallet,
+        email: a.email.unwrap_or_default(),
+        devices: a
+            .devices
+            .into_iter()
+            .map(|id| api::AccountDevice {
+                id,
+                vars: Default::default(),
+            })
+            .collect(),
+        custom_id: a.custom_id.unwrap_or_default(),
+        verify_time: a.verify_time.map(timestamp),
+        disable_time: a.disable_time.map(timestamp),
+    }
+}
+
+pub fn session(s: ludus_core::accounts::SessionTokens) -> api::Session {
+    api::Session {
+        created: s.created,
+        token: s.token,
+        refresh_token: s.refresh_token,
+    }
+}

@@ -1,0 +1,15 @@
+//! The Ludus server: the HTTP API on port 7350, configuration and start-up
+//! wiring. This is the only crate that knows axum; it turns requests into
+//! calls on `ludus-core` and answers with `ludus-proto` wire types.
+
+mod api;
+pub mod config;
+mod convert;
+mod error;
+mod extract;
+pub mod logging;
+mod server;
+mod state;
+
+pub use config::Config;
+pub use server::{RunningServer, StartError, start};

@@ -1,0 +1,139 @@
+//! Start-up and shutdown: open the store, load sessions, bind the listener,
+//! serve until told to stop, then finish in-flight requests and close the
+//! database.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ludus_core::accounts::AccountService;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::state::AppState;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Store(#[from] ludus_store::OpenError),
+    #[error("cannot load sessions from the database: {0}")]
+    Sessions(#[from] ludus_core::StoreError),
+    #[error(
+        "cannot listen on {addr}: {source}; is another server running there? change socket.port or socket.address"
+    )]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+}
+
+/// How long shutdown waits for in-flight requests before closing anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// A server that is accepting requests.
+pub struct RunningServer {
+    local_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<std::io::Result<()>>,
+    state: AppState,
+}
+
+/// Opens the store and starts serving; returns once the listener is bound.
+pub async fn start(config: Config) -> Result<RunningServer, StartError> {
+    let store_opts = ludus_store::StoreOptions {
+        max_open_conns: config.database.max_open_conns,
+        ..Default::default()
+    };
+    let store = ludus_store::open(config.database.address(), &config.data_dir, store_opts).await?;
+    tracing::info!(backend = store.backend(), "database ready");
+    let accounts = AccountService::new(store, config.session_settings()).await?;
+    let addr = format!("{}:{}", config.socket.address, config.socket.port);
+    let listener = TcpListener::bind(&addr)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: addr.clone(),
+            source,
+        })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| StartError::Bind { addr, source })?;
+    let state = AppState {
+        config: Arc::new(config),
+        accounts: Arc::new(accounts),
+    };
+    let app = crate::api::router(state.clone());
+    let (stop, mut stopped) = watch::channel(false);
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            })
+            .await
+    });
+    tracing::info!(%local_addr, node = %state.config.name, "listening for clients");
+    Ok(RunningServer {
+        local_addr,
+        stop,
+        task,
+        state,
+    })
+}
+
+impl RunningServer {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting, lets in-flight requests finish (up to a grace period)
+    /// and closes the database.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let mut task = self.task;
+        match tokio::time::timeout(SHUTDOWN_GRACE, &mut task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => tracing::error!(error = %e, "server stopped with an error"),
+            Ok(Err(e)) => tracing::error!(error = %e, "server task failed"),
+            Err(_) => {
+                tracing::warn!(
+                    grace_secs = SHUTDOWN_GRACE.as_secs(),
+                    "requests still running after the grace period, closing anyway"
+                );
+                task.abort();
+            }
+        }
+        self.state.accounts.store().close().await;
+        tracing::info!("shutdown complete");
+    }
+
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+    pub async fn run_until_signal(self) {
+        wait_for_signal().await;
+        tracing::info!("shutting down: finishing in-flight requests");
+        self.shutdown().await;
+    }
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(
+            tokio::signal::unix::SignalKind::terminate(),
+        ) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM, only SIGINT stops the server");
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,14 @@
+//! Shared state handed to every request handler.
+
+use std::sync::Arc;
+
+use ludus_core::accounts::AccountService;
+
+use crate::config::Config;
+
+/// Cheap to clone: everything lives behind one `Arc` each.
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub accounts: Arc<AccountService>,
+}

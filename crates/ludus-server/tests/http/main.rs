@@ -1,0 +1,9 @@
+//! HTTP integration tests: each starts a real server on 127.0.0.1:0 and talks
+//! to it over HTTP, once on SQLite and once on a real PostgreSQL.
+
+mod support;
+
+mod account;
+mod authenticate;
+mod protocol;
+mod session;

@@ -1,0 +1,99 @@
+//! Storage backends for Ludus: SQLite (the default, a file under the data
+//! directory) and PostgreSQL, both implementing [`ludus_core::Store`], plus the
+//! numbered SQL migrations each one runs.
+//!
+//! [`open`] picks the backend from the configured address (`database.address`):
+//!
+//! - empty: SQLite at `<data_dir>/ludus.db`, created and migrated on open;
+//! - `postgres://…` or `postgresql://…`: PostgreSQL;
+//! - Nakama's bare form `user:password@host:port/dbname` (also `user@host:port`):
+//!   PostgreSQL. Without a database name the database is `ludus`, without a
+//!   user it is `postgres`.
+//!
+//! PostgreSQL is never migrated implicitly: `ludus migrate up` ([`migrate_up`])
+//! does it, and [`open`] refuses a schema older or newer than this build knows.
+//!
+//! Both backends batch concurrent writes into one transaction (group commit);
+//! see the `sqlite` and `postgres` modules for how.
+
+mod address;
+mod error;
+mod migrate;
+mod postgres;
+mod sqlite;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ludus_core::Store;
+
+pub use error::OpenError;
+pub use migrate::{MigrationInfo, MigrationReport, MigrationStatus};
+
+/// The SQLite file inside the data directory.
+pub const SQLITE_FILE_NAME: &str = "ludus.db";
+
+/// The PostgreSQL database used when the address names none.
+pub const DEFAULT_POSTGRES_DATABASE: &str = "ludus";
+
+/// Tuning of the connections a store keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Most connections open at once (`database.max_open_conns`). PostgreSQL:
+    /// the pool size. SQLite: caps the reader connections (one writer is
+    /// always added). Group commit makes a small pool enough.
+    pub max_open_conns: usize,
+    /// A connection older than this is closed instead of reused
+    /// (`database.conn_max_lifetime_ms`); 0 keeps connections forever.
+    pub conn_max_lifetime_ms: u64,
+    /// How long a request waits for a free PostgreSQL connection before it
+    /// fails as unavailable, so an exhausted pool never hangs a client.
+    pub acquire_timeout_ms: u64,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            max_open_conns: 16,
+            conn_max_lifetime_ms: 3_600_000,
+            acquire_timeout_ms: 5_000,
+        }
+    }
+}
+
+/// Opens the store the address names, ready for use.
+///
+/// SQLite creates `data_dir` and migrates itself; PostgreSQL must already be
+/// at the schema version this build knows (run `ludus migrate up`).
+pub async fn open(
+    address: &str,
+    data_dir: &Path,
+    opts: StoreOptions,
+) -> Result<Arc<dyn Store>, OpenError> {
+    match address::parse(address)? {
+        address::Address::Sqlite => {
+            let store = sqlite::SqliteStore::open(data_dir.join(SQLITE_FILE_NAME), &opts).await?;
+            Ok(Arc::new(store))
+        }
+        address::Address::Postgres(config) => {
+            let store = postgres::PgStore::open(*config, &opts).await?;
+            Ok(Arc::new(store))
+        }
+    }
+}
+
+/// Applies every migration the database lacks (`ludus migrate up`).
+pub async fn migrate_up(address: &str, data_dir: &Path) -> Result<MigrationReport, OpenError> {
+    match address::parse(address)? {
+        address::Address::Sqlite => sqlite::migrate_up(data_dir.join(SQLITE_FILE_NAME)).await,
+        address::Address::Postgres(config) => postgres::migrate_up(&config).await,
+    }
+}
+
+/// Reports the schema version and what `migrate_up` would apply (`ludus migrate status`).
+pub async fn migrate_status(address: &str, data_dir: &Path) -> Result<MigrationStatus, OpenError> {
+    match address::parse(address)? {
+        address::Address::Sqlite => sqlite::migrate_status(data_dir.join(SQLITE_FILE_NAME)).await,
+        address::Address::Postgres(config) => postgres::migrate_status(&config).await,
+    }
+}

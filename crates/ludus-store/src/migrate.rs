@@ -1,0 +1,200 @@
+//! The numbered schema migrations of each dialect, embedded in the binary, and
+//! the version rules shared by both backends. Applied versions are recorded in
+//! a `schema_migrations` table; each migration runs in one transaction.
+
+use std::fmt;
+
+use crate::OpenError;
+
+/// One numbered SQL file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+pub(crate) const SQLITE: &[Migration] = &[Migration {
+    version: 1,
+    name: "init",
+    sql: include_str!("../migrations/sqlite/0001_init.sql"),
+}];
+
+pub(crate) const POSTGRES: &[Migration] = &[Migration {
+    version: 1,
+    name: "init",
+    sql: include_str!("../migrations/postgres/0001_init.sql"),
+}];
+
+/// The highest version in a list.
+pub(crate) fn latest(migrations: &[Migration]) -> i64 {
+    migrations.last().map_or(0, |m| m.version)
+}
+
+/// Migrations above `current`, in order.
+pub(crate) fn pending(migrations: &[Migration], current: i64) -> impl Iterator<Item = &Migration> {
+    migrations.iter().filter(move |m| m.version > current)
+}
+
+/// Refuses a schema that this build cannot use as it is.
+pub(crate) fn check_version(
+    target: &str,
+    current: i64,
+    migrations: &[Migration],
+) -> Result<(), OpenError> {
+    let latest = latest(migrations);
+    let target = target.to_owned();
+    if current > latest {
+        return Err(OpenError::TooNew {
+            target,
+            current,
+            latest,
+        });
+    }
+    if current == 0 {
+        return Err(OpenError::NotMigrated { target });
+    }
+    if current < latest {
+        return Err(OpenError::Outdated {
+            target,
+            current,
+            latest,
+        });
+    }
+    Ok(())
+}
+
+/// A migration's number and name, as `ludus migrate` prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigrationInfo {
+    pub version: i64,
+    pub name: &'static str,
+}
+
+impl From<&Migration> for MigrationInfo {
+    fn from(m: &Migration) -> Self {
+        MigrationInfo {
+            version: m.version,
+            name: m.name,
+        }
+    }
+}
+
+impl fmt::Display for MigrationInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04}_{}", self.version, self.name)
+    }
+}
+
+/// Where the schema stands (`ludus migrate status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationStatus {
+    /// `"sqlite"` or `"postgres"`.
+    pub backend: &'static str,
+    /// Highest applied version, 0 for none.
+    pub current: i64,
+    /// Highest version this build knows.
+    pub latest: i64,
+    pub pending: Vec<MigrationInfo>,
+}
+
+impl fmt::Display for MigrationStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: schema version {}, latest known {}",
+            self.backend, self.current, self.latest
+        )?;
+        if self.current > self.latest {
+            return write!(f, "; the database is newer than this ludus, upgrade ludus");
+        }
+        if self.pending.is_empty() {
+            return write!(f, "; up to date");
+        }
+        write!(f, "; pending:")?;
+        for m in &self.pending {
+            write!(f, " {m}")?;
+        }
+        write!(f, " (run `ludus migrate up`)")
+    }
+}
+
+/// What `ludus migrate up` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationReport {
+    pub backend: &'static str,
+    /// Version before.
+    pub from: i64,
+    /// Version after.
+    pub to: i64,
+    pub applied: Vec<MigrationInfo>,
+}
+
+impl fmt::Display for MigrationReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.applied.is_empty() {
+            return write!(
+                f,
+                "{}: schema already at version {}, nothing to apply",
+                self.backend, self.to
+            );
+        }
+        write!(
+            f,
+            "{}: migrated from version {} to {}, applied:",
+            self.backend, self.from, self.to
+        )?;
+        for m in &self.applied {
+            write!(f, " {m}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_count_up_from_one_in_both_dialects() {
+        for list in [SQLITE, POSTGRES] {
+            for (i, m) in list.iter().enumerate() {
+                assert_eq!(m.version, i as i64 + 1, "{}", m.name);
+                assert!(!m.sql.trim().is_empty());
+            }
+        }
+        let names = |l: &[Migration]| l.iter().map(|m| (m.version, m.name)).collect::<Vec<_>>();
+        assert_eq!(names(SQLITE), names(POSTGRES), "dialects must stay in step");
+    }
+
+    #[test]
+    fn version_rules() {
+        let latest = latest(SQLITE);
+        assert!(check_version("db", latest, SQLITE).is_ok());
+        assert!(matches!(
+            check_version("db", 0, SQLITE),
+            Err(OpenError::NotMigrated { .. })
+        ));
+        assert!(matches!(
+            check_version("db", latest + 1, SQLITE),
+            Err(OpenError::TooNew { .. })
+        ));
+    }
+
+    #[test]
+    fn status_tells_what_to_run() {
+        let status = MigrationStatus {
+            backend: "postgres",
+            current: 0,
+            latest: 1,
+            pending: vec![MigrationInfo {
+                version: 1,
+                name: "init",
+            }],
+        };
+        assert_eq!(
+            status.to_string(),
+            "postgres: schema version 0, latest known 1; pending: 0001_init (run `ludus migrate up`)"
+        );
+    }
+}

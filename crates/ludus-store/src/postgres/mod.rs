@@ -1,0 +1,316 @@
+//! The PostgreSQL backend: a pool of connections with prepared statements
+//! (see [`pool`]), group commit of registrations (see [`register`]), and
+//! single statements for everything else. Serialization failures and
+//! deadlocks are retried here; unique violations become `UsernameTaken` or
+//! `IdentityTaken` by constraint name; lost connections become `Unavailable`.
+
+mod errors;
+mod pool;
+mod register;
+mod schema;
+mod statements;
+
+use async_trait::async_trait;
+use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use ludus_core::store::{Store, StoreError, StoreResult};
+use ludus_core::token::TokenKind;
+use tokio_postgres::{Config, Row};
+use uuid::Uuid;
+
+use crate::address::describe;
+use crate::migrate::{self, MigrationReport, MigrationStatus};
+use crate::{OpenError, StoreOptions};
+use errors::{Failure, with_retry};
+use pool::Pool;
+use register::Registrar;
+use statements::{Stmt, USER_COLUMNS};
+
+pub(crate) struct PgStore {
+    pool: Pool,
+    registrar: Registrar,
+}
+
+async fn connect_for_setup(
+    config: &Config,
+    target: &str,
+) -> Result<tokio_postgres::Client, OpenError> {
+    pool::connect(config).await.map_err(|e| OpenError::Connect {
+        target: target.to_owned(),
+        message: schema::describe(&e),
+    })
+}
+
+impl PgStore {
+    /// Checks the schema version, then opens the pool and the registration batcher.
+    pub(crate) async fn open(config: Config, opts: &StoreOptions) -> Result<PgStore, OpenError> {
+        let target = describe(&config);
+        let client = connect_for_setup(&config, &target).await?;
+        let current = schema::current_version(&client)
+            .await
+            .map_err(|e| OpenError::Database {
+                target: target.clone(),
+                message: schema::describe(&e),
+            })?;
+        drop(client);
+        migrate::check_version(&target, current, migrate::POSTGRES)?;
+
+        let pool = Pool::new(config, target.clone(), opts);
+        // Open one connection now, so a bad setting fails here rather than on the first request.
+        pool.get().await.map_err(|e| OpenError::Connect {
+            target: target.clone(),
+            message: e.to_string(),
+        })?;
+        // Half the pool may commit registration batches; the rest serves reads.
+        let in_flight = (pool.size() / 2).clamp(1, 4);
+        let registrar = Registrar::start(pool.clone(), in_flight);
+        tracing::info!(
+            backend = "postgres",
+            database = %target,
+            schema_version = current,
+            max_open_conns = pool.size(),
+            "store open"
+        );
+        Ok(PgStore { pool, registrar })
+    }
+
+    async fn auth(
+        &self,
+        stmt: Stmt,
+        key: &(dyn tokio_postgres::types::ToSql + Sync),
+    ) -> StoreResult<Option<UserAuth>> {
+        with_retry("find user", || async {
+            let conn = self.pool.get().await?;
+            let row = conn.client.query_opt(conn.stmt(stmt), &[key]).await?;
+            Ok(row.as_ref().map(auth_from_row).transpose()?)
+        })
+        .await
+    }
+}
+
+pub(crate) async fn migrate_up(config: &Config) -> Result<MigrationReport, OpenError> {
+    let target = describe(config);
+    let mut client = connect_for_setup(config, &target).await?;
+    schema::migrate_up(&mut client, &target).await
+}
+
+pub(crate) async fn migrate_status(config: &Config) -> Result<MigrationStatus, OpenError> {
+    let target = describe(config);
+    let client = connect_for_setup(config, &target).await?;
+    schema::status(&client, &target).await
+}
+
+fn auth_from_row(row: &Row) -> Result<UserAuth, tokio_postgres::Error> {
+    Ok(UserAuth {
+        id: row.try_get(0)?,
+        username: row.try_get(1)?,
+        password_hash: row.try_get(2)?,
+        disable_time: row.try_get(3)?,
+    })
+}
+
+fn user_from_row(row: &Row) -> Result<User, tokio_postgres::Error> {
+    let text = |i: usize| -> Result<String, tokio_postgres::Error> {
+        Ok(row.try_get::<_, Option<String>>(i)?.unwrap_or_default())
+    };
+    Ok(User {
+        id: row.try_get(0)?,
+        username: row.try_get(1)?,
+        display_name: row.try_get(2)?,
+        avatar_url: row.try_get(3)?,
+        lang_tag: row.try_get(4)?,
+        location: row.try_get(5)?,
+        timezone: row.try_get(6)?,
+        metadata: row.try_get(7)?,
+        facebook_id: text(8)?,
+        google_id: text(9)?,
+        gamecenter_id: text(10)?,
+        steam_id: text(11)?,
+        facebook_instant_game_id: text(12)?,
+        apple_id: text(13)?,
+        edge_count: row.try_get(14)?,
+        online: false,
+        create_time: row.try_get(15)?,
+        update_time: row.try_get(16)?,
+    })
+}
+
+#[async_trait]
+impl Store for PgStore {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn find_user_by_identity(&self, identity: &Identity) -> StoreResult<Option<UserAuth>> {
+        match identity {
+            Identity::Device(id) => self.auth(Stmt::FindByDevice, id).await,
+            Identity::Custom(id) => self.auth(Stmt::FindByCustom, id).await,
+            Identity::Email(email) => {
+                if email.chars().any(char::is_uppercase) {
+                    self.auth(Stmt::FindByEmail, &email.to_lowercase()).await
+                } else {
+                    self.auth(Stmt::FindByEmail, email).await
+                }
+            }
+            Identity::Username(name) => self.auth(Stmt::FindByUsername, name).await,
+        }
+    }
+
+    async fn find_user_auth(&self, id: Uuid) -> StoreResult<Option<UserAuth>> {
+        self.auth(Stmt::FindAuth, &id).await
+    }
+
+    async fn create_user(&self, user: NewUser) -> StoreResult<()> {
+        self.registrar.register(user).await
+    }
+
+    async fn get_account(&self, id: Uuid) -> StoreResult<Option<Account>> {
+        with_retry("get account", || async {
+            let conn = self.pool.get().await?;
+            let Some(row) = conn
+                .client
+                .query_opt(conn.stmt(Stmt::GetAccount), &[&id])
+                .await?
+            else {
+                return Ok(None);
+            };
+            let mut devices: Vec<String> = row.try_get(USER_COLUMNS + 5)?;
+            // Byte order, whatever the database's collation.
+            devices.sort_unstable();
+            Ok(Some(Account {
+                user: user_from_row(&row)?,
+                wallet: row.try_get(USER_COLUMNS)?,
+                email: row.try_get(USER_COLUMNS + 1)?,
+                devices,
+                custom_id: row.try_get(USER_COLUMNS + 2)?,
+                verify_time: row.try_get(USER_COLUMNS + 3)?,
+                disable_time: row.try_get(USER_COLUMNS + 4)?,
+            }))
+        })
+        .await
+    }
+
+    async fn update_account(&self, id: Uuid, update: AccountUpdate, now: i64) -> StoreResult<()> {
+        let changed = with_retry("update account", || async {
+            let conn = self.pool.get().await?;
+            let changed = conn
+                .client
+                .execute(
+                    conn.stmt(Stmt::UpdateAccount),
+                    &[
+                        &id,
+                        &update.username,
+                        &update.display_name,
+                        &update.avatar_url,
+                        &update.lang_tag,
+                        &update.location,
+                        &update.timezone,
+                        &update.metadata,
+                        &now,
+                    ],
+                )
+                .await?;
+            Ok::<_, Failure>(changed)
+        })
+        .await?;
+        if changed == 0 {
+            Err(StoreError::NotFound)
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn delete_user(&self, id: Uuid) -> StoreResult<bool> {
+        with_retry("delete user", || async {
+            let conn = self.pool.get().await?;
+            Ok(conn
+                .client
+                .execute(conn.stmt(Stmt::DeleteUser), &[&id])
+                .await?
+                > 0)
+        })
+        .await
+    }
+
+    async fn get_users(&self, ids: &[Uuid], usernames: &[String]) -> StoreResult<Vec<User>> {
+        if ids.is_empty() && usernames.is_empty() {
+            return Ok(Vec::new());
+        }
+        with_retry("get users", || async {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .client
+                .query(conn.stmt(Stmt::GetUsers), &[&ids, &usernames])
+                .await?;
+            Ok(rows.iter().map(user_from_row).collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
+    async fn revoke_token(
+        &self,
+        token_id: &str,
+        kind: TokenKind,
+        expires_at: i64,
+    ) -> StoreResult<()> {
+        with_retry("revoke token", || async {
+            let conn = self.pool.get().await?;
+            conn.client
+                .execute(
+                    conn.stmt(Stmt::RevokeToken),
+                    &[&token_id, &kind.as_str(), &expires_at],
+                )
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn revoke_user_sessions(&self, user: Uuid, cutoff: i64) -> StoreResult<()> {
+        with_retry("revoke sessions", || async {
+            let conn = self.pool.get().await?;
+            conn.client
+                .execute(conn.stmt(Stmt::RevokeUser), &[&user, &cutoff])
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn load_revocations(&self, now: i64) -> StoreResult<Revocations> {
+        with_retry("load revocations", || async {
+            let conn = self.pool.get().await?;
+            let purged = conn
+                .client
+                .execute(conn.stmt(Stmt::PurgeTokens), &[&now])
+                .await?;
+            if purged > 0 {
+                tracing::debug!(purged, "purged expired token revocations");
+            }
+            let mut revocations = Revocations::default();
+            for row in conn
+                .client
+                .query(conn.stmt(Stmt::LoadTokens), &[&now])
+                .await?
+            {
+                let kind: String = row.try_get(1)?;
+                match TokenKind::parse(&kind) {
+                    Some(kind) => revocations
+                        .tokens
+                        .push((row.try_get(0)?, kind, row.try_get(2)?)),
+                    None => tracing::warn!(kind, "ignoring token revocation of unknown kind"),
+                }
+            }
+            for row in conn.client.query(conn.stmt(Stmt::LoadCutoffs), &[]).await? {
+                revocations.users.push((row.try_get(0)?, row.try_get(1)?));
+            }
+            Ok::<_, Failure>(revocations)
+        })
+        .await
+    }
+
+    async fn close(&self) {
+        self.registrar.close().await;
+        self.pool.close().await;
+        tracing::info!(backend = "postgres", "store closed");
+    }
+}

@@ -1,0 +1,176 @@
+//! Every SQL statement of the PostgreSQL backend. Each connection prepares
+//! all of them once, pipelined, when it opens; requests then only bind and
+//! execute.
+
+use futures_util::future::try_join_all;
+use tokio_postgres::{Client, Statement};
+
+/// The columns of a `User`, in the order `user_from_row` reads them.
+macro_rules! user_columns {
+    () => {
+        "u.id, u.username, u.display_name, u.avatar_url, u.lang_tag, u.location, u.timezone, u.metadata::text, \
+         u.facebook_id, u.google_id, u.gamecenter_id, u.steam_id, u.facebook_instant_game_id, u.apple_id, \
+         u.edge_count, u.create_time, u.update_time"
+    };
+}
+pub(super) const USER_COLUMNS: usize = 17;
+
+macro_rules! auth_select {
+    ($from:literal) => {
+        concat!(
+            "SELECT u.id, u.username, u.password, u.disable_time FROM ",
+            $from
+        )
+    };
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stmt {
+    FindByDevice,
+    FindByCustom,
+    FindByEmail,
+    FindByUsername,
+    FindAuth,
+    Register,
+    DeleteUsers,
+    Clashes,
+    GetAccount,
+    UpdateAccount,
+    DeleteUser,
+    GetUsers,
+    RevokeToken,
+    RevokeUser,
+    PurgeTokens,
+    LoadTokens,
+    LoadCutoffs,
+}
+
+impl Stmt {
+    /// Every statement, in discriminant order.
+    const ALL: [Stmt; 17] = [
+        Stmt::FindByDevice,
+        Stmt::FindByCustom,
+        Stmt::FindByEmail,
+        Stmt::FindByUsername,
+        Stmt::FindAuth,
+        Stmt::Register,
+        Stmt::DeleteUsers,
+        Stmt::Clashes,
+        Stmt::GetAccount,
+        Stmt::UpdateAccount,
+        Stmt::DeleteUser,
+        Stmt::GetUsers,
+        Stmt::RevokeToken,
+        Stmt::RevokeUser,
+        Stmt::PurgeTokens,
+        Stmt::LoadTokens,
+        Stmt::LoadCutoffs,
+    ];
+
+    fn sql(self) -> &'static str {
+        match self {
+            Stmt::FindByDevice => auth_select!("user_device d JOIN users u ON u.id = d.user_id WHERE d.id = $1"),
+            Stmt::FindByCustom => auth_select!("users u WHERE u.custom_id = $1"),
+            Stmt::FindByEmail => auth_select!("users u WHERE u.email = $1"),
+            Stmt::FindByUsername => auth_select!("users u WHERE u.username = $1"),
+            Stmt::FindAuth => auth_select!("users u WHERE u.id = $1"),
+            // Registers a whole batch in one statement. ON CONFLICT DO NOTHING
+            // skips a user that clashes on any unique index (also with an
+            // earlier user of the same batch); devices are inserted only for
+            // users that went in. The caller deletes users whose device was
+            // taken and works out why the skipped ones clashed.
+            Stmt::Register => {
+                "WITH new_users AS (
+                     INSERT INTO users (id, username, email, custom_id, password, create_time, update_time)
+                     SELECT n.id, n.username, n.email, n.custom_id, n.password, n.t, n.t
+                       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[])
+                            AS n(id, username, email, custom_id, password, t)
+                     ON CONFLICT DO NOTHING
+                     RETURNING id
+                 ), new_devices AS (
+                     INSERT INTO user_device (id, user_id)
+                     SELECT d.id, d.user_id
+                       FROM unnest($7::text[], $8::uuid[]) AS d(id, user_id)
+                      WHERE d.user_id IN (SELECT id FROM new_users)
+                     ON CONFLICT DO NOTHING
+                     RETURNING user_id
+                 )
+                 SELECT (SELECT coalesce(array_agg(id), '{}') FROM new_users),
+                        (SELECT coalesce(array_agg(user_id), '{}') FROM new_devices)"
+            }
+            Stmt::DeleteUsers => "DELETE FROM users WHERE id = ANY($1::uuid[])",
+            // `IS NOT NULL` lets the planner use the partial unique indexes.
+            Stmt::Clashes => {
+                "SELECT 'u'::text, username::text FROM users WHERE username = ANY($1::text[])
+                 UNION ALL SELECT 'e', email::text FROM users WHERE email IS NOT NULL AND email = ANY($2::text[])
+                 UNION ALL SELECT 'c', custom_id::text FROM users WHERE custom_id IS NOT NULL AND custom_id = ANY($3::text[])
+                 UNION ALL SELECT 'd', id::text FROM user_device WHERE id = ANY($4::text[])
+                 UNION ALL SELECT 'i', id::text FROM users WHERE id = ANY($5::uuid[])"
+            }
+            Stmt::GetAccount => concat!(
+                "SELECT ",
+                user_columns!(),
+                ", u.wallet::text, u.email, u.custom_id, u.verify_time, u.disable_time,
+                   ARRAY(SELECT d.id FROM user_device d WHERE d.user_id = u.id)
+                 FROM users u WHERE u.id = $1"
+            ),
+            Stmt::UpdateAccount => {
+                "UPDATE users SET
+                     username     = coalesce($2, username),
+                     display_name = coalesce($3, display_name),
+                     avatar_url   = coalesce($4, avatar_url),
+                     lang_tag     = coalesce($5, lang_tag),
+                     location     = coalesce($6, location),
+                     timezone     = coalesce($7, timezone),
+                     metadata     = coalesce($8::text::jsonb, metadata),
+                     update_time  = $9
+                 WHERE id = $1"
+            }
+            Stmt::DeleteUser => "DELETE FROM users WHERE id = $1",
+            Stmt::GetUsers => concat!(
+                "SELECT ",
+                user_columns!(),
+                " FROM users u WHERE u.id = ANY($1::uuid[]) OR u.username = ANY($2::text[])"
+            ),
+            Stmt::RevokeToken => {
+                "INSERT INTO revoked_token (token_id, kind, expires_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (token_id, kind)
+                 DO UPDATE SET expires_at = greatest(revoked_token.expires_at, excluded.expires_at)"
+            }
+            Stmt::RevokeUser => {
+                "INSERT INTO user_session_cutoff (user_id, cutoff) VALUES ($1, $2)
+                 ON CONFLICT (user_id)
+                 DO UPDATE SET cutoff = greatest(user_session_cutoff.cutoff, excluded.cutoff)"
+            }
+            Stmt::PurgeTokens => "DELETE FROM revoked_token WHERE expires_at <= $1",
+            Stmt::LoadTokens => "SELECT token_id, kind, expires_at FROM revoked_token WHERE expires_at > $1",
+            Stmt::LoadCutoffs => "SELECT user_id, cutoff FROM user_session_cutoff",
+        }
+    }
+}
+
+/// One connection's prepared statements.
+pub(super) struct Statements(Vec<Statement>);
+
+impl Statements {
+    pub(super) async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
+        let statements = try_join_all(Stmt::ALL.iter().map(|s| client.prepare(s.sql()))).await?;
+        Ok(Statements(statements))
+    }
+
+    pub(super) fn get(&self, stmt: Stmt) -> &Statement {
+        &self.0[stmt as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_lists_every_statement_in_order() {
+        for (i, stmt) in Stmt::ALL.iter().enumerate() {
+            assert_eq!(*stmt as usize, i, "{stmt:?}");
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Opening SQLite connections with the settings this store relies on, and
+//! running the embedded migrations on the write connection.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavior};
+
+use crate::migrate::{self, MigrationInfo, MigrationReport, MigrationStatus};
+use ludus_core::unix_now;
+
+use crate::OpenError;
+
+/// How long a statement waits for a lock held by another process (for
+/// example `ludus migrate` or a backup tool) before failing as busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Enough for every statement of the store, with room for later ones.
+const STATEMENT_CACHE: usize = 64;
+
+/// Opens (creating if needed) the read-write connection owned by the writer thread.
+pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
+    let sqlite_err = |e: rusqlite::Error| OpenError::Sqlite {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    let conn = Connection::open(path).map_err(sqlite_err)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite_err)?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .map_err(sqlite_err)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(path = %path.display(), mode, "sqlite refused WAL mode, readers will block the writer");
+    }
+    // Durability trade-off: in WAL mode with synchronous=NORMAL a commit
+    // appends to the WAL without fsync; the WAL is synced at checkpoints. A
+    // crash of the ludus process loses nothing (the OS has the pages), but a
+    // power loss or kernel crash can lose the last transactions committed
+    // before the next checkpoint. The database is never corrupted either way.
+    // FULL would fsync every group commit, costing one disk flush per batch.
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(sqlite_err)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(sqlite_err)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .map_err(sqlite_err)?;
+    // Negative sizes are KiB: 32 MiB of page cache for the writer.
+    conn.pragma_update(None, "cache_size", -32_768)
+        .map_err(sqlite_err)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
+
+/// Opens a read-only connection for the reader pool; the writer must have
+/// created the database first.
+pub(super) fn open_reader(path: &Path) -> Result<Connection, OpenError> {
+    let sqlite_err = |e: rusqlite::Error| OpenError::Sqlite {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags).map_err(sqlite_err)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite_err)?;
+    conn.pragma_update(None, "cache_size", -16_384)
+        .map_err(sqlite_err)?;
+    // Reads straight from the page cache of the OS instead of copying pages.
+    conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024)
+        .map_err(sqlite_err)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
+
+/// Highest applied migration, 0 when there is no `schema_migrations` table.
+pub(super) fn current_version(conn: &Connection) -> rusqlite::Result<i64> {
+    let exists = conn
+        .query_row(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+            [],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some();
+    if !exists {
+        return Ok(0);
+    }
+    conn.query_row(
+        "SELECT coalesce(max(version), 0) FROM schema_migrations",
+        [],
+        |row| row.get(0),
+    )
+}
+
+/// Applies the pending migrations, each in its own transaction.
+pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<MigrationReport, OpenError> {
+    let target = path.display().to_string();
+    let db_err = |e: rusqlite::Error| OpenError::Database {
+        target: target.clone(),
+        message: e.to_string(),
+    };
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+             version    INTEGER NOT NULL PRIMARY KEY,
+             name       TEXT    NOT NULL,
+             applied_at INTEGER NOT NULL
+         ) STRICT",
+    )
+    .map_err(db_err)?;
+    let from = current_version(conn).map_err(db_err)?;
+    let latest = migrate::latest(migrate::SQLITE);
+    if from > latest {
+        return Err(OpenError::TooNew {
+            target,
+            current: from,
+            latest,
+        });
+    }
+    let mut current = from;
+    let mut applied = Vec::new();
+    for m in migrate::pending(migrate::SQLITE, from) {
+        let failed = |current: i64, e: rusqlite::Error| OpenError::Migration {
+            version: m.version,
+            name: m.name,
+            message: e.to_string(),
+            current,
+        };
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| failed(current, e))?;
+        // Another process may have migrated while this one waited for the lock.
+        let now = current_version(&tx).map_err(|e| failed(current, e))?;
+        if now >= m.version {
+            current = now;
+            continue;
+        }
+        tx.execute_batch(m.sql).map_err(|e| failed(current, e))?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
+            rusqlite::params![m.version, m.name, unix_now()],
+        )
+        .map_err(|e| failed(current, e))?;
+        tx.commit().map_err(|e| failed(current, e))?;
+        tracing::info!(
+            backend = "sqlite",
+            version = m.version,
+            name = m.name,
+            "applied migration"
+        );
+        current = m.version;
+        applied.push(MigrationInfo::from(m));
+    }
+    Ok(MigrationReport {
+        backend: "sqlite",
+        from,
+        to: current,
+        applied,
+    })
+}
+
+/// The schema status of a database file, without creating it.
+pub(super) fn status(path: &Path) -> Result<MigrationStatus, OpenError> {
+    let current = if path.exists() {
+        let conn = open_reader(path)?;
+        current_version(&conn).map_err(|e| OpenError::Database {
+            target: path.display().to_string(),
+            message: e.to_string(),
+        })?
+    } else {
+        0
+    };
+    let pending = migrate::pending(migrate::SQLITE, current)
+        .map(MigrationInfo::from)
+        .collect();
+    Ok(MigrationStatus {
+        backend: "sqlite",
+        current,
+        latest: migrate::latest(migrate::SQLITE),
+        pending,
+    })
+}

@@ -1,0 +1,175 @@
+//! The SQLite backend: one file under the data directory, one writer thread
+//! committing queued writes in batches (see [`writer`]) and a few read-only
+//! connections on their own threads (see [`readers`]). No SQLite call runs on
+//! an async thread.
+
+mod connection;
+mod queries;
+mod readers;
+mod writer;
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use ludus_core::store::{Store, StoreResult};
+use ludus_core::token::TokenKind;
+use uuid::Uuid;
+
+use crate::{MigrationReport, MigrationStatus, OpenError, StoreOptions};
+use readers::Readers;
+use writer::Writer;
+
+/// Reader connections when the machine does not say how many cores it has.
+const FALLBACK_READERS: usize = 2;
+
+pub(crate) struct SqliteStore {
+    writer: Writer,
+    readers: Readers,
+}
+
+impl SqliteStore {
+    /// Creates the folder and file as needed, migrates, and starts the threads.
+    pub(crate) async fn open(path: PathBuf, opts: &StoreOptions) -> Result<SqliteStore, OpenError> {
+        let cores = std::thread::available_parallelism().map_or(FALLBACK_READERS, usize::from);
+        let reader_count = cores.clamp(2, 8).min(opts.max_open_conns.max(1));
+        blocking(move || {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|source| OpenError::DataDir {
+                    path: dir.to_owned(),
+                    source,
+                })?;
+            }
+            let mut conn = connection::open_writer(&path)?;
+            let report = connection::migrate(&mut conn, &path)?;
+            let readers = (0..reader_count)
+                .map(|_| connection::open_reader(&path))
+                .collect::<Result<Vec<_>, _>>()?;
+            let writer = Writer::start(conn).map_err(OpenError::Thread)?;
+            let readers = Readers::start(readers).map_err(OpenError::Thread)?;
+            tracing::info!(
+                backend = "sqlite",
+                path = %path.display(),
+                schema_version = report.to,
+                readers = reader_count,
+                "store open"
+            );
+            Ok(SqliteStore { writer, readers })
+        })
+        .await
+    }
+}
+
+/// Runs blocking set-up work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, OpenError> + Send + 'static,
+) -> Result<T, OpenError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        OpenError::Thread(std::io::Error::other(format!(
+            "sqlite set-up task failed: {e}"
+        )))
+    })?
+}
+
+pub(crate) async fn migrate_up(path: PathBuf) -> Result<MigrationReport, OpenError> {
+    blocking(move || {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| OpenError::DataDir {
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
+        let mut conn = connection::open_writer(&path)?;
+        connection::migrate(&mut conn, &path)
+    })
+    .await
+}
+
+pub(crate) async fn migrate_status(path: PathBuf) -> Result<MigrationStatus, OpenError> {
+    blocking(move || connection::status(&path)).await
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn find_user_by_identity(&self, identity: &Identity) -> StoreResult<Option<UserAuth>> {
+        let identity = identity.clone();
+        self.readers
+            .read(move |conn| queries::find_by_identity(conn, &identity))
+            .await
+    }
+
+    async fn find_user_auth(&self, id: Uuid) -> StoreResult<Option<UserAuth>> {
+        self.readers
+            .read(move |conn| queries::find_auth(conn, id))
+            .await
+    }
+
+    async fn create_user(&self, user: NewUser) -> StoreResult<()> {
+        self.writer
+            .write(move |conn| queries::create_user(conn, &user))
+            .await
+    }
+
+    async fn get_account(&self, id: Uuid) -> StoreResult<Option<Account>> {
+        self.readers
+            .read(move |conn| queries::get_account(conn, id))
+            .await
+    }
+
+    async fn update_account(&self, id: Uuid, update: AccountUpdate, now: i64) -> StoreResult<()> {
+        self.writer
+            .write(move |conn| queries::update_account(conn, id, &update, now))
+            .await
+    }
+
+    async fn delete_user(&self, id: Uuid) -> StoreResult<bool> {
+        self.writer
+            .write(move |conn| queries::delete_user(conn, id))
+            .await
+    }
+
+    async fn get_users(&self, ids: &[Uuid], usernames: &[String]) -> StoreResult<Vec<User>> {
+        if ids.is_empty() && usernames.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (ids, usernames) = (ids.to_vec(), usernames.to_vec());
+        self.readers
+            .read(move |conn| queries::get_users(conn, &ids, &usernames))
+            .await
+    }
+
+    async fn revoke_token(
+        &self,
+        token_id: &str,
+        kind: TokenKind,
+        expires_at: i64,
+    ) -> StoreResult<()> {
+        let token_id = token_id.to_owned();
+        self.writer
+            .write(move |conn| queries::revoke_token(conn, &token_id, kind, expires_at))
+            .await
+    }
+
+    async fn revoke_user_sessions(&self, user: Uuid, cutoff: i64) -> StoreResult<()> {
+        self.writer
+            .write(move |conn| queries::revoke_user_sessions(conn, user, cutoff))
+            .await
+    }
+
+    async fn load_revocations(&self, now: i64) -> StoreResult<Revocations> {
+        self.writer
+            .write(move |conn| queries::load_revocations(conn, now))
+            .await
+    }
+
+    async fn close(&self) {
+        // Readers first: reads queued before close still see every committed write.
+        self.readers.close().await;
+        self.writer.close().await;
+        tracing::info!(backend = "sqlite", "store closed");
+    }
+}

@@ -1,0 +1,133 @@
+//! PostgreSQL-only behaviour: explicit migrations, Nakama's address form,
+//! unreachable servers and lost connections.
+
+use std::time::Duration;
+
+use ludus_core::model::Identity;
+use ludus_core::store::StoreError;
+use ludus_store::{MigrationInfo, OpenError, StoreOptions};
+
+use crate::suite::{device, new_user, pg_exec};
+
+async fn fresh_database() -> String {
+    tokio::task::spawn_blocking(ludus_testkit::postgres_database)
+        .await
+        .expect("test database")
+}
+
+fn no_data_dir() -> &'static std::path::Path {
+    std::path::Path::new("/nonexistent/ludus-data")
+}
+
+#[tokio::test]
+async fn unmigrated_database_is_refused() {
+    let url = fresh_database().await;
+    let err = ludus_store::open(&url, no_data_dir(), StoreOptions::default())
+        .await
+        .err()
+        .expect("refused");
+    assert!(matches!(err, OpenError::NotMigrated { .. }), "{err:?}");
+    assert!(err.to_string().contains("run `ludus migrate up`"), "{err}");
+}
+
+#[tokio::test]
+async fn migrate_up_applies_pending_migrations_once() {
+    let url = fresh_database().await;
+    let status = ludus_store::migrate_status(&url, no_data_dir())
+        .await
+        .unwrap();
+    assert_eq!((status.backend, status.current), ("postgres", 0));
+    assert_eq!(
+        status.pending,
+        [MigrationInfo {
+            version: 1,
+            name: "init"
+        }]
+    );
+
+    let report = ludus_store::migrate_up(&url, no_data_dir()).await.unwrap();
+    assert_eq!((report.from, report.to), (0, status.latest));
+    assert_eq!(report.applied, status.pending);
+
+    let again = ludus_store::migrate_up(&url, no_data_dir()).await.unwrap();
+    assert!(again.applied.is_empty());
+    assert!(again.to_string().contains("nothing to apply"), "{again}");
+    let store = ludus_store::open(&url, no_data_dir(), StoreOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(store.backend(), "postgres");
+    store.close().await;
+}
+
+#[tokio::test]
+async fn nakama_bare_address_form_opens() {
+    let url = fresh_database().await;
+    // postgres://postgres@127.0.0.1:PORT/db  ->  postgres@127.0.0.1:PORT/db
+    let bare = url
+        .split_once("://")
+        .map(|(_, rest)| rest.to_owned())
+        .unwrap();
+    ludus_store::migrate_up(&bare, no_data_dir()).await.unwrap();
+    let store = ludus_store::open(&bare, no_data_dir(), StoreOptions::default())
+        .await
+        .unwrap();
+    store
+        .create_user(new_user("bare", device("device-0000001")))
+        .await
+        .unwrap();
+    store.close().await;
+}
+
+#[tokio::test]
+async fn unreachable_server_fails_to_open() {
+    let port = ludus_testkit::free_port();
+    let address = format!("postgres://postgres@127.0.0.1:{port}/ludus");
+    let err = ludus_store::open(&address, no_data_dir(), StoreOptions::default())
+        .await
+        .err()
+        .expect("refused");
+    assert!(matches!(err, OpenError::Connect { .. }), "{err:?}");
+    assert!(err.to_string().contains("check database.address"), "{err}");
+}
+
+#[tokio::test]
+async fn lost_connections_are_unavailable_then_replaced() {
+    let url = fresh_database().await;
+    ludus_store::migrate_up(&url, no_data_dir()).await.unwrap();
+    let store = ludus_store::open(&url, no_data_dir(), StoreOptions::default())
+        .await
+        .unwrap();
+    store
+        .create_user(new_user("survivor", device("device-0000001")))
+        .await
+        .unwrap();
+    pg_exec(
+        &url,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .await;
+    // The first call may still pick a dead connection; it must fail as
+    // unavailable, never hang, and the pool must heal.
+    let mut healed = false;
+    for _ in 0..5 {
+        match store
+            .find_user_by_identity(&Identity::Username("survivor".into()))
+            .await
+        {
+            Ok(found) => {
+                assert!(found.is_some());
+                healed = true;
+                break;
+            }
+            Err(e) => assert!(matches!(e, StoreError::Unavailable(_)), "{e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(healed, "the pool opened new connections");
+    store
+        .create_user(new_user("after", device("device-0000002")))
+        .await
+        .unwrap();
+    store.close().await;
+}

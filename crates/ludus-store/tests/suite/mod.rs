@@ -1,0 +1,170 @@
+//! The conformance suite every `Store` backend must pass, in the manner of
+//! quickwit's `metastore_test_suite!`: each case is a generic async function
+//! over a [`Backend`], and [`store_test_suite!`] expands to one
+//! `#[tokio::test]` per case for a given backend.
+
+pub mod accounts;
+pub mod identity;
+pub mod lifecycle;
+pub mod revocations;
+pub mod users;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ludus_core::Store;
+use ludus_core::model::{Identity, NewUser};
+use ludus_store::{OpenError, StoreOptions};
+use tempfile::TempDir;
+use uuid::Uuid;
+
+/// A fresh, empty place to keep a store, and raw access to it for the set-ups
+/// the trait cannot express.
+pub(crate) trait Backend: Sized + Send + Sync + 'static {
+    /// A new empty database, migrated as `ludus migrate up` would.
+    async fn create() -> Self;
+    fn address(&self) -> String;
+    fn data_dir(&self) -> &Path;
+    /// Runs SQL straight on the database.
+    async fn exec(&self, sql: &str);
+
+    async fn open(&self) -> Result<Arc<dyn Store>, OpenError> {
+        ludus_store::open(&self.address(), self.data_dir(), StoreOptions::default()).await
+    }
+
+    /// Creates a backend and opens its store.
+    async fn store() -> (Self, Arc<dyn Store>) {
+        let backend = Self::create().await;
+        let store = backend.open().await.expect("store opens");
+        (backend, store)
+    }
+}
+
+pub struct SqliteBackend {
+    dir: TempDir,
+}
+
+impl Backend for SqliteBackend {
+    async fn create() -> Self {
+        SqliteBackend {
+            dir: tempfile::tempdir().expect("temporary folder"),
+        }
+    }
+    fn address(&self) -> String {
+        String::new()
+    }
+    fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+    async fn exec(&self, sql: &str) {
+        let path = self.dir.path().join(ludus_store::SQLITE_FILE_NAME);
+        let sql = sql.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let conn = rusqlite::Connection::open(path).expect("open sqlite file");
+            conn.execute_batch(&sql).expect("raw sql runs");
+        })
+        .await
+        .expect("raw sql task");
+    }
+}
+
+pub struct PostgresBackend {
+    url: String,
+    dir: TempDir,
+}
+
+impl Backend for PostgresBackend {
+    async fn create() -> Self {
+        let url = tokio::task::spawn_blocking(ludus_testkit::postgres_database)
+            .await
+            .expect("test database");
+        let dir = tempfile::tempdir().expect("temporary folder");
+        ludus_store::migrate_up(&url, dir.path())
+            .await
+            .expect("migrate up");
+        PostgresBackend { url, dir }
+    }
+    fn address(&self) -> String {
+        self.url.clone()
+    }
+    fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+    async fn exec(&self, sql: &str) {
+        pg_exec(&self.url, sql).await;
+    }
+}
+
+/// Runs SQL on a PostgreSQL database over a connection of its own.
+pub async fn pg_exec(url: &str, sql: &str) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(connection);
+    client.batch_execute(sql).await.expect("raw sql runs");
+    drop(client);
+    let _ = driver.await;
+}
+
+/// The creation time every test user gets.
+pub const T0: i64 = 1_700_000_000;
+
+pub fn new_user(username: &str, identity: Identity) -> NewUser {
+    NewUser {
+        id: Uuid::new_v4(),
+        username: username.to_owned(),
+        identity,
+        password_hash: None,
+        create_time: T0,
+    }
+}
+
+pub fn device(id: &str) -> Identity {
+    Identity::Device(id.to_owned())
+}
+
+/// Expands to one test per suite case for the backend type given.
+macro_rules! store_test_suite {
+    ($backend:ty) => {
+        store_test_suite!(@cases $backend;
+            identity::finds_users_by_each_identity,
+            identity::unknown_identities_are_none,
+            identity::emails_are_stored_lower_cased,
+            identity::username_clash_writes_nothing,
+            identity::device_clash_leaves_no_user_row,
+            identity::custom_and_email_clashes_leave_no_user_row,
+            identity::taken_identity_wins_over_taken_username,
+            identity::concurrent_creates_of_one_device_have_one_winner,
+            identity::concurrent_creates_of_distinct_users_all_succeed,
+            identity::concurrent_username_clashes_have_one_winner_each,
+            accounts::new_account_has_defaults,
+            accounts::account_devices_are_sorted,
+            accounts::unknown_account_is_none,
+            accounts::update_changes_only_given_fields,
+            accounts::update_renames_user,
+            accounts::update_username_clash_changes_nothing,
+            accounts::update_unknown_user_is_not_found,
+            accounts::delete_cascades_to_devices,
+            accounts::delete_leaves_other_users_alone,
+            users::get_users_by_ids_and_usernames_deduplicated,
+            users::get_users_with_nothing_asked_is_empty,
+            users::get_users_returns_public_fields,
+            revocations::revoked_tokens_load_until_they_expire,
+            revocations::revoking_twice_keeps_the_later_expiry,
+            revocations::session_cutoffs_keep_the_latest_and_outlive_the_user,
+            lifecycle::close_then_reopen_keeps_data,
+            lifecycle::calls_after_close_are_unavailable,
+            lifecycle::close_finishes_queued_writes,
+            lifecycle::newer_schema_is_refused,
+            lifecycle::schema_is_current_after_open,
+        );
+    };
+    (@cases $backend:ty; $($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                crate::suite::$module::$case::<$backend>().await;
+            }
+        )*
+    };
+}
