@@ -136,14 +136,23 @@ pub struct DatabaseConfig {
     /// PostgreSQL URL or Nakama's `user:password@host:port/dbname`.
     #[serde(deserialize_with = "one_or_many")]
     pub address: Vec<String>,
+    /// Most open connections (PostgreSQL pool size; SQLite readers).
     pub max_open_conns: usize,
+    /// A connection older than this is replaced; 0 keeps connections forever.
+    pub conn_max_lifetime_ms: u64,
+    /// How long a request waits for a free connection before it fails with
+    /// 503 instead of hanging.
+    pub acquire_timeout_ms: u64,
 }
 
 impl Default for DatabaseConfig {
     fn default() -> Self {
+        let d = ludus_store::StoreOptions::default();
         DatabaseConfig {
             address: Vec::new(),
-            max_open_conns: 16,
+            max_open_conns: d.max_open_conns,
+            conn_max_lifetime_ms: d.conn_max_lifetime_ms,
+            acquire_timeout_ms: d.acquire_timeout_ms,
         }
     }
 }
@@ -170,6 +179,14 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 }
 
 impl Config {
+    pub fn store_options(&self) -> ludus_store::StoreOptions {
+        ludus_store::StoreOptions {
+            max_open_conns: self.database.max_open_conns,
+            conn_max_lifetime_ms: self.database.conn_max_lifetime_ms,
+            acquire_timeout_ms: self.database.acquire_timeout_ms,
+        }
+    }
+
     /// Builds the configuration from an optional file, the environment and flags.
     pub fn load(
         file: Option<&Path>,
@@ -264,6 +281,9 @@ impl Config {
         }
         if self.database.max_open_conns == 0 {
             return bad("database.max_open_conns", "must be at least 1");
+        }
+        if self.database.acquire_timeout_ms == 0 {
+            return bad("database.acquire_timeout_ms", "must be at least 1");
         }
         Ok(())
     }

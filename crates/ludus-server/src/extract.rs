@@ -160,3 +160,51 @@ impl QueryParams {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ludus_proto::api;
+    use proptest::prelude::*;
+
+    use super::decode_json;
+
+    #[test]
+    fn empty_body_is_the_default_message() {
+        let d: api::SessionLogoutRequest = decode_json(b"  \n").unwrap();
+        assert_eq!(d, api::SessionLogoutRequest::default());
+    }
+
+    #[test]
+    fn null_members_are_unset() {
+        let d: api::AccountDevice = decode_json(br#"{"id":"abc","vars":null}"#).unwrap();
+        assert_eq!(d.id, "abc");
+        assert!(d.vars.is_empty());
+    }
+
+    proptest! {
+        // Untrusted bytes never panic a decoder; they decode or give a 400.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode_json::<api::AccountDevice>(&bytes);
+            let _ = decode_json::<api::AccountEmail>(&bytes);
+            let _ = decode_json::<api::UpdateAccountRequest>(&bytes);
+            let _ = decode_json::<api::SessionRefreshRequest>(&bytes);
+        }
+
+        // JSON-shaped noise, closer to what a fuzzer would find interesting.
+        #[test]
+        fn json_like_text_never_panics(s in r#"[{}\[\]":,a-z0-9 .\-\\]{0,200}"#) {
+            let _ = decode_json::<api::AccountEmail>(s.as_bytes());
+            let _ = decode_json::<api::UpdateAccountRequest>(s.as_bytes());
+        }
+
+        // Every string survives the trip through a body, escapes included.
+        #[test]
+        fn fields_round_trip(id in ".{0,64}", key in "[a-z]{1,8}", value in ".{0,32}") {
+            let body = serde_json::json!({"id": id, "vars": {key.clone(): value.clone()}});
+            let d: api::AccountDevice = decode_json(body.to_string().as_bytes()).unwrap();
+            prop_assert_eq!(d.id, id);
+            prop_assert_eq!(d.vars.get(&key), Some(&value));
+        }
+    }
+}

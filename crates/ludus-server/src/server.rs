@@ -42,11 +42,7 @@ pub struct RunningServer {
 
 /// Opens the store and starts serving; returns once the listener is bound.
 pub async fn start(config: Config) -> Result<RunningServer, StartError> {
-    let store_opts = ludus_store::StoreOptions {
-        max_open_conns: config.database.max_open_conns,
-        ..Default::default()
-    };
-    let store = ludus_store::open(config.database.address(), &config.data_dir, store_opts).await?;
+    let store = ludus_store::open(config.database.address(), &config.data_dir, config.store_options()).await?;
     tracing::info!(backend = store.backend(), "database ready");
     let accounts = AccountService::new(store, config.session_settings()).await?;
     let addr = format!("{}:{}", config.socket.address, config.socket.port);
