@@ -1,5 +1,5 @@
 //! The `ludus` command line: `serve` (the default), `migrate up|status`,
-//! `version` and `help`. Everything after the command is `--config FILE` or
+//! `bench`, `version` and `help`. Everything after the command is `--config FILE` or
 //! `--section.key value` configuration.
 
 use std::path::PathBuf;
@@ -16,6 +16,7 @@ commands:
   serve            run the server (the default)
   migrate up       apply pending database migrations
   migrate status   show the schema version and pending migrations
+  bench WORKLOAD   load-test a Nakama-compatible server (`ludus bench --help`)
   version          print the version
   help             show this help and every config key
 
@@ -26,6 +27,10 @@ Every key can also be set as LUDUS_SECTION_KEY in the environment.
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // The load generator has flags of its own; hand it everything after `bench`.
+    if args.first().is_some_and(|a| a == "bench") {
+        return ExitCode::from(ludus_bench::main(&args[1..]) as u8);
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

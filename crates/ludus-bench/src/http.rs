@@ -1,0 +1,242 @@
+//! A minimal HTTP/1.1 keep-alive client: one connection per virtual user,
+//! one request in flight, `Content-Length` or chunked responses. Lean on
+//! purpose, so the load generator is never the bottleneck.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("connect: {0}")]
+    Connect(std::io::Error),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("server closed the connection")]
+    Closed,
+    #[error("malformed response")]
+    Malformed,
+    #[error("timeout")]
+    Timeout,
+}
+
+impl HttpError {
+    /// A short label for error counts.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HttpError::Connect(_) => "connect",
+            HttpError::Io(_) => "io",
+            HttpError::Closed => "closed",
+            HttpError::Malformed => "malformed response",
+            HttpError::Timeout => "timeout",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// Opens a TCP connection, from `source` when given (to spread ports over
+/// several loopback addresses).
+pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> Result<TcpStream, HttpError> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()
+    } else {
+        TcpSocket::new_v6()
+    }
+    .map_err(HttpError::Connect)?;
+    if let Some(ip) = source {
+        socket
+            .bind(SocketAddr::new(ip, 0))
+            .map_err(HttpError::Connect)?;
+    }
+    let stream = socket.connect(addr).await.map_err(HttpError::Connect)?;
+    stream.set_nodelay(true).map_err(HttpError::Connect)?;
+    Ok(stream)
+}
+
+pub struct Conn {
+    addr: SocketAddr,
+    source: Option<IpAddr>,
+    host: String,
+    stream: Option<TcpStream>,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+    timeout: Duration,
+    /// Bytes written and read, for the report.
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+}
+
+impl Conn {
+    pub fn new(addr: SocketAddr, source: Option<IpAddr>, timeout: Duration) -> Conn {
+        Conn {
+            addr,
+            source,
+            host: addr.to_string(),
+            stream: None,
+            buf: Vec::with_capacity(4096),
+            out: Vec::with_capacity(1024),
+            timeout,
+            bytes_out: 0,
+            bytes_in: 0,
+        }
+    }
+
+    /// Sends one request and reads its response, reconnecting first if the
+    /// previous connection was closed.
+    pub async fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        auth: Option<&str>,
+        body: &[u8],
+    ) -> Result<Response, HttpError> {
+        match tokio::time::timeout(self.timeout, self.exchange(method, path, auth, body)).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => {
+                self.stream = None;
+                Err(e)
+            }
+            Err(_) => {
+                self.stream = None;
+                Err(HttpError::Timeout)
+            }
+        }
+    }
+
+    async fn exchange(
+        &mut self,
+        method: &str,
+        path: &str,
+        auth: Option<&str>,
+        body: &[u8],
+    ) -> Result<Response, HttpError> {
+        if self.stream.is_none() {
+            self.stream = Some(connect(self.addr, self.source).await?);
+            self.buf.clear();
+        }
+        self.out.clear();
+        self.out.extend_from_slice(method.as_bytes());
+        self.out.push(b' ');
+        self.out.extend_from_slice(path.as_bytes());
+        self.out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        self.out.extend_from_slice(self.host.as_bytes());
+        if let Some(auth) = auth {
+            self.out.extend_from_slice(b"\r\nAuthorization: ");
+            self.out.extend_from_slice(auth.as_bytes());
+        }
+        self.out
+            .extend_from_slice(b"\r\nContent-Type: application/json\r\nContent-Length: ");
+        self.out
+            .extend_from_slice(body.len().to_string().as_bytes());
+        self.out.extend_from_slice(b"\r\n\r\n");
+        self.out.extend_from_slice(body);
+        let stream = self.stream.as_mut().ok_or(HttpError::Closed)?;
+        stream.write_all(&self.out).await?;
+        self.bytes_out += self.out.len() as u64;
+        let (resp, close) = read_response(stream, &mut self.buf, &mut self.bytes_in).await?;
+        if close {
+            self.stream = None;
+        }
+        Ok(resp)
+    }
+}
+
+async fn fill(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    bytes_in: &mut u64,
+) -> Result<(), HttpError> {
+    let start = buf.len();
+    buf.resize(start + 8192, 0);
+    let n = stream.read(&mut buf[start..]).await?;
+    buf.truncate(start + n);
+    if n == 0 {
+        return Err(HttpError::Closed);
+    }
+    *bytes_in += n as u64;
+    Ok(())
+}
+
+/// Reads one response from the buffer and stream; leaves any following bytes
+/// in the buffer. Returns the response and whether the server will close.
+async fn read_response(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    bytes_in: &mut u64,
+) -> Result<(Response, bool), HttpError> {
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut parsed = httparse::Response::new(&mut headers);
+        match parsed.parse(buf).map_err(|_| HttpError::Malformed)? {
+            httparse::Status::Partial => {
+                if buf.len() > 64 * 1024 {
+                    return Err(HttpError::Malformed);
+                }
+                fill(stream, buf, bytes_in).await?;
+            }
+            httparse::Status::Complete(head_len) => {
+                let status = parsed.code.ok_or(HttpError::Malformed)?;
+                let mut length = None;
+                let mut chunked = false;
+                let mut close = false;
+                for h in parsed.headers.iter() {
+                    if h.name.eq_ignore_ascii_case("content-length") {
+                        length = std::str::from_utf8(h.value)
+                            .ok()
+                            .and_then(|v| v.trim().parse::<usize>().ok());
+                    } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                        chunked = h.value.eq_ignore_ascii_case(b"chunked");
+                    } else if h.name.eq_ignore_ascii_case("connection") {
+                        close = h.value.eq_ignore_ascii_case(b"close");
+                    }
+                }
+                buf.drain(..head_len);
+                let body = if chunked {
+                    read_chunked(stream, buf, bytes_in).await?
+                } else {
+                    let len = length.unwrap_or(0);
+                    while buf.len() < len {
+                        fill(stream, buf, bytes_in).await?;
+                    }
+                    buf.drain(..len).collect()
+                };
+                return Ok((Response { status, body }, close));
+            }
+        }
+    }
+}
+
+async fn read_chunked(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    bytes_in: &mut u64,
+) -> Result<Vec<u8>, HttpError> {
+    let mut body = Vec::new();
+    loop {
+        let line_end = loop {
+            if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
+                break i;
+            }
+            fill(stream, buf, bytes_in).await?;
+        };
+        let size_text = std::str::from_utf8(&buf[..line_end]).map_err(|_| HttpError::Malformed)?;
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+            .map_err(|_| HttpError::Malformed)?;
+        buf.drain(..line_end + 2);
+        while buf.len() < size + 2 {
+            fill(stream, buf, bytes_in).await?;
+        }
+        body.extend_from_slice(&buf[..size]);
+        buf.drain(..size + 2);
+        if size == 0 {
+            return Ok(body);
+        }
+    }
+}

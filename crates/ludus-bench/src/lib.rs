@@ -1,0 +1,155 @@
+//! `ludus bench`: a load generator that reproduces Nakama's published
+//! workloads against any server speaking Nakama's client API, and prints the
+//! published table's columns.
+//!
+//! It depends only on the wire types (`ludus-proto`), never on the server, and
+//! sends nothing Ludus-specific.
+
+mod http;
+pub mod options;
+pub mod report;
+pub mod stats;
+pub mod workload;
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use options::{HELP, Options, Workload};
+use report::RunResult;
+use stats::Summary;
+use workload::http::Progress;
+
+/// Runs `ludus bench ARGS`; returns the exit code.
+pub fn main(args: &[String]) -> i32 {
+    if args
+        .first()
+        .is_none_or(|a| a == "--help" || a == "-h" || a == "help")
+    {
+        print!("{HELP}");
+        return if args.is_empty() { 2 } else { 0 };
+    }
+    let opts = match Options::parse(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("ludus bench: {e}");
+            return 2;
+        }
+    };
+    // Many sockets need many descriptors; take what the hard limit allows.
+    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
+        eprintln!("ludus bench: cannot raise the open-files limit: {e}");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(opts.threads)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ludus bench: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(run(opts)) {
+        Ok(result) => {
+            print!("{}", report::table(&result));
+            if result.summary.total_ok == 0 { 1 } else { 0 }
+        }
+        Err(e) => {
+            eprintln!("ludus bench: {e}");
+            1
+        }
+    }
+}
+
+/// Runs one workload and writes the requested files.
+pub async fn run(opts: Options) -> Result<RunResult, String> {
+    let tag = workload::http::run_tag();
+    match opts.workload {
+        Workload::Register | Workload::Rpc => {}
+        Workload::Login => {
+            if !opts.quiet {
+                eprintln!("registering {} devices for the login run…", opts.users);
+            }
+            workload::http::seed_logins(&opts, &tag).await?;
+        }
+        other => {
+            return Err(format!(
+                "workload `{}` needs the realtime socket, which this version of ludus bench does not drive yet",
+                other.name()
+            ));
+        }
+    }
+    let opts = Arc::new(opts);
+    let progress = Arc::new(Progress::default());
+    let start = Instant::now();
+    let ticker =
+        (!opts.quiet).then(|| tokio::spawn(show_progress(progress.clone(), start, opts.duration)));
+    // A hard stop: requests in flight at the deadline get their timeout, no more.
+    let limit = opts.duration + opts.ramp + opts.timeout + Duration::from_secs(2);
+    let outcome = tokio::time::timeout(
+        limit,
+        workload::http::run(opts.clone(), tag, progress, start),
+    )
+    .await;
+    if let Some(t) = ticker {
+        t.abort();
+        eprintln!();
+    }
+    let (mut rec, bytes_in, bytes_out) =
+        outcome.map_err(|_| "run did not finish by its deadline".to_string())?;
+    rec.seconds.truncate(opts.duration.as_secs() as usize);
+    let summary = Summary::of(&rec, opts.duration.as_secs_f64());
+    if summary.total_ok == 0 && summary.total_errors > 0 {
+        let kinds: Vec<String> = summary
+            .errors
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        eprintln!(
+            "ludus bench: every request failed ({}); check --target and --server-key",
+            kinds.join(", ")
+        );
+    }
+    let result = RunResult {
+        workload: opts.workload.name().into(),
+        target: opts.target_text.clone(),
+        concurrency: opts.concurrency,
+        summary,
+        bytes_in,
+        bytes_out,
+        seconds: rec.seconds,
+    };
+    if let Some(path) = &opts.json {
+        let json = serde_json::to_vec_pretty(&result).map_err(|e| e.to_string())?;
+        std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &opts.svg {
+        std::fs::write(path, report::svg(&result))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(result)
+}
+
+async fn show_progress(p: Arc<Progress>, start: Instant, duration: Duration) {
+    let mut last_ok = 0;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let ok = p.ok.load(Ordering::Relaxed);
+        eprint!(
+            "\r[{:>3}s/{}s] ok {} ({}/s) errors {} users {}   ",
+            start.elapsed().as_secs(),
+            duration.as_secs(),
+            ok,
+            ok - last_ok,
+            p.errors.load(Ordering::Relaxed),
+            p.users.load(Ordering::Relaxed)
+        );
+        let _ = std::io::stderr().flush();
+        last_ok = ok;
+    }
+}

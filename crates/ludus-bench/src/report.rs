@@ -1,0 +1,189 @@
+//! Results for people and machines: the published table's columns on the
+//! terminal, the full result as JSON, and an SVG chart of rate, latency and
+//! users over time.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::stats::{Second, Summary};
+
+#[derive(Debug, Serialize)]
+pub struct RunResult {
+    pub workload: String,
+    pub target: String,
+    pub concurrency: usize,
+    pub summary: Summary,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub seconds: Vec<Second>,
+}
+
+/// The table printed at the end of a run.
+pub fn table(r: &RunResult) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "workload {} against {}: {} users, {:.1} s",
+        r.workload, r.target, r.concurrency, s.duration_secs
+    );
+    let _ = writeln!(
+        out,
+        "| highest 10s mean | lowest 10s mean | highest rate | mean rate | mean latency | p50 | p99 | max | ok | errors |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "| {:.2} ms | {:.2} ms | {:.1}/s | {:.1}/s | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {} | {} |",
+        s.highest_10s_mean_ms,
+        s.lowest_10s_mean_ms,
+        s.highest_rate,
+        s.mean_rate,
+        s.mean_latency_ms,
+        s.p50_ms,
+        s.p99_ms,
+        s.max_ms,
+        s.total_ok,
+        s.total_errors
+    );
+    let _ = writeln!(out, "bytes in {} out {}", r.bytes_in, r.bytes_out);
+    if !s.errors.is_empty() {
+        let kinds: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let _ = writeln!(out, "errors by kind: {}", kinds.join(", "));
+    }
+    out
+}
+
+/// A chart of operations/s, mean latency (ms) and users per second, each
+/// scaled to its own height and labelled with its maximum.
+pub fn svg(r: &RunResult) -> String {
+    const W: f64 = 800.0;
+    const H: f64 = 360.0;
+    const PAD: f64 = 48.0;
+    let n = r.seconds.len().max(2);
+    let x = |i: usize| PAD + (W - 2.0 * PAD) * i as f64 / (n - 1) as f64;
+    let series: [(&str, &str, Vec<f64>); 3] = [
+        (
+            "ops/s",
+            "#1f77b4",
+            r.seconds.iter().map(|s| s.ok as f64).collect(),
+        ),
+        (
+            "mean latency ms",
+            "#d62728",
+            r.seconds
+                .iter()
+                .map(|s| {
+                    if s.ok > 0 {
+                        s.latency_sum_us as f64 / s.ok as f64 / 1000.0
+                    } else {
+                        0.0
+                    }
+                })
+                .collect(),
+        ),
+        (
+            "users",
+            "#2ca02c",
+            r.seconds.iter().map(|s| s.users as f64).collect(),
+        ),
+    ];
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        out,
+        r#"<text x="{PAD}" y="20" font-size="14">ludus bench {} against {} ({} users)</text>"#,
+        xml(&r.workload),
+        xml(&r.target),
+        r.concurrency
+    );
+    let (top, bottom) = (40.0, H - PAD);
+    let _ = writeln!(
+        out,
+        r##"<line x1="{PAD}" y1="{bottom}" x2="{}" y2="{bottom}" stroke="#444"/><line x1="{PAD}" y1="{top}" x2="{PAD}" y2="{bottom}" stroke="#444"/>"##,
+        W - PAD
+    );
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="end">time (s): {}</text>"#,
+        W - PAD,
+        H - 16.0,
+        r.seconds.len()
+    );
+    for (k, (name, color, values)) in series.iter().enumerate() {
+        let max = values.iter().cloned().fold(0.0f64, f64::max);
+        let scale = if max > 0.0 { (bottom - top) / max } else { 0.0 };
+        let points: Vec<String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("{:.1},{:.1}", x(i), bottom - v * scale))
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/>"#,
+            points.join(" ")
+        );
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" fill="{color}">{name} (max {:.1})</text>"#,
+            PAD + 200.0 * k as f64,
+            H - 16.0,
+            max
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Recorder;
+
+    fn result() -> RunResult {
+        let mut rec = Recorder::default();
+        rec.ok(0, 1000);
+        rec.ok(1, 3000);
+        rec.second(1).users = 4;
+        rec.error(1, "status 401");
+        RunResult {
+            workload: "register".into(),
+            target: "127.0.0.1:7350".into(),
+            concurrency: 4,
+            summary: Summary::of(&rec, 2.0),
+            bytes_in: 10,
+            bytes_out: 20,
+            seconds: rec.seconds,
+        }
+    }
+
+    #[test]
+    fn table_has_the_published_columns_and_errors() {
+        let t = table(&result());
+        assert!(t.contains(
+            "| highest 10s mean | lowest 10s mean | highest rate | mean rate | mean latency |"
+        ));
+        assert!(t.contains("| 2.00 ms |"), "{t}");
+        assert!(t.contains("errors by kind: status 401: 1"), "{t}");
+    }
+
+    #[test]
+    fn svg_draws_three_series() {
+        let s = svg(&result());
+        assert!(s.starts_with("<svg"));
+        assert_eq!(s.matches("<polyline").count(), 3);
+        assert!(s.contains("users (max 4.0)"));
+    }
+}

@@ -1,0 +1,348 @@
+//! Measurements: a compact latency histogram and a per-second timeline, and
+//! the summary the published tables use (10-second windows, rates, means,
+//! percentiles).
+//!
+//! Workers record into their own `Recorder` without locks; recorders are
+//! merged once at the end.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// Sub-buckets per power of two: values are kept within 1/64 (about 1.6 %).
+const SUB_BITS: u32 = 6;
+const SUB: u64 = 1 << SUB_BITS;
+/// Enough buckets for microsecond values below 2^41 µs (25 days); larger ones
+/// land in the last bucket.
+const BUCKETS: usize = ((41 - SUB_BITS as usize) + 1) * SUB as usize;
+
+/// A log-linear histogram of microsecond latencies.
+#[derive(Debug, Clone)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    total: u64,
+    max: u64,
+    sum: u128,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: vec![0; BUCKETS],
+            total: 0,
+            max: 0,
+            sum: 0,
+        }
+    }
+}
+
+fn bucket_of(v: u64) -> usize {
+    if v < SUB {
+        return v as usize;
+    }
+    let exp = 63 - v.leading_zeros(); // position of the top bit, >= SUB_BITS
+    let shift = exp - SUB_BITS;
+    let sub = (v >> shift) - SUB; // 0..SUB
+    (((shift + 1) as u64) * SUB + sub).min(BUCKETS as u64 - 1) as usize
+}
+
+/// The largest value that lands in bucket `i`.
+fn bucket_high(i: usize) -> u64 {
+    let i = i as u64;
+    if i < SUB {
+        return i;
+    }
+    let shift = i / SUB - 1;
+    let sub = i % SUB;
+    ((SUB + sub + 1) << shift) - 1
+}
+
+impl Histogram {
+    pub fn record(&mut self, micros: u64) {
+        self.counts[bucket_of(micros)] += 1;
+        self.total += 1;
+        self.max = self.max.max(micros);
+        self.sum += micros as u128;
+    }
+
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.total += other.total;
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.total as f64
+        }
+    }
+
+    /// The value at quantile `q` (0..=1), as the upper edge of its bucket,
+    /// never above the largest value seen.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.total == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return bucket_high(i).min(self.max);
+            }
+        }
+        self.max
+    }
+}
+
+/// One second of a run.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Second {
+    /// Successful operations that finished in this second.
+    pub ok: u64,
+    pub errors: u64,
+    /// Sum of the successful operations' latencies, µs.
+    pub latency_sum_us: u64,
+    /// Connected users (sockets, or busy virtual users) at the end of the second.
+    pub users: u64,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+/// What one worker measured; merged into the run's totals at the end.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    pub latency: Histogram,
+    pub seconds: Vec<Second>,
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl Recorder {
+    pub fn second(&mut self, s: usize) -> &mut Second {
+        if self.seconds.len() <= s {
+            self.seconds.resize(s + 1, Second::default());
+        }
+        &mut self.seconds[s]
+    }
+
+    pub fn ok(&mut self, second: usize, micros: u64) {
+        self.latency.record(micros);
+        let s = self.second(second);
+        s.ok += 1;
+        s.latency_sum_us += micros;
+    }
+
+    pub fn error(&mut self, second: usize, kind: &str) {
+        self.second(second).errors += 1;
+        *self.errors.entry(kind.to_owned()).or_default() += 1;
+    }
+
+    pub fn merge(&mut self, other: &Recorder) {
+        self.latency.merge(&other.latency);
+        if self.seconds.len() < other.seconds.len() {
+            self.seconds.resize(other.seconds.len(), Second::default());
+        }
+        for (a, b) in self.seconds.iter_mut().zip(&other.seconds) {
+            a.ok += b.ok;
+            a.errors += b.errors;
+            a.latency_sum_us += b.latency_sum_us;
+            a.users += b.users;
+            a.messages_sent += b.messages_sent;
+            a.messages_received += b.messages_received;
+            a.bytes_in += b.bytes_in;
+            a.bytes_out += b.bytes_out;
+        }
+        for (k, v) in &other.errors {
+            *self.errors.entry(k.clone()).or_default() += v;
+        }
+    }
+}
+
+/// The published table's columns, plus percentiles and totals.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub duration_secs: f64,
+    pub total_ok: u64,
+    pub total_errors: u64,
+    /// Highest mean latency of any full 10-second window, ms.
+    pub highest_10s_mean_ms: f64,
+    /// Lowest mean latency of any full 10-second window, ms.
+    pub lowest_10s_mean_ms: f64,
+    /// Highest rate over any full 10-second window, operations/s.
+    pub highest_rate: f64,
+    /// Successful operations over the whole run, per second.
+    pub mean_rate: f64,
+    pub mean_latency_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub errors: BTreeMap<String, u64>,
+}
+
+const WINDOW: usize = 10;
+
+impl Summary {
+    /// Summarises a merged recorder of a run that lasted `duration_secs`.
+    pub fn of(rec: &Recorder, duration_secs: f64) -> Summary {
+        let ms = |us: f64| us / 1000.0;
+        let mut highest_mean = 0.0f64;
+        let mut lowest_mean = f64::INFINITY;
+        let mut highest_rate = 0.0f64;
+        // Non-overlapping windows, as Tsung's 10-second samples; a trailing
+        // partial window is left out so it cannot skew the extremes.
+        for w in rec.seconds.chunks(WINDOW).filter(|w| w.len() == WINDOW) {
+            let ok: u64 = w.iter().map(|s| s.ok).sum();
+            let sum: u64 = w.iter().map(|s| s.latency_sum_us).sum();
+            highest_rate = highest_rate.max(ok as f64 / WINDOW as f64);
+            if ok > 0 {
+                let mean = sum as f64 / ok as f64;
+                highest_mean = highest_mean.max(mean);
+                lowest_mean = lowest_mean.min(mean);
+            }
+        }
+        let total_ok = rec.latency.count();
+        // Runs shorter than one window still report their whole-run figures.
+        if !lowest_mean.is_finite() {
+            lowest_mean = rec.latency.mean();
+            highest_mean = highest_mean.max(rec.latency.mean());
+        }
+        if highest_rate == 0.0 && duration_secs > 0.0 {
+            highest_rate = total_ok as f64 / duration_secs;
+        }
+        Summary {
+            duration_secs,
+            total_ok,
+            total_errors: rec.errors.values().sum(),
+            highest_10s_mean_ms: ms(highest_mean),
+            lowest_10s_mean_ms: ms(lowest_mean),
+            highest_rate,
+            mean_rate: if duration_secs > 0.0 {
+                total_ok as f64 / duration_secs
+            } else {
+                0.0
+            },
+            mean_latency_ms: ms(rec.latency.mean()),
+            p50_ms: ms(rec.latency.quantile(0.50) as f64),
+            p99_ms: ms(rec.latency.quantile(0.99) as f64),
+            max_ms: ms(rec.latency.max() as f64),
+            errors: rec.errors.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_monotonic_and_tight() {
+        let mut last = 0;
+        for v in [
+            0u64,
+            1,
+            63,
+            64,
+            65,
+            127,
+            128,
+            1000,
+            4095,
+            4096,
+            1_000_000,
+            1 << 39,
+        ] {
+            let b = bucket_of(v);
+            assert!(b >= last, "bucket order at {v}");
+            last = b;
+            let high = bucket_high(b);
+            assert!(high >= v, "{v} above its bucket's edge {high}");
+            assert!(
+                (high - v) as f64 <= v as f64 / 64.0 + 1.0,
+                "{v} -> {high} too coarse"
+            );
+        }
+    }
+
+    #[test]
+    fn quantiles_of_one_to_a_hundred() {
+        let mut h = Histogram::default();
+        for v in 1..=100 {
+            h.record(v);
+        }
+        // Below 64 the buckets are exact; above, within 1/64.
+        assert_eq!(h.quantile(0.5), 50);
+        let p99 = h.quantile(0.99);
+        assert!((99..=100).contains(&p99), "{p99}");
+        assert_eq!(h.quantile(1.0), 100);
+        assert_eq!(h.max(), 100);
+        assert!((h.mean() - 50.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn windows_rates_and_means_by_hand() {
+        let mut r = Recorder::default();
+        // Seconds 0-9: 10 ops/s at 1 ms. Seconds 10-19: 20 ops/s at 3 ms.
+        // Seconds 20-24: a partial window that must not count.
+        for s in 0..10 {
+            for _ in 0..10 {
+                r.ok(s, 1_000);
+            }
+        }
+        for s in 10..20 {
+            for _ in 0..20 {
+                r.ok(s, 3_000);
+            }
+        }
+        for s in 20..25 {
+            for _ in 0..100 {
+                r.ok(s, 9_000);
+            }
+        }
+        r.error(3, "status 500");
+        r.error(4, "status 500");
+        r.error(5, "timeout");
+        let sum = Summary::of(&r, 25.0);
+        assert_eq!(sum.total_ok, 100 + 200 + 500);
+        assert_eq!(sum.lowest_10s_mean_ms, 1.0);
+        assert_eq!(sum.highest_10s_mean_ms, 3.0);
+        assert_eq!(sum.highest_rate, 20.0);
+        assert_eq!(sum.mean_rate, 800.0 / 25.0);
+        let mean = (100.0 * 1.0 + 200.0 * 3.0 + 500.0 * 9.0) / 800.0;
+        assert!((sum.mean_latency_ms - mean).abs() < 1e-9);
+        assert_eq!(sum.total_errors, 3);
+        assert_eq!(sum.errors["status 500"], 2);
+        assert_eq!(sum.max_ms, 9.0);
+        let p50 = sum.p50_ms;
+        assert!((8.8..=9.2).contains(&p50), "{p50}");
+    }
+
+    #[test]
+    fn merging_adds_everything() {
+        let mut a = Recorder::default();
+        let mut b = Recorder::default();
+        a.ok(0, 10);
+        b.ok(2, 30);
+        b.error(2, "io");
+        b.second(2).users = 5;
+        a.merge(&b);
+        assert_eq!(a.seconds.len(), 3);
+        assert_eq!(a.latency.count(), 2);
+        assert_eq!(a.seconds[2].users, 5);
+        assert_eq!(a.errors["io"], 1);
+    }
+}

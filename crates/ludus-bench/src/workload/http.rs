@@ -1,0 +1,257 @@
+//! The HTTP workloads: `register`, `login` and `rpc`. Each virtual user owns
+//! one keep-alive connection and keeps one request in flight (a closed loop),
+//! as Nakama's published Tsung runs do.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+
+use crate::http::Conn;
+use crate::options::{Options, Workload};
+use crate::stats::Recorder;
+
+/// Counters the progress line reads while the run goes on.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub ok: AtomicU64,
+    pub errors: AtomicU64,
+    pub users: AtomicU64,
+}
+
+/// Tells a run apart from earlier runs against the same database.
+pub fn run_tag() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}", nanos & 0xffff_ffff_ffff)
+}
+
+fn basic(key: &str) -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
+    )
+}
+
+/// A JSON payload of exactly `size` bytes (at least the envelope's 14).
+pub fn payload(size: usize) -> String {
+    let filler = size.saturating_sub(r#"{"message":""}"#.len());
+    format!(r#"{{"message":"{}"}}"#, "x".repeat(filler))
+}
+
+/// What one request of the workload looks like for virtual user `vu`.
+struct Plan {
+    method: &'static str,
+    path: String,
+    auth: String,
+    body: Vec<u8>,
+}
+
+/// Registers `opts.users` devices named `login-<tag>-<i>` before a login run.
+pub async fn seed_logins(opts: &Options, tag: &str) -> Result<(), String> {
+    let auth = basic(&opts.server_key);
+    let next = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for vu in 0..opts.concurrency.min(opts.users) {
+        let (next, auth, tag) = (next.clone(), auth.clone(), tag.to_owned());
+        let (addr, source, timeout, users) = (
+            opts.target,
+            opts.sources[vu % opts.sources.len()],
+            opts.timeout,
+            opts.users as u64,
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut conn = Conn::new(addr, Some(source), timeout);
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= users {
+                    return Ok(());
+                }
+                let body = format!(r#"{{"id":"login-{tag}-{i}"}}"#);
+                match conn
+                    .request(
+                        "POST",
+                        "/v2/account/authenticate/device",
+                        Some(&auth),
+                        body.as_bytes(),
+                    )
+                    .await
+                {
+                    Ok(r) if r.status == 200 => {}
+                    Ok(r) => {
+                        return Err(format!(
+                            "seeding login devices: status {}: {}",
+                            r.status,
+                            String::from_utf8_lossy(&r.body)
+                        ));
+                    }
+                    Err(e) => return Err(format!("seeding login devices: {e}")),
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    Ok(())
+}
+
+/// Runs the workload's virtual users until the deadline; returns their merged record.
+pub async fn run(
+    opts: Arc<Options>,
+    tag: String,
+    progress: Arc<Progress>,
+    start: Instant,
+) -> (Recorder, u64, u64) {
+    let mut tasks = Vec::with_capacity(opts.concurrency);
+    for vu in 0..opts.concurrency {
+        let (opts, tag, progress) = (opts.clone(), tag.clone(), progress.clone());
+        tasks.push(tokio::spawn(async move {
+            virtual_user(vu, &opts, &tag, &progress, start).await
+        }));
+    }
+    let mut total = Recorder::default();
+    let (mut bytes_in, mut bytes_out) = (0, 0);
+    for t in tasks {
+        if let Ok((rec, bi, bo)) = t.await {
+            total.merge(&rec);
+            bytes_in += bi;
+            bytes_out += bo;
+        }
+    }
+    (total, bytes_in, bytes_out)
+}
+
+async fn virtual_user(
+    vu: usize,
+    opts: &Options,
+    tag: &str,
+    progress: &Progress,
+    start: Instant,
+) -> (Recorder, u64, u64) {
+    let mut rec = Recorder::default();
+    let deadline = start + opts.duration;
+    if !opts.ramp.is_zero() {
+        let delay = opts.ramp.mul_f64(vu as f64 / opts.concurrency as f64);
+        tokio::time::sleep_until((start + delay).into()).await;
+    }
+    let source = opts.sources[vu % opts.sources.len()];
+    let mut conn = Conn::new(opts.target, Some(source), opts.timeout);
+    let key_auth = basic(&opts.server_key);
+    // The rpc workload signs in once, outside the measurement.
+    let bearer = if opts.workload == Workload::Rpc {
+        let body = format!(r#"{{"id":"rpc-{tag}-{vu:06}"}}"#);
+        match conn
+            .request(
+                "POST",
+                "/v2/account/authenticate/device",
+                Some(&key_auth),
+                body.as_bytes(),
+            )
+            .await
+        {
+            Ok(r) if r.status == 200 => {
+                let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
+                format!("Bearer {}", v["token"].as_str().unwrap_or_default())
+            }
+            Ok(r) => {
+                rec.error(second_of(start), &format!("sign-in status {}", r.status));
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+                return (rec, conn.bytes_in, conn.bytes_out);
+            }
+            Err(e) => {
+                rec.error(second_of(start), &format!("sign-in {}", e.kind()));
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+                return (rec, conn.bytes_in, conn.bytes_out);
+            }
+        }
+    } else {
+        String::new()
+    };
+    let rpc_body = serde_json::to_vec(&payload(opts.payload_size)).unwrap_or_default();
+    progress.users.fetch_add(1, Ordering::Relaxed);
+    let mut n: u64 = 0;
+    let last_second = (opts.duration.as_secs() as usize).saturating_sub(1);
+    while Instant::now() < deadline {
+        let plan = match opts.workload {
+            Workload::Register => Plan {
+                method: "POST",
+                path: "/v2/account/authenticate/device".into(),
+                auth: key_auth.clone(),
+                body: format!(r#"{{"id":"reg-{tag}-{vu}-{n}"}}"#).into_bytes(),
+            },
+            Workload::Login => {
+                let i = (vu as u64 * 7919 + n) % opts.users as u64;
+                Plan {
+                    method: "POST",
+                    path: "/v2/account/authenticate/device?create=false".into(),
+                    auth: key_auth.clone(),
+                    body: format!(r#"{{"id":"login-{tag}-{i}"}}"#).into_bytes(),
+                }
+            }
+            _ => Plan {
+                method: "POST",
+                path: format!("/v2/rpc/{}", opts.rpc_id),
+                auth: bearer.clone(),
+                body: rpc_body.clone(),
+            },
+        };
+        n += 1;
+        let t0 = Instant::now();
+        let result = conn
+            .request(plan.method, &plan.path, Some(&plan.auth), &plan.body)
+            .await;
+        let now = Instant::now();
+        // A request sent before the deadline and answered after it counts in the last second.
+        let second = (now.duration_since(start).as_secs() as usize).min(last_second);
+        match result {
+            Ok(r) if r.status == 200 => {
+                rec.ok(second, now.duration_since(t0).as_micros() as u64);
+                progress.ok.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(r) => {
+                rec.error(second, &format!("status {}", r.status));
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                rec.error(second, e.kind());
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+                // A refused connection fails at once; don't spin on it.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    progress.users.fetch_sub(1, Ordering::Relaxed);
+    // Busy users per second, for the chart: this user was active throughout.
+    let last = opts.duration.as_secs() as usize;
+    let first = if opts.ramp.is_zero() {
+        0
+    } else {
+        opts.ramp
+            .mul_f64(vu as f64 / opts.concurrency as f64)
+            .as_secs() as usize
+    };
+    for s in first..last {
+        rec.second(s).users += 1;
+    }
+    (rec, conn.bytes_in, conn.bytes_out)
+}
+
+fn second_of(start: Instant) -> usize {
+    start.elapsed().as_secs() as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_has_the_requested_size() {
+        assert_eq!(payload(40).len(), 40);
+        assert_eq!(payload(44).len(), 44);
+        assert!(serde_json::from_str::<serde_json::Value>(&payload(40)).is_ok());
+    }
+}

@@ -1,0 +1,4 @@
+//! Workloads: each drives virtual users against the target until the
+//! deadline and returns what they measured.
+
+pub mod http;
