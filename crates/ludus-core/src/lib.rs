@@ -7,8 +7,10 @@
 //! in [`error::Code`].
 
 pub mod accounts;
+pub mod chat;
 pub mod error;
 pub mod model;
+pub mod notification;
 pub mod revocation;
 pub mod store;
 pub mod token;

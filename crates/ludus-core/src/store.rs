@@ -7,7 +7,9 @@
 use async_trait::async_trait;
 use uuid::Uuid;
 
+use crate::chat::{ChannelKey, ChannelMessage, MessageBound};
 use crate::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use crate::notification::Notification;
 use crate::token::TokenKind;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -66,6 +68,50 @@ pub trait Store: Send + Sync + 'static {
 
     /// Revocations still in force at `now`; expired ones may be purged.
     async fn load_revocations(&self, now: i64) -> StoreResult<Revocations>;
+
+    /// Stores a chat message.
+    async fn insert_channel_message(&self, message: &ChannelMessage) -> StoreResult<()>;
+
+    /// Replaces the content of a message its sender wrote; `None` when there
+    /// is no such message from that sender.
+    async fn update_channel_message(
+        &self,
+        id: Uuid,
+        sender: Uuid,
+        content: &str,
+        update_time_us: i64,
+    ) -> StoreResult<Option<ChannelMessage>>;
+
+    /// Deletes a message its sender wrote; returns it, or `None`.
+    async fn delete_channel_message(
+        &self,
+        id: Uuid,
+        sender: Uuid,
+    ) -> StoreResult<Option<ChannelMessage>>;
+
+    /// Up to `limit` messages of a channel ordered by (create time, id),
+    /// ascending or descending, strictly past `bound` in that order.
+    async fn list_channel_messages(
+        &self,
+        channel: &ChannelKey,
+        bound: Option<MessageBound>,
+        ascending: bool,
+        limit: usize,
+    ) -> StoreResult<Vec<ChannelMessage>>;
+
+    /// Stores notifications (all or none).
+    async fn insert_notifications(&self, notifications: &[Notification]) -> StoreResult<()>;
+
+    /// Up to `limit` of a user's notifications, oldest first, after `after`.
+    async fn list_notifications(
+        &self,
+        user: Uuid,
+        after: Option<MessageBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<Notification>>;
+
+    /// Deletes these notifications of `user`; returns how many went.
+    async fn delete_notifications(&self, user: Uuid, ids: &[Uuid]) -> StoreResult<u64>;
 
     /// Finishes pending writes and closes connections.
     async fn close(&self);

@@ -46,6 +46,7 @@ pub struct Config {
     pub session: SessionConfig,
     pub socket: SocketConfig,
     pub database: DatabaseConfig,
+    pub runtime: crate::runtime::RuntimeConfig,
 }
 
 impl Default for Config {
@@ -57,6 +58,7 @@ impl Default for Config {
             session: SessionConfig::default(),
             socket: SocketConfig::default(),
             database: DatabaseConfig::default(),
+            runtime: crate::runtime::RuntimeConfig::default(),
         }
     }
 }
@@ -88,6 +90,8 @@ pub struct SessionConfig {
     pub refresh_token_expiry_sec: i64,
     /// bcrypt work factor for new passwords (4-31; Nakama uses 10).
     pub bcrypt_cost: u32,
+    /// A new socket of a user closes that user's older sockets.
+    pub single_socket: bool,
 }
 
 impl Default for SessionConfig {
@@ -99,6 +103,7 @@ impl Default for SessionConfig {
             token_expiry_sec: d.token_expiry_sec,
             refresh_token_expiry_sec: d.refresh_token_expiry_sec,
             bcrypt_cost: d.bcrypt_cost,
+            single_socket: false,
         }
     }
 }
@@ -115,6 +120,20 @@ pub struct SocketConfig {
     pub max_request_size_bytes: usize,
     /// Longest a request may take before it is answered with an error.
     pub read_timeout_ms: u64,
+    /// Largest WebSocket message a client may send; a larger one closes the socket.
+    pub max_message_size_bytes: usize,
+    /// How often the server pings each socket.
+    pub ping_period_ms: u64,
+    /// A socket from which nothing arrives for this long is closed.
+    pub pong_wait_ms: u64,
+    /// Most messages queued for one socket; a client that falls further behind is closed.
+    pub outgoing_queue_size: usize,
+    /// Longest one write to a socket may take before the socket is closed.
+    pub write_wait_ms: u64,
+    /// Close a socket that sent no message for this long even if it answers pings; 0 never.
+    pub ws_idle_timeout_ms: u64,
+    /// Most open sockets on this node; further upgrades get 503. 0 for no limit.
+    pub max_connections: usize,
 }
 
 impl Default for SocketConfig {
@@ -125,6 +144,13 @@ impl Default for SocketConfig {
             port: 7350,
             max_request_size_bytes: 262_144,
             read_timeout_ms: 10_000,
+            max_message_size_bytes: 4096,
+            ping_period_ms: 15_000,
+            pong_wait_ms: 25_000,
+            outgoing_queue_size: 64,
+            write_wait_ms: 5_000,
+            ws_idle_timeout_ms: 0,
+            max_connections: 200_000,
         }
     }
 }
@@ -279,9 +305,28 @@ impl Config {
         if self.socket.read_timeout_ms == 0 {
             return bad("socket.read_timeout_ms", "must be at least 1");
         }
+        if self.socket.max_message_size_bytes < 64 {
+            return bad("socket.max_message_size_bytes", "must be at least 64");
+        }
+        if self.socket.ping_period_ms == 0 {
+            return bad("socket.ping_period_ms", "must be at least 1");
+        }
+        if self.socket.pong_wait_ms <= self.socket.ping_period_ms {
+            return bad(
+                "socket.pong_wait_ms",
+                "must be greater than socket.ping_period_ms, or live clients are dropped between pings",
+            );
+        }
+        if self.socket.outgoing_queue_size == 0 {
+            return bad("socket.outgoing_queue_size", "must be at least 1");
+        }
+        if self.socket.write_wait_ms == 0 {
+            return bad("socket.write_wait_ms", "must be at least 1");
+        }
         if self.database.max_open_conns == 0 {
             return bad("database.max_open_conns", "must be at least 1");
         }
+        self.runtime.validate()?;
         if self.database.acquire_timeout_ms == 0 {
             return bad("database.acquire_timeout_ms", "must be at least 1");
         }

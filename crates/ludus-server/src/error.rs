@@ -12,6 +12,8 @@ pub struct HttpError {
     status: StatusCode,
     code: Code,
     message: Cow<'static, str>,
+    /// RPC errors repeat the message as `error`, as Nakama's RPC endpoint does.
+    error_field: bool,
 }
 
 impl HttpError {
@@ -23,6 +25,7 @@ impl HttpError {
             status,
             code,
             message: message.into(),
+            error_field: false,
         }
     }
 
@@ -36,7 +39,14 @@ impl HttpError {
             status,
             code,
             message: message.into(),
+            error_field: false,
         }
+    }
+
+    /// Adds `"error"` to the body, for `/v2/rpc` answers.
+    pub fn with_error_field(mut self) -> Self {
+        self.error_field = true;
+        self
     }
 
     pub fn invalid(message: impl Into<Cow<'static, str>>) -> Self {
@@ -58,6 +68,8 @@ impl From<ApiError> for HttpError {
 struct Body<'a> {
     code: i32,
     message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
 }
 
 impl IntoResponse for HttpError {
@@ -65,6 +77,7 @@ impl IntoResponse for HttpError {
         let body = serde_json::to_vec(&Body {
             code: self.code.as_i32(),
             message: &self.message,
+            error: self.error_field.then_some(&*self.message),
         })
         .unwrap_or_default();
         let mut res = (self.status, body).into_response();

@@ -8,8 +8,11 @@ mod convert;
 mod error;
 mod extract;
 pub mod logging;
+pub mod runtime;
 mod server;
+mod socket;
 mod state;
 
 pub use config::Config;
-pub use server::{RunningServer, StartError, start};
+pub use ludus_runtime::{NativeCall, NativeModule, RuntimeError};
+pub use server::{RunningServer, StartError, start, start_with};

@@ -27,6 +27,8 @@ pub enum StartError {
         addr: String,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Runtime(#[from] ludus_runtime::LoadError),
 }
 
 /// How long shutdown waits for in-flight requests before closing anyway.
@@ -42,7 +44,20 @@ pub struct RunningServer {
 
 /// Opens the store and starts serving; returns once the listener is bound.
 pub async fn start(config: Config) -> Result<RunningServer, StartError> {
-    let store = ludus_store::open(config.database.address(), &config.data_dir, config.store_options()).await?;
+    start_with(config, ludus_runtime::NativeModule::new()).await
+}
+
+/// [`start`] with a native module's RPCs and hooks (see the `ludus` library).
+pub async fn start_with(
+    config: Config,
+    native: ludus_runtime::NativeModule,
+) -> Result<RunningServer, StartError> {
+    let store = ludus_store::open(
+        config.database.address(),
+        &config.data_dir,
+        config.store_options(),
+    )
+    .await?;
     tracing::info!(backend = store.backend(), "database ready");
     let accounts = AccountService::new(store, config.session_settings()).await?;
     let addr = format!("{}:{}", config.socket.address, config.socket.port);
@@ -55,13 +70,28 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     let local_addr = listener
         .local_addr()
         .map_err(|source| StartError::Bind { addr, source })?;
+    let accounts = Arc::new(accounts);
+    let runtime = Arc::new(crate::runtime::start(&config, accounts.clone(), native).await?);
+    let sockets = Arc::new(crate::socket::Sockets::new(
+        &config,
+        accounts.clone(),
+        runtime.clone(),
+    ));
     let state = AppState {
         config: Arc::new(config),
-        accounts: Arc::new(accounts),
+        accounts,
+        sockets,
+        runtime,
     };
     let app = crate::api::router(state.clone());
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(async move {
+        // Realtime replies are small and latency-bound: no Nagle delay.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        // Connect info gives modules `ctx.client_ip` and `ctx.client_port`.
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 let _ = stopped.wait_for(|s| *s).await;
@@ -86,6 +116,8 @@ impl RunningServer {
     /// and closes the database.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
+        // Upgraded sockets outlive their HTTP request: close them explicitly.
+        self.state.sockets.close_all(SHUTDOWN_GRACE).await;
         let mut task = self.task;
         match tokio::time::timeout(SHUTDOWN_GRACE, &mut task).await {
             Ok(Ok(Ok(()))) => {}
@@ -99,6 +131,9 @@ impl RunningServer {
                 task.abort();
             }
         }
+        // In-flight RPCs have finished: run the modules' shutdown hooks while
+        // the store is still open for them.
+        self.state.runtime.shutdown().await;
         self.state.accounts.store().close().await;
         tracing::info!("shutdown complete");
     }

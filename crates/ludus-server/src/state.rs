@@ -11,4 +11,8 @@ use crate::config::Config;
 pub struct AppState {
     pub config: Arc<Config>,
     pub accounts: Arc<AccountService>,
+    /// Realtime sockets (`/ws`).
+    pub sockets: Arc<crate::socket::Sockets>,
+    /// Lua and native modules: RPCs and hooks (`state.runtime.rpc(ctx, id, payload)`).
+    pub runtime: Arc<ludus_runtime::Runtime>,
 }

@@ -14,17 +14,31 @@ pub(crate) struct Migration {
     pub sql: &'static str,
 }
 
-pub(crate) const SQLITE: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    sql: include_str!("../migrations/sqlite/0001_init.sql"),
-}];
+pub(crate) const SQLITE: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../migrations/sqlite/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "chat_notifications",
+        sql: include_str!("../migrations/sqlite/0002_chat_notifications.sql"),
+    },
+];
 
-pub(crate) const POSTGRES: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    sql: include_str!("../migrations/postgres/0001_init.sql"),
-}];
+pub(crate) const POSTGRES: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../migrations/postgres/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "chat_notifications",
+        sql: include_str!("../migrations/postgres/0002_chat_notifications.sql"),
+    },
+];
 
 /// The highest version in a list.
 pub(crate) fn latest(migrations: &[Migration]) -> i64 {

@@ -39,10 +39,16 @@ async fn migrate_up_applies_pending_migrations_once() {
     assert_eq!((status.backend, status.current), ("postgres", 0));
     assert_eq!(
         status.pending,
-        [MigrationInfo {
-            version: 1,
-            name: "init"
-        }]
+        [
+            MigrationInfo {
+                version: 1,
+                name: "init"
+            },
+            MigrationInfo {
+                version: 2,
+                name: "chat_notifications"
+            }
+        ]
     );
 
     let report = ludus_store::migrate_up(&url, no_data_dir()).await.unwrap();

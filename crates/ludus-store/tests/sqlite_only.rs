@@ -27,15 +27,21 @@ async fn status_of_a_missing_database_creates_nothing() {
     assert_eq!((status.backend, status.current), ("sqlite", 0));
     assert_eq!(
         status.pending,
-        [MigrationInfo {
-            version: 1,
-            name: "init"
-        }]
+        [
+            MigrationInfo {
+                version: 1,
+                name: "init"
+            },
+            MigrationInfo {
+                version: 2,
+                name: "chat_notifications"
+            }
+        ]
     );
     assert!(!root.path().join(ludus_store::SQLITE_FILE_NAME).exists());
 
     let report = ludus_store::migrate_up("", root.path()).await.unwrap();
-    assert_eq!((report.from, report.to), (0, 1));
+    assert_eq!((report.from, report.to), (0, 2));
     let status = ludus_store::migrate_status("", root.path()).await.unwrap();
     assert!(status.pending.is_empty());
 }

@@ -1,4 +1,5 @@
-//! `GET`, `PUT` and `DELETE /v2/account`: the caller's own account.
+//! `GET`, `PUT` and `DELETE /v2/account`: the caller's own account, with the
+//! runtime's `getaccount`, `updateaccount` and `deleteaccount` hooks.
 
 use axum::extract::State;
 use axum::response::Response;
@@ -9,41 +10,78 @@ use super::{empty, json};
 use crate::convert;
 use crate::error::HttpError;
 use crate::extract::{ProtoJson, Session};
+use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
 pub async fn get(
     State(state): State<AppState>,
     Session(caller): Session,
+    client: ClientAddr,
 ) -> Result<Response, HttpError> {
-    let account = state.accounts.account(caller.user_id).await?;
-    Ok(json(&convert::account(account)))
+    const API: &str = "getaccount";
+    runtime::before_without_body(&state, API, Some(&caller), client).await?;
+    let account = convert::account(state.accounts.account(caller.user_id).await?);
+    runtime::after(
+        &state,
+        API,
+        Some(&caller),
+        client,
+        &account,
+        &serde_json::Value::Null,
+    )
+    .await;
+    Ok(json(&account))
 }
 
 pub async fn update(
     State(state): State<AppState>,
     Session(caller): Session,
+    client: ClientAddr,
     ProtoJson(body): ProtoJson<api::UpdateAccountRequest>,
 ) -> Result<Response, HttpError> {
+    const API: &str = "updateaccount";
+    let req = runtime::before(&state, API, Some(&caller), client, body).await?;
     let update = AccountUpdate {
-        username: body.username.map(|v| v.value),
-        display_name: body.display_name.map(|v| v.value),
-        avatar_url: body.avatar_url.map(|v| v.value),
-        lang_tag: body.lang_tag.map(|v| v.value),
-        location: body.location.map(|v| v.value),
-        timezone: body.timezone.map(|v| v.value),
+        username: req.username.clone().map(|v| v.value),
+        display_name: req.display_name.clone().map(|v| v.value),
+        avatar_url: req.avatar_url.clone().map(|v| v.value),
+        lang_tag: req.lang_tag.clone().map(|v| v.value),
+        location: req.location.clone().map(|v| v.value),
+        timezone: req.timezone.clone().map(|v| v.value),
         metadata: None,
     };
     state
         .accounts
         .update_account(caller.user_id, update)
         .await?;
+    runtime::after(
+        &state,
+        API,
+        Some(&caller),
+        client,
+        &serde_json::Value::Null,
+        &req,
+    )
+    .await;
     Ok(empty())
 }
 
 pub async fn delete(
     State(state): State<AppState>,
     Session(caller): Session,
+    client: ClientAddr,
 ) -> Result<Response, HttpError> {
+    const API: &str = "deleteaccount";
+    runtime::before_without_body(&state, API, Some(&caller), client).await?;
     state.accounts.delete_account(caller.user_id).await?;
+    runtime::after(
+        &state,
+        API,
+        Some(&caller),
+        client,
+        &serde_json::Value::Null,
+        &serde_json::Value::Null,
+    )
+    .await;
     Ok(empty())
 }

@@ -1,67 +1,118 @@
 //! `POST /v2/account/authenticate/{device,email,custom}`: sign in, registering
-//! the account when `?create=` allows (the default).
+//! the account when `?create=` allows (the default). Each call runs the
+//! runtime's `authenticate*` before and after hooks, on Nakama's request
+//! shape (`{account, create, username}`).
+
+use std::collections::BTreeMap;
 
 use axum::extract::State;
 use axum::response::Response;
 use ludus_core::accounts::{AuthRequest, Credential};
 use ludus_proto::api;
+use ludus_proto::pbjson_types::BoolValue;
 
 use super::json;
 use crate::convert;
 use crate::error::HttpError;
 use crate::extract::{ProtoJson, QueryParams, ServerKey};
+use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
 pub async fn device(
     State(state): State<AppState>,
     _: ServerKey,
+    client: ClientAddr,
     query: QueryParams,
     ProtoJson(body): ProtoJson<api::AccountDevice>,
 ) -> Result<Response, HttpError> {
-    let credential = Credential::Device { id: body.id };
-    authenticate(&state, &query, credential, body.vars.into_iter().collect()).await
+    const API: &str = "authenticatedevice";
+    let req = api::AuthenticateDeviceRequest {
+        account: Some(body),
+        create: create_param(&query)?,
+        username: username_param(&query),
+    };
+    let req = runtime::before(&state, API, None, client, req).await?;
+    let account = req.account.clone().unwrap_or_default();
+    let credential = Credential::Device { id: account.id };
+    let session =
+        authenticate(&state, &req.username, &req.create, credential, account.vars).await?;
+    runtime::after(&state, API, None, client, &session, &req).await;
+    Ok(json(&session))
 }
 
 pub async fn custom(
     State(state): State<AppState>,
     _: ServerKey,
+    client: ClientAddr,
     query: QueryParams,
     ProtoJson(body): ProtoJson<api::AccountCustom>,
 ) -> Result<Response, HttpError> {
-    let credential = Credential::Custom { id: body.id };
-    authenticate(&state, &query, credential, body.vars.into_iter().collect()).await
+    const API: &str = "authenticatecustom";
+    let req = api::AuthenticateCustomRequest {
+        account: Some(body),
+        create: create_param(&query)?,
+        username: username_param(&query),
+    };
+    let req = runtime::before(&state, API, None, client, req).await?;
+    let account = req.account.clone().unwrap_or_default();
+    let credential = Credential::Custom { id: account.id };
+    let session =
+        authenticate(&state, &req.username, &req.create, credential, account.vars).await?;
+    runtime::after(&state, API, None, client, &session, &req).await;
+    Ok(json(&session))
 }
 
 pub async fn email(
     State(state): State<AppState>,
     _: ServerKey,
+    client: ClientAddr,
     query: QueryParams,
     ProtoJson(body): ProtoJson<api::AccountEmail>,
 ) -> Result<Response, HttpError> {
-    if body.email.is_empty() && body.password.is_empty() {
+    const API: &str = "authenticateemail";
+    let req = api::AuthenticateEmailRequest {
+        account: Some(body),
+        create: create_param(&query)?,
+        username: username_param(&query),
+    };
+    let req = runtime::before(&state, API, None, client, req).await?;
+    let account = req.account.clone().unwrap_or_default();
+    if account.email.is_empty() && account.password.is_empty() {
         return Err(HttpError::invalid(
             "email address and password are required",
         ));
     }
     let credential = Credential::Email {
-        email: body.email,
-        password: body.password,
+        email: account.email,
+        password: account.password,
     };
-    authenticate(&state, &query, credential, body.vars.into_iter().collect()).await
+    let session =
+        authenticate(&state, &req.username, &req.create, credential, account.vars).await?;
+    runtime::after(&state, API, None, client, &session, &req).await;
+    Ok(json(&session))
+}
+
+fn create_param(query: &QueryParams) -> Result<Option<BoolValue>, HttpError> {
+    Ok(query.bool("create")?.map(|value| BoolValue { value }))
+}
+
+fn username_param(query: &QueryParams) -> String {
+    query.get("username").unwrap_or_default().to_owned()
 }
 
 async fn authenticate(
     state: &AppState,
-    query: &QueryParams,
+    username: &str,
+    create: &Option<BoolValue>,
     credential: Credential,
-    vars: std::collections::BTreeMap<String, String>,
-) -> Result<Response, HttpError> {
+    vars: BTreeMap<String, String>,
+) -> Result<api::Session, HttpError> {
     let req = AuthRequest {
         credential,
-        username: query.get("username").unwrap_or_default().to_owned(),
-        create: query.bool("create")?.unwrap_or(true),
+        username: username.to_owned(),
+        create: create.as_ref().is_none_or(|c| c.value),
         vars,
     };
     let tokens = state.accounts.authenticate(req).await?;
-    Ok(json(&convert::session(tokens)))
+    Ok(convert::session(tokens))
 }

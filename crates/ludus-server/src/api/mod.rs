@@ -3,6 +3,9 @@
 
 mod account;
 mod authenticate;
+mod channel;
+mod notification;
+mod rpc;
 mod session;
 mod user;
 
@@ -60,6 +63,13 @@ pub fn router(state: AppState) -> Router {
                 .delete(account::delete),
         )
         .route("/v2/user", get(user::get_users))
+        .route("/v2/channel/{channel_id}", get(channel::history))
+        .route(
+            "/v2/notification",
+            get(notification::list).delete(notification::delete),
+        )
+        .route("/ws", get(crate::socket::upgrade))
+        .route("/v2/rpc/{id}", get(rpc::call).post(rpc::call))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))

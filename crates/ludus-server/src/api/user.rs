@@ -1,4 +1,5 @@
-//! `GET /v2/user?ids=…&usernames=…`: public profiles of other users.
+//! `GET /v2/user?ids=…&usernames=…`: public profiles of other users, with the
+//! runtime's `getusers` hooks (request shape `{ids, usernames, facebook_ids}`).
 
 use axum::extract::State;
 use axum::response::Response;
@@ -8,19 +9,26 @@ use super::json;
 use crate::convert;
 use crate::error::HttpError;
 use crate::extract::{QueryParams, Session};
+use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
 pub async fn get_users(
     State(state): State<AppState>,
-    Session(_): Session,
+    Session(caller): Session,
+    client: ClientAddr,
     query: QueryParams,
 ) -> Result<Response, HttpError> {
-    let users = state
-        .accounts
-        .users(&query.all("ids"), &query.all("usernames"))
-        .await?;
+    const API: &str = "getusers";
+    let req = api::GetUsersRequest {
+        ids: query.all("ids"),
+        usernames: query.all("usernames"),
+        facebook_ids: query.all("facebook_ids"),
+    };
+    let req = runtime::before(&state, API, Some(&caller), client, req).await?;
+    let users = state.accounts.users(&req.ids, &req.usernames).await?;
     let users = api::Users {
         users: users.into_iter().map(convert::user).collect(),
     };
+    runtime::after(&state, API, Some(&caller), client, &users, &req).await;
     Ok(json(&users))
 }

@@ -5,5 +5,7 @@ mod support;
 
 mod account;
 mod authenticate;
+mod hooks;
 mod protocol;
+mod rpc;
 mod session;

@@ -4,6 +4,7 @@
 //! deadlocks are retried here; unique violations become `UsernameTaken` or
 //! `IdentityTaken` by constraint name; lost connections become `Unavailable`.
 
+mod chat;
 mod errors;
 mod pool;
 mod register;
@@ -11,7 +12,9 @@ mod schema;
 mod statements;
 
 use async_trait::async_trait;
+use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use ludus_core::notification::Notification;
 use ludus_core::store::{Store, StoreError, StoreResult};
 use ludus_core::token::TokenKind;
 use tokio_postgres::{Config, Row};
@@ -304,6 +307,178 @@ impl Store for PgStore {
                 revocations.users.push((row.try_get(0)?, row.try_get(1)?));
             }
             Ok::<_, Failure>(revocations)
+        })
+        .await
+    }
+
+    async fn insert_channel_message(&self, m: &ChannelMessage) -> StoreResult<()> {
+        let mode = i16::from(m.channel.mode);
+        with_retry("insert message", || async {
+            let conn = self.pool.get().await?;
+            conn.client
+                .execute(
+                    conn.stmt(Stmt::InsertMessage),
+                    &[
+                        &m.id,
+                        &mode,
+                        &m.channel.subject,
+                        &m.channel.subcontext,
+                        &m.channel.label,
+                        &m.code,
+                        &m.sender_id,
+                        &m.username,
+                        &m.content,
+                        &m.create_time_us,
+                        &m.update_time_us,
+                    ],
+                )
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn update_channel_message(
+        &self,
+        id: Uuid,
+        sender: Uuid,
+        content: &str,
+        update_time_us: i64,
+    ) -> StoreResult<Option<ChannelMessage>> {
+        with_retry("update message", || async {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .client
+                .query_opt(
+                    conn.stmt(Stmt::UpdateMessage),
+                    &[&id, &sender, &content, &update_time_us],
+                )
+                .await?;
+            Ok(row.as_ref().map(chat::message_from_row).transpose()?)
+        })
+        .await
+    }
+
+    async fn delete_channel_message(
+        &self,
+        id: Uuid,
+        sender: Uuid,
+    ) -> StoreResult<Option<ChannelMessage>> {
+        with_retry("delete message", || async {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .client
+                .query_opt(conn.stmt(Stmt::DeleteMessage), &[&id, &sender])
+                .await?;
+            Ok(row.as_ref().map(chat::message_from_row).transpose()?)
+        })
+        .await
+    }
+
+    async fn list_channel_messages(
+        &self,
+        channel: &ChannelKey,
+        bound: Option<MessageBound>,
+        ascending: bool,
+        limit: usize,
+    ) -> StoreResult<Vec<ChannelMessage>> {
+        let mode = i16::from(channel.mode);
+        let limit = limit as i64;
+        with_retry("list messages", || async {
+            let conn = self.pool.get().await?;
+            let key: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
+                &mode,
+                &channel.subject,
+                &channel.subcontext,
+                &channel.label,
+                &limit,
+            ];
+            let rows = match bound {
+                None => {
+                    let stmt = if ascending {
+                        Stmt::ListMessagesAsc
+                    } else {
+                        Stmt::ListMessagesDesc
+                    };
+                    conn.client.query(conn.stmt(stmt), &key).await?
+                }
+                Some(b) => {
+                    let stmt = if ascending {
+                        Stmt::ListMessagesAfter
+                    } else {
+                        Stmt::ListMessagesBefore
+                    };
+                    let mut params = key.to_vec();
+                    params.push(&b.create_time_us);
+                    params.push(&b.id);
+                    conn.client.query(conn.stmt(stmt), &params).await?
+                }
+            };
+            Ok(rows
+                .iter()
+                .map(chat::message_from_row)
+                .collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
+    async fn insert_notifications(&self, ns: &[Notification]) -> StoreResult<()> {
+        if ns.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<Uuid> = ns.iter().map(|n| n.id).collect();
+        let users: Vec<Uuid> = ns.iter().map(|n| n.user_id).collect();
+        let subjects: Vec<&str> = ns.iter().map(|n| n.subject.as_str()).collect();
+        let contents: Vec<&str> = ns.iter().map(|n| n.content.as_str()).collect();
+        let codes: Vec<i32> = ns.iter().map(|n| n.code).collect();
+        let senders: Vec<Uuid> = ns.iter().map(|n| n.sender_id).collect();
+        let times: Vec<i64> = ns.iter().map(|n| n.create_time_us).collect();
+        with_retry("insert notifications", || async {
+            let conn = self.pool.get().await?;
+            conn.client
+                .execute(
+                    conn.stmt(Stmt::InsertNotifications),
+                    &[&ids, &users, &subjects, &contents, &codes, &senders, &times],
+                )
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn list_notifications(
+        &self,
+        user: Uuid,
+        after: Option<MessageBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<Notification>> {
+        let limit = limit as i64;
+        let time = after.map(|b| b.create_time_us);
+        let id = after.map(|b| b.id);
+        with_retry("list notifications", || async {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .client
+                .query(
+                    conn.stmt(Stmt::ListNotifications),
+                    &[&user, &limit, &time, &id],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(chat::notification_from_row)
+                .collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
+    async fn delete_notifications(&self, user: Uuid, ids: &[Uuid]) -> StoreResult<u64> {
+        with_retry("delete notifications", || async {
+            let conn = self.pool.get().await?;
+            Ok(conn
+                .client
+                .execute(conn.stmt(Stmt::DeleteNotifications), &[&user, &ids])
+                .await?)
         })
         .await
     }

@@ -24,6 +24,13 @@ macro_rules! auth_select {
     };
 }
 
+/// The columns of a chat message, in the order `message_from_row` reads them.
+macro_rules! message_columns {
+    () => {
+        "id, stream_mode, stream_subject, stream_subcontext, stream_label, code, sender_id, username, content, create_time, update_time"
+    };
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stmt {
     FindByDevice,
@@ -43,11 +50,21 @@ pub(super) enum Stmt {
     PurgeTokens,
     LoadTokens,
     LoadCutoffs,
+    InsertMessage,
+    UpdateMessage,
+    DeleteMessage,
+    ListMessagesAsc,
+    ListMessagesDesc,
+    ListMessagesAfter,
+    ListMessagesBefore,
+    InsertNotifications,
+    ListNotifications,
+    DeleteNotifications,
 }
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 17] = [
+    const ALL: [Stmt; 27] = [
         Stmt::FindByDevice,
         Stmt::FindByCustom,
         Stmt::FindByEmail,
@@ -65,6 +82,16 @@ impl Stmt {
         Stmt::PurgeTokens,
         Stmt::LoadTokens,
         Stmt::LoadCutoffs,
+        Stmt::InsertMessage,
+        Stmt::UpdateMessage,
+        Stmt::DeleteMessage,
+        Stmt::ListMessagesAsc,
+        Stmt::ListMessagesDesc,
+        Stmt::ListMessagesAfter,
+        Stmt::ListMessagesBefore,
+        Stmt::InsertNotifications,
+        Stmt::ListNotifications,
+        Stmt::DeleteNotifications,
     ];
 
     fn sql(self) -> &'static str {
@@ -145,6 +172,54 @@ impl Stmt {
             Stmt::PurgeTokens => "DELETE FROM revoked_token WHERE expires_at <= $1",
             Stmt::LoadTokens => "SELECT token_id, kind, expires_at FROM revoked_token WHERE expires_at > $1",
             Stmt::LoadCutoffs => "SELECT user_id, cutoff FROM user_session_cutoff",
+            Stmt::InsertMessage => {
+                "INSERT INTO message (id, stream_mode, stream_subject, stream_subcontext, stream_label, code, sender_id, username, content, create_time, update_time)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+            }
+            Stmt::UpdateMessage => concat!(
+                "UPDATE message SET content = $3, update_time = $4 WHERE id = $1 AND sender_id = $2 RETURNING ",
+                message_columns!()
+            ),
+            Stmt::DeleteMessage => concat!(
+                "DELETE FROM message WHERE id = $1 AND sender_id = $2 RETURNING ",
+                message_columns!()
+            ),
+            Stmt::ListMessagesAsc => concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM message WHERE stream_mode = $1 AND stream_subject = $2 AND stream_subcontext = $3 AND stream_label = $4
+                  ORDER BY create_time ASC, id ASC LIMIT $5"
+            ),
+            Stmt::ListMessagesDesc => concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM message WHERE stream_mode = $1 AND stream_subject = $2 AND stream_subcontext = $3 AND stream_label = $4
+                  ORDER BY create_time DESC, id DESC LIMIT $5"
+            ),
+            Stmt::ListMessagesAfter => concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM message WHERE stream_mode = $1 AND stream_subject = $2 AND stream_subcontext = $3 AND stream_label = $4
+                    AND (create_time, id) > ($6, $7)
+                  ORDER BY create_time ASC, id ASC LIMIT $5"
+            ),
+            Stmt::ListMessagesBefore => concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM message WHERE stream_mode = $1 AND stream_subject = $2 AND stream_subcontext = $3 AND stream_label = $4
+                    AND (create_time, id) < ($6, $7)
+                  ORDER BY create_time DESC, id DESC LIMIT $5"
+            ),
+            Stmt::InsertNotifications => {
+                "INSERT INTO notification (id, user_id, subject, content, code, sender_id, create_time)
+                 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int4[], $6::uuid[], $7::int8[])"
+            }
+            Stmt::ListNotifications => {
+                "SELECT id, user_id, subject, content, code, sender_id, create_time FROM notification
+                  WHERE user_id = $1 AND ($3::int8 IS NULL OR (create_time, id) > ($3, $4::uuid))
+                  ORDER BY create_time ASC, id ASC LIMIT $2"
+            }
+            Stmt::DeleteNotifications => "DELETE FROM notification WHERE user_id = $1 AND id = ANY($2::uuid[])",
         }
     }
 }

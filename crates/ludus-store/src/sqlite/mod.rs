@@ -3,6 +3,7 @@
 //! connections on their own threads (see [`readers`]). No SQLite call runs on
 //! an async thread.
 
+mod chat;
 mod connection;
 mod queries;
 mod readers;
@@ -11,7 +12,9 @@ mod writer;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
+use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use ludus_core::notification::Notification;
 use ludus_core::store::{Store, StoreResult};
 use ludus_core::token::TokenKind;
 use uuid::Uuid;
@@ -163,6 +166,77 @@ impl Store for SqliteStore {
     async fn load_revocations(&self, now: i64) -> StoreResult<Revocations> {
         self.writer
             .write(move |conn| queries::load_revocations(conn, now))
+            .await
+    }
+
+    async fn insert_channel_message(&self, message: &ChannelMessage) -> StoreResult<()> {
+        let message = message.clone();
+        self.writer
+            .write(move |conn| chat::insert_message(conn, &message))
+            .await
+    }
+
+    async fn update_channel_message(
+        &self,
+        id: Uuid,
+        sender: Uuid,
+        content: &str,
+        update_time_us: i64,
+    ) -> StoreResult<Option<ChannelMessage>> {
+        let content = content.to_owned();
+        self.writer
+            .write(move |conn| chat::update_message(conn, id, sender, &content, update_time_us))
+            .await
+    }
+
+    async fn delete_channel_message(
+        &self,
+        id: Uuid,
+        sender: Uuid,
+    ) -> StoreResult<Option<ChannelMessage>> {
+        self.writer
+            .write(move |conn| chat::delete_message(conn, id, sender))
+            .await
+    }
+
+    async fn list_channel_messages(
+        &self,
+        channel: &ChannelKey,
+        bound: Option<MessageBound>,
+        ascending: bool,
+        limit: usize,
+    ) -> StoreResult<Vec<ChannelMessage>> {
+        let channel = channel.clone();
+        self.readers
+            .read(move |conn| chat::list_messages(conn, &channel, bound, ascending, limit))
+            .await
+    }
+
+    async fn insert_notifications(&self, notifications: &[Notification]) -> StoreResult<()> {
+        if notifications.is_empty() {
+            return Ok(());
+        }
+        let notifications = notifications.to_vec();
+        self.writer
+            .write(move |conn| chat::insert_notifications(conn, &notifications))
+            .await
+    }
+
+    async fn list_notifications(
+        &self,
+        user: Uuid,
+        after: Option<MessageBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<Notification>> {
+        self.readers
+            .read(move |conn| chat::list_notifications(conn, user, after, limit))
+            .await
+    }
+
+    async fn delete_notifications(&self, user: Uuid, ids: &[Uuid]) -> StoreResult<u64> {
+        let ids = ids.to_vec();
+        self.writer
+            .write(move |conn| chat::delete_notifications(conn, user, &ids))
             .await
     }
 

@@ -32,10 +32,10 @@ macro_rules! auth_select {
 }
 
 /// A UUID as the lower-case hyphenated text stored in SQLite, without allocating.
-struct IdText([u8; 36]);
+pub(super) struct IdText([u8; 36]);
 
 impl IdText {
-    fn new(id: Uuid) -> IdText {
+    pub(super) fn new(id: Uuid) -> IdText {
         let mut buf = [0u8; 36];
         id.hyphenated().encode_lower(&mut buf);
         IdText(buf)
@@ -48,7 +48,7 @@ impl ToSql for IdText {
     }
 }
 
-fn uuid_at(row: &Row<'_>, idx: usize) -> rusqlite::Result<Uuid> {
+pub(super) fn uuid_at(row: &Row<'_>, idx: usize) -> rusqlite::Result<Uuid> {
     let text = row.get_ref(idx)?.as_str()?;
     Uuid::parse_str(text)
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))

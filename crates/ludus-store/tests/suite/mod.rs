@@ -4,6 +4,7 @@
 //! `#[tokio::test]` per case for a given backend.
 
 pub mod accounts;
+pub mod chat;
 pub mod identity;
 pub mod lifecycle;
 pub mod revocations;
@@ -152,6 +153,9 @@ macro_rules! store_test_suite {
             revocations::revoked_tokens_load_until_they_expire,
             revocations::revoking_twice_keeps_the_later_expiry,
             revocations::session_cutoffs_keep_the_latest_and_outlive_the_user,
+            chat::messages_page_both_ways_by_time_then_id,
+            chat::only_the_sender_updates_or_removes_a_message,
+            chat::notifications_list_delete_and_go_with_their_user,
             lifecycle::close_then_reopen_keeps_data,
             lifecycle::calls_after_close_are_unavailable,
             lifecycle::close_finishes_queued_writes,

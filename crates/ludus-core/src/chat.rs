@@ -1,0 +1,402 @@
+//! Chat channels as the domain sees them: Nakama's channel ids
+//! (`<mode>.<subject>.<subcontext>.<label>`), stored messages and history
+//! paging with opaque cursors.
+//!
+//! Three kinds of channel exist: rooms (mode 2, the label is the room name),
+//! groups (mode 3, the subject is the group id) and direct conversations
+//! (mode 4, subject and subcontext are the two users, the smaller id first).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use uuid::Uuid;
+
+use crate::error::ApiError;
+use crate::store::Store;
+
+/// Stream modes of chat channels (Nakama's numbers).
+pub const MODE_ROOM: u8 = 2;
+pub const MODE_GROUP: u8 = 3;
+pub const MODE_DIRECT: u8 = 4;
+
+/// Longest room name, in bytes.
+pub const MAX_ROOM_NAME: usize = 64;
+/// Most messages one history page may hold.
+pub const MAX_HISTORY_LIMIT: u32 = 100;
+
+/// Message codes of `ChannelMessage.code`.
+pub const CODE_CHAT: i32 = 0;
+pub const CODE_CHAT_UPDATE: i32 = 1;
+pub const CODE_CHAT_REMOVE: i32 = 2;
+
+/// The stream key of a chat channel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChannelKey {
+    pub mode: u8,
+    pub subject: Uuid,
+    pub subcontext: Uuid,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChannelError {
+    #[error("invalid channel id, expected the id channel_join returned")]
+    InvalidId,
+    #[error("room name is required and must be 1-64 bytes without control characters")]
+    InvalidRoomName,
+    #[error("invalid user id in direct message join, expected another user's uuid")]
+    InvalidDirectTarget,
+    #[error("invalid channel type, use 1 (room), 2 (direct message) or 3 (group)")]
+    InvalidType,
+}
+
+impl ChannelKey {
+    pub fn room(name: &str) -> Result<ChannelKey, ChannelError> {
+        if name.is_empty() || name.len() > MAX_ROOM_NAME || name.chars().any(char::is_control) {
+            return Err(ChannelError::InvalidRoomName);
+        }
+        Ok(ChannelKey {
+            mode: MODE_ROOM,
+            subject: Uuid::nil(),
+            subcontext: Uuid::nil(),
+            label: name.to_owned(),
+        })
+    }
+
+    /// The conversation of two users, the same whoever opens it.
+    pub fn direct(me: Uuid, other: Uuid) -> Result<ChannelKey, ChannelError> {
+        if other.is_nil() {
+            return Err(ChannelError::InvalidDirectTarget);
+        }
+        // Nakama orders the two ids as strings, which for hyphenated
+        // lower-case uuids is the same as ordering the bytes.
+        let (subject, subcontext) = if other > me { (me, other) } else { (other, me) };
+        Ok(ChannelKey {
+            mode: MODE_DIRECT,
+            subject,
+            subcontext,
+            label: String::new(),
+        })
+    }
+
+    pub fn group(group: Uuid) -> ChannelKey {
+        ChannelKey {
+            mode: MODE_GROUP,
+            subject: group,
+            subcontext: Uuid::nil(),
+            label: String::new(),
+        }
+    }
+
+    /// Parses Nakama's channel id.
+    pub fn parse(id: &str) -> Result<ChannelKey, ChannelError> {
+        let mut parts = id.splitn(4, '.');
+        let (Some(mode), Some(subject), Some(subcontext), Some(label)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(ChannelError::InvalidId);
+        };
+        let uuid = |s: &str| -> Result<Uuid, ChannelError> {
+            if s.is_empty() {
+                Ok(Uuid::nil())
+            } else {
+                Uuid::parse_str(s).map_err(|_| ChannelError::InvalidId)
+            }
+        };
+        match mode {
+            "2" if subject.is_empty() && subcontext.is_empty() => {
+                if label.is_empty() || label.len() > MAX_ROOM_NAME {
+                    return Err(ChannelError::InvalidId);
+                }
+                Ok(ChannelKey {
+                    mode: MODE_ROOM,
+                    subject: Uuid::nil(),
+                    subcontext: Uuid::nil(),
+                    label: label.to_owned(),
+                })
+            }
+            "3" if subcontext.is_empty() && label.is_empty() => {
+                Ok(ChannelKey::group(uuid(subject)?))
+            }
+            "4" if label.is_empty() => Ok(ChannelKey {
+                mode: MODE_DIRECT,
+                subject: uuid(subject)?,
+                subcontext: uuid(subcontext)?,
+                label: String::new(),
+            }),
+            _ => Err(ChannelError::InvalidId),
+        }
+    }
+
+    /// Nakama's channel id: nil uuids are written as empty.
+    pub fn id(&self) -> String {
+        let part = |u: Uuid| {
+            if u.is_nil() {
+                String::new()
+            } else {
+                u.to_string()
+            }
+        };
+        format!(
+            "{}.{}.{}.{}",
+            self.mode,
+            part(self.subject),
+            part(self.subcontext),
+            self.label
+        )
+    }
+
+    /// Whether `user` may read this channel's history.
+    pub fn readable_by(&self, user: Uuid) -> bool {
+        match self.mode {
+            MODE_DIRECT => self.subject == user || self.subcontext == user,
+            MODE_GROUP => false,
+            _ => true,
+        }
+    }
+}
+
+/// A chat message as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelMessage {
+    pub id: Uuid,
+    pub channel: ChannelKey,
+    pub code: i32,
+    pub sender_id: Uuid,
+    pub username: String,
+    /// A JSON object.
+    pub content: String,
+    /// Microseconds since the UNIX epoch.
+    pub create_time_us: i64,
+    pub update_time_us: i64,
+}
+
+/// Where a history page starts: strictly after (or before) this message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageBound {
+    pub create_time_us: i64,
+    pub id: Uuid,
+}
+
+/// One page of history.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HistoryPage {
+    pub messages: Vec<ChannelMessage>,
+    pub next_cursor: Option<String>,
+    pub prev_cursor: Option<String>,
+}
+
+/// A history cursor: the channel, the list direction, whether it pages on
+/// (next) or back (prev), and the message to continue from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Cursor {
+    channel: String,
+    forward: bool,
+    next: bool,
+    bound: MessageBound,
+}
+
+impl Cursor {
+    fn encode(&self) -> String {
+        let raw = format!(
+            "1|{}|{}|{}|{}|{}",
+            u8::from(self.forward),
+            u8::from(self.next),
+            self.bound.create_time_us,
+            self.bound.id,
+            self.channel
+        );
+        URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    fn decode(s: &str) -> Option<Cursor> {
+        let raw = URL_SAFE_NO_PAD.decode(s.trim_end_matches('=')).ok()?;
+        let raw = String::from_utf8(raw).ok()?;
+        let mut parts = raw.splitn(6, '|');
+        if parts.next()? != "1" {
+            return None;
+        }
+        let flag = |p: &str| match p {
+            "0" => Some(false),
+            "1" => Some(true),
+            _ => None,
+        };
+        let forward = flag(parts.next()?)?;
+        let next = flag(parts.next()?)?;
+        let create_time_us = parts.next()?.parse().ok()?;
+        let id = Uuid::parse_str(parts.next()?).ok()?;
+        let channel = parts.next()?.to_owned();
+        Some(Cursor {
+            channel,
+            forward,
+            next,
+            bound: MessageBound { create_time_us, id },
+        })
+    }
+}
+
+/// Reads a page of a channel's history, as `GET /v2/channel/{channel_id}`.
+///
+/// `forward` lists oldest first, otherwise newest first. A `next_cursor`
+/// continues in the same direction; a `prev_cursor` (given once a cursor was
+/// used) goes back to the page before.
+pub async fn channel_history(
+    store: &dyn Store,
+    caller: Uuid,
+    channel_id: &str,
+    limit: Option<u32>,
+    forward: bool,
+    cursor: Option<&str>,
+) -> Result<HistoryPage, ApiError> {
+    let key = ChannelKey::parse(channel_id).map_err(|e| ApiError::invalid(e.to_string()))?;
+    if key.mode == MODE_GROUP {
+        return Err(ApiError::not_found(
+            "group not found: group chat is not available on this server yet",
+        ));
+    }
+    if !key.readable_by(caller) {
+        return Err(ApiError::invalid(
+            "invalid channel id, a direct conversation is readable only by its two users",
+        ));
+    }
+    let limit = limit.unwrap_or(1);
+    if !(1..=MAX_HISTORY_LIMIT).contains(&limit) {
+        return Err(ApiError::invalid(format!(
+            "invalid limit, it must be between 1 and {MAX_HISTORY_LIMIT}"
+        )));
+    }
+    let cursor = match cursor.filter(|c| !c.is_empty()) {
+        None => None,
+        Some(raw) => {
+            let c = Cursor::decode(raw).ok_or_else(|| {
+                ApiError::invalid("invalid cursor, pass a cursor from an earlier page")
+            })?;
+            if c.channel != channel_id || c.forward != forward {
+                return Err(ApiError::invalid(
+                    "invalid cursor, it belongs to another channel or direction",
+                ));
+            }
+            Some(c)
+        }
+    };
+    // Paging on lists in the page's own order; paging back lists the other
+    // way and flips the result.
+    let (ascending, bound) = match &cursor {
+        None => (forward, None),
+        Some(c) => (forward == c.next, Some(c.bound)),
+    };
+    let mut messages = store
+        .list_channel_messages(&key, bound, ascending, limit as usize + 1)
+        .await?;
+    let more = messages.len() > limit as usize;
+    messages.truncate(limit as usize);
+    let going_back = cursor.as_ref().is_some_and(|c| !c.next);
+    if going_back {
+        messages.reverse();
+    }
+    let bound_of = |m: &ChannelMessage| MessageBound {
+        create_time_us: m.create_time_us,
+        id: m.id,
+    };
+    let make = |next: bool, m: &ChannelMessage| {
+        Cursor {
+            channel: channel_id.to_owned(),
+            forward,
+            next,
+            bound: bound_of(m),
+        }
+        .encode()
+    };
+    // A next page exists when more rows followed (paging on) or when we came
+    // back from a later page.
+    let next_cursor = if more || going_back {
+        messages.last().map(|m| make(true, m))
+    } else {
+        None
+    };
+    let prev_cursor = if cursor.is_some() && (!going_back || more) {
+        messages.first().map(|m| make(false, m))
+    } else {
+        None
+    };
+    Ok(HistoryPage {
+        messages,
+        next_cursor,
+        prev_cursor,
+    })
+}
+
+/// Whether `content` is a JSON object, as chat messages must be.
+pub fn is_json_object(content: &str) -> bool {
+    content.trim_start().starts_with('{')
+        && serde_json::from_str::<serde_json::Value>(content).is_ok_and(|v| v.is_object())
+}
+
+/// Microseconds since the UNIX epoch.
+pub fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_ids_are_nakamas() {
+        assert_eq!(ChannelKey::room("lobby").unwrap().id(), "2...lobby");
+        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let dm = ChannelKey::direct(b, a).unwrap();
+        assert_eq!(dm, ChannelKey::direct(a, b).unwrap());
+        assert_eq!(dm.id(), format!("4.{a}.{b}."));
+        assert_eq!(ChannelKey::group(a).id(), format!("3.{a}.."));
+        for key in [ChannelKey::room("a.b.c").unwrap(), dm, ChannelKey::group(a)] {
+            assert_eq!(ChannelKey::parse(&key.id()).unwrap(), key);
+        }
+    }
+
+    #[test]
+    fn bad_ids_and_names_are_refused() {
+        for id in [
+            "",
+            "2",
+            "2..",
+            "5...x",
+            "2.x..room",
+            "4.nope..",
+            "3.a.b.",
+            "2...",
+        ] {
+            assert_eq!(ChannelKey::parse(id), Err(ChannelError::InvalidId), "{id}");
+        }
+        assert!(ChannelKey::room("").is_err());
+        assert!(ChannelKey::room(&"x".repeat(65)).is_err());
+        assert!(ChannelKey::room("a\nb").is_err());
+        assert!(ChannelKey::direct(Uuid::from_u128(1), Uuid::nil()).is_err());
+    }
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let c = Cursor {
+            channel: "2...room.with.dots".into(),
+            forward: false,
+            next: true,
+            bound: MessageBound {
+                create_time_us: 1_700_000_000_123_456,
+                id: Uuid::from_u128(7),
+            },
+        };
+        assert_eq!(Cursor::decode(&c.encode()), Some(c));
+        assert_eq!(Cursor::decode("!!"), None);
+        assert_eq!(Cursor::decode(&URL_SAFE_NO_PAD.encode("2|1|1|x|y|z")), None);
+    }
+
+    #[test]
+    fn content_must_be_a_json_object() {
+        assert!(is_json_object(r#"{"a":1}"#));
+        assert!(!is_json_object("[1]"));
+        assert!(!is_json_object("hello"));
+        assert!(!is_json_object(""));
+    }
+}

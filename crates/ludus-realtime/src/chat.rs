@@ -1,0 +1,462 @@
+//! Chat over the socket: `channel_join`, `channel_leave`,
+//! `channel_message_send|update|remove`, and the `channel_message` and
+//! `channel_presence_event` pushes.
+//!
+//! A channel is a stream (room, group or direct conversation, see
+//! `ludus_core::chat::ChannelKey` for Nakama's ids); joining tracks the
+//! session on it, messages go to every presence on it, and are stored when
+//! the sender joined with persistence on (the default). Group channels need
+//! groups, which do not exist yet, and answer a clear error.
+
+use ludus_core::chat::{
+    CODE_CHAT, CODE_CHAT_REMOVE, CODE_CHAT_UPDATE, ChannelError, ChannelKey, ChannelMessage,
+    MODE_DIRECT, MODE_GROUP, MODE_ROOM, is_json_object, now_us,
+};
+use ludus_core::notification::{CODE_DM_REQUEST, Notification};
+use ludus_proto::Timestamp;
+use ludus_proto::api;
+use ludus_proto::pbjson_types::{BoolValue, Int32Value};
+use ludus_proto::realtime::envelope::Message;
+use ludus_proto::realtime::{
+    Channel, ChannelJoin, ChannelLeave, ChannelMessageAck, ChannelMessageRemove,
+    ChannelMessageSend, ChannelMessageUpdate, ChannelPresenceEvent, Envelope,
+};
+use uuid::Uuid;
+
+use crate::Realtime;
+use crate::error::{RtCode, RtError};
+use crate::registry::SessionHandle;
+use crate::stream::{Stream, StreamMode};
+use crate::tracker::Presence;
+
+/// Longest message content, in bytes (the socket read limit bounds it too).
+pub const MAX_CONTENT_LEN: usize = 4096;
+
+/// The stream of a channel.
+pub fn stream_of(key: &ChannelKey) -> Stream {
+    let mode = match key.mode {
+        MODE_GROUP => StreamMode::ChatGroup,
+        MODE_DIRECT => StreamMode::ChatDirect,
+        _ => StreamMode::ChatRoom,
+    };
+    Stream::new(mode, key.subject, key.subcontext, &key.label)
+}
+
+/// The channel of a chat stream.
+pub fn key_of(stream: &Stream) -> ChannelKey {
+    let mode = match stream.mode {
+        StreamMode::ChatGroup => MODE_GROUP,
+        StreamMode::ChatDirect => MODE_DIRECT,
+        _ => MODE_ROOM,
+    };
+    ChannelKey {
+        mode,
+        subject: stream.subject,
+        subcontext: stream.subcontext,
+        label: stream.label.to_string(),
+    }
+}
+
+/// Microseconds to a protobuf timestamp.
+pub fn timestamp_us(us: i64) -> Timestamp {
+    Timestamp {
+        seconds: us.div_euclid(1_000_000),
+        nanos: (us.rem_euclid(1_000_000) * 1000) as i32,
+    }
+}
+
+/// The names a channel carries on the wire: room name, group id, or the two users.
+struct ChannelNames {
+    room_name: String,
+    group_id: String,
+    user_id_one: String,
+    user_id_two: String,
+}
+
+fn names(key: &ChannelKey) -> ChannelNames {
+    let mut n = ChannelNames {
+        room_name: String::new(),
+        group_id: String::new(),
+        user_id_one: String::new(),
+        user_id_two: String::new(),
+    };
+    match key.mode {
+        MODE_ROOM => n.room_name = key.label.clone(),
+        MODE_GROUP => n.group_id = key.subject.to_string(),
+        _ => {
+            n.user_id_one = key.subject.to_string();
+            n.user_id_two = key.subcontext.to_string();
+        }
+    }
+    n
+}
+
+/// A stored or live message in its wire form.
+pub fn message_to_wire(m: &ChannelMessage, persistent: bool) -> api::ChannelMessage {
+    let n = names(&m.channel);
+    api::ChannelMessage {
+        channel_id: m.channel.id(),
+        message_id: m.id.to_string(),
+        code: Some(Int32Value { value: m.code }),
+        sender_id: m.sender_id.to_string(),
+        username: m.username.clone(),
+        content: m.content.clone(),
+        create_time: Some(timestamp_us(m.create_time_us)),
+        update_time: Some(timestamp_us(m.update_time_us)),
+        persistent: Some(BoolValue { value: persistent }),
+        room_name: n.room_name,
+        group_id: n.group_id,
+        user_id_one: n.user_id_one,
+        user_id_two: n.user_id_two,
+    }
+}
+
+fn ack_of(m: &ChannelMessage, persistent: bool) -> ChannelMessageAck {
+    let n = names(&m.channel);
+    ChannelMessageAck {
+        channel_id: m.channel.id(),
+        message_id: m.id.to_string(),
+        code: Some(Int32Value { value: m.code }),
+        username: m.username.clone(),
+        create_time: Some(timestamp_us(m.create_time_us)),
+        update_time: Some(timestamp_us(m.update_time_us)),
+        persistent: Some(BoolValue { value: persistent }),
+        room_name: n.room_name,
+        group_id: n.group_id,
+        user_id_one: n.user_id_one,
+        user_id_two: n.user_id_two,
+    }
+}
+
+fn bad_channel_id() -> RtError {
+    RtError::bad_input("invalid channel id, use the id channel_join returned")
+}
+
+fn parse_channel(id: &str) -> Result<ChannelKey, RtError> {
+    ChannelKey::parse(id).map_err(|_| bad_channel_id())
+}
+
+fn check_content(content: &str) -> Result<(), RtError> {
+    if content.len() > MAX_CONTENT_LEN {
+        return Err(RtError::bad_input(format!(
+            "message content too long, at most {MAX_CONTENT_LEN} bytes"
+        )));
+    }
+    if !is_json_object(content) {
+        return Err(RtError::bad_input(
+            "message content must be a valid JSON object",
+        ));
+    }
+    Ok(())
+}
+
+impl Realtime {
+    /// `channel_join`: joins a room or a direct conversation.
+    pub async fn channel_join(
+        &self,
+        session: &SessionHandle,
+        req: ChannelJoin,
+    ) -> Result<Channel, RtError> {
+        if req.target.is_empty() {
+            return Err(RtError::bad_input(
+                "channel target required: a room name, user id or group id",
+            ));
+        }
+        let me = session.user_id();
+        let key = match req.r#type {
+            0 | 1 => {
+                ChannelKey::room(&req.target).map_err(|e| RtError::bad_input(e.to_string()))?
+            }
+            2 => {
+                let other = Uuid::parse_str(&req.target).map_err(|_| {
+                    RtError::bad_input(ChannelError::InvalidDirectTarget.to_string())
+                })?;
+                let key =
+                    ChannelKey::direct(me, other).map_err(|e| RtError::bad_input(e.to_string()))?;
+                if other != me && self.existing_users(&[other], &[]).await?.is_empty() {
+                    return Err(RtError::bad_input("user not found: no user has that id"));
+                }
+                key
+            }
+            3 => {
+                return Err(RtError::new(
+                    RtCode::BadInput,
+                    "group not found: group chat is not available on this server yet",
+                ));
+            }
+            _ => return Err(RtError::bad_input(ChannelError::InvalidType.to_string())),
+        };
+        let hidden = req.hidden.is_some_and(|h| h.value);
+        let persistence = req.persistence.is_none_or(|p| p.value);
+        let stream = stream_of(&key);
+        let joined = self.track(session, &stream, hidden, persistence, "");
+        let is_new = joined == crate::TrackOutcome::Joined;
+        let presences = self.tracker.list(&stream, false);
+        if is_new && key.mode == MODE_DIRECT {
+            let other = if key.subject == me {
+                key.subcontext
+            } else {
+                key.subject
+            };
+            if other != me && !presences.iter().any(|p| p.user_id == other) {
+                self.dm_request(session, other).await;
+            }
+        }
+        let n = names(&key);
+        Ok(Channel {
+            id: key.id(),
+            presences: presences
+                .iter()
+                .filter(|p| !(is_new && p.session_id == session.id()))
+                .map(|p| p.to_wire(false))
+                .collect(),
+            self_: Some(ludus_proto::realtime::UserPresence {
+                user_id: me.to_string(),
+                session_id: session.id().to_string(),
+                username: session.username().to_owned(),
+                persistence,
+                status: None,
+            }),
+            room_name: n.room_name,
+            group_id: n.group_id,
+            user_id_one: n.user_id_one,
+            user_id_two: n.user_id_two,
+        })
+    }
+
+    /// Tells `other` that this session's user wants to chat (Nakama's code -1).
+    async fn dm_request(&self, session: &SessionHandle, other: Uuid) {
+        let content = serde_json::json!({ "username": session.username() }).to_string();
+        let n = Notification {
+            id: Uuid::new_v4(),
+            user_id: other,
+            subject: format!("{} wants to chat", session.username()),
+            content,
+            code: CODE_DM_REQUEST,
+            sender_id: session.user_id(),
+            create_time_us: now_us(),
+            persistent: true,
+        };
+        if let Err(e) = self.notify(vec![n]).await {
+            tracing::warn!(error = %e, "cannot send the direct message request notification");
+        }
+    }
+
+    /// `channel_leave`.
+    pub fn channel_leave(&self, session: &SessionHandle, req: ChannelLeave) -> Result<(), RtError> {
+        let key = parse_channel(&req.channel_id)?;
+        self.untrack(session.id(), &stream_of(&key));
+        Ok(())
+    }
+
+    /// The presence of `session` on a channel, which it must have joined.
+    fn member(
+        &self,
+        session: &SessionHandle,
+        key: &ChannelKey,
+        what: &str,
+    ) -> Result<Presence, RtError> {
+        self.tracker
+            .get(session.id(), &stream_of(key))
+            .ok_or_else(|| {
+                RtError::bad_input(format!("must join the channel before {what} messages"))
+            })
+    }
+
+    /// `channel_message_send`: stores (when persistent) and delivers a message.
+    pub async fn channel_message_send(
+        &self,
+        session: &SessionHandle,
+        req: ChannelMessageSend,
+    ) -> Result<ChannelMessageAck, RtError> {
+        let key = parse_channel(&req.channel_id)?;
+        check_content(&req.content)?;
+        let me = self.member(session, &key, "sending")?;
+        let now = now_us();
+        let message = ChannelMessage {
+            id: Uuid::new_v4(),
+            channel: key,
+            code: CODE_CHAT,
+            sender_id: session.user_id(),
+            username: session.username().to_owned(),
+            content: req.content,
+            create_time_us: now,
+            update_time_us: now,
+        };
+        let persistent = me.meta.persistence;
+        if persistent {
+            self.store
+                .insert_channel_message(&message)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "cannot store chat message");
+                    RtError::internal("could not persist message to channel history, try again")
+                })?;
+        }
+        self.push_message(&message, persistent);
+        Ok(ack_of(&message, persistent))
+    }
+
+    /// `channel_message_update`: only the sender may change a message.
+    pub async fn channel_message_update(
+        &self,
+        session: &SessionHandle,
+        req: ChannelMessageUpdate,
+    ) -> Result<ChannelMessageAck, RtError> {
+        let id = Uuid::parse_str(&req.message_id)
+            .map_err(|_| RtError::bad_input("invalid message id, expected a uuid"))?;
+        let key = parse_channel(&req.channel_id)?;
+        check_content(&req.content)?;
+        let me = self.member(session, &key, "updating")?;
+        let persistent = me.meta.persistence;
+        let now = now_us();
+        let mut message = if persistent {
+            let stored = self
+                .store
+                .update_channel_message(id, session.user_id(), &req.content, now)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "cannot update chat message");
+                    RtError::internal(
+                        "could not persist message update to channel history, try again",
+                    )
+                })?;
+            match stored {
+                Some(m) if m.channel == key => m,
+                _ => {
+                    return Err(RtError::bad_input(
+                        "could not find message to update in channel history",
+                    ));
+                }
+            }
+        } else {
+            ChannelMessage {
+                id,
+                channel: key,
+                code: CODE_CHAT,
+                sender_id: session.user_id(),
+                username: session.username().to_owned(),
+                content: req.content,
+                create_time_us: now,
+                update_time_us: now,
+            }
+        };
+        message.code = CODE_CHAT_UPDATE;
+        self.push_message(&message, persistent);
+        Ok(ack_of(&message, persistent))
+    }
+
+    /// `channel_message_remove`: only the sender may remove a message.
+    pub async fn channel_message_remove(
+        &self,
+        session: &SessionHandle,
+        req: ChannelMessageRemove,
+    ) -> Result<ChannelMessageAck, RtError> {
+        let id = Uuid::parse_str(&req.message_id)
+            .map_err(|_| RtError::bad_input("invalid message id, expected a uuid"))?;
+        let key = parse_channel(&req.channel_id)?;
+        let me = self.member(session, &key, "removing")?;
+        let persistent = me.meta.persistence;
+        let now = now_us();
+        let mut message = if persistent {
+            let stored = self
+                .store
+                .delete_channel_message(id, session.user_id())
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "cannot remove chat message");
+                    RtError::internal(
+                        "could not persist message removal to channel history, try again",
+                    )
+                })?;
+            match stored {
+                Some(m) if m.channel == key => m,
+                _ => {
+                    return Err(RtError::bad_input(
+                        "could not find message to remove in channel history",
+                    ));
+                }
+            }
+        } else {
+            ChannelMessage {
+                id,
+                channel: key,
+                code: CODE_CHAT,
+                sender_id: session.user_id(),
+                username: session.username().to_owned(),
+                content: String::new(),
+                create_time_us: now,
+                update_time_us: now,
+            }
+        };
+        message.code = CODE_CHAT_REMOVE;
+        message.content = "{}".to_owned();
+        message.update_time_us = now;
+        self.push_message(&message, persistent);
+        Ok(ack_of(&message, persistent))
+    }
+
+    /// Delivers a `channel_message` to everyone on the channel, sender included.
+    fn push_message(&self, message: &ChannelMessage, persistent: bool) {
+        self.router.send_to_stream(
+            &stream_of(&message.channel),
+            Envelope {
+                cid: String::new(),
+                message: Some(Message::ChannelMessage(message_to_wire(
+                    message, persistent,
+                ))),
+            },
+            None,
+        );
+    }
+
+    /// Announces joins and leaves to everyone on the channel.
+    pub(crate) fn emit_channel_event(
+        &self,
+        stream: &Stream,
+        joins: &[Presence],
+        leaves: &[Presence],
+    ) {
+        let key = key_of(stream);
+        let n = names(&key);
+        let event = ChannelPresenceEvent {
+            channel_id: key.id(),
+            joins: joins.iter().map(|p| p.to_wire(false)).collect(),
+            leaves: leaves.iter().map(|p| p.to_wire(false)).collect(),
+            room_name: n.room_name,
+            group_id: n.group_id,
+            user_id_one: n.user_id_one,
+            user_id_two: n.user_id_two,
+        };
+        self.router.send_to_stream(
+            stream,
+            Envelope {
+                cid: String::new(),
+                message: Some(Message::ChannelPresenceEvent(event)),
+            },
+            None,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_and_channels_map_both_ways() {
+        for key in [
+            ChannelKey::room("lobby").unwrap(),
+            ChannelKey::direct(Uuid::new_v4(), Uuid::new_v4()).unwrap(),
+            ChannelKey::group(Uuid::new_v4()),
+        ] {
+            assert_eq!(key_of(&stream_of(&key)), key);
+        }
+    }
+
+    #[test]
+    fn microsecond_timestamps() {
+        let t = timestamp_us(1_700_000_000_123_456);
+        assert_eq!((t.seconds, t.nanos), (1_700_000_000, 123_456_000));
+    }
+}

@@ -1,0 +1,266 @@
+//! The Ludus realtime layer: everything behind the `/ws` socket that is not
+//! transport.
+//!
+//! - [`SessionRegistry`]: the sessions of this node, by id and by user.
+//! - [`Outbound`]: each session's bounded outgoing queue.
+//! - [`PresenceTracker`] and [`StreamRouter`]: presences on streams
+//!   `(mode, subject, subcontext, label)` and delivery to them, through a
+//!   [`Bus`] ([`LocalBus`] on one node).
+//! - [`codec`]: envelopes to and from JSON text and protobuf binary.
+//! - [`pipeline`]: what each incoming envelope does.
+//! - [`status`]: following and online status.
+//! - [`chat`]: chat channels (rooms, direct messages) and their messages.
+//! - [`notify`]: notifications to users, live and stored.
+//!
+//! [`Realtime`] ties them together. It knows nothing of HTTP or SQL: the
+//! WebSocket transport lives in `ludus-server`, persistence behind
+//! `ludus_core::Store`.
+
+pub mod bus;
+pub mod chat;
+pub mod codec;
+pub mod error;
+pub mod liveness;
+pub mod notify;
+pub mod outbound;
+pub mod pipeline;
+pub mod registry;
+pub mod router;
+pub mod status;
+pub mod stream;
+pub mod tracker;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+
+use ludus_core::Store;
+use uuid::Uuid;
+
+pub use bus::{Bus, LocalBus};
+pub use codec::{Encoded, Format};
+pub use error::{RtCode, RtError};
+pub use outbound::{CloseReason, Next, Outbound};
+pub use pipeline::Flow;
+pub use registry::{SessionHandle, SessionRegistry};
+pub use router::StreamRouter;
+pub use status::StatusRegistry;
+pub use stream::{Stream, StreamMode};
+pub use tracker::{Presence, PresenceMeta, PresenceTracker, TrackOutcome};
+
+/// Settings of the realtime layer (from `socket.*` and `session.*`).
+#[derive(Debug, Clone)]
+pub struct RealtimeConfig {
+    /// Most frames queued for one socket before it is closed.
+    pub outgoing_queue_size: usize,
+    /// A new socket closes the user's older ones.
+    pub single_socket: bool,
+}
+
+impl Default for RealtimeConfig {
+    fn default() -> Self {
+        RealtimeConfig {
+            outgoing_queue_size: 64,
+            single_socket: false,
+        }
+    }
+}
+
+/// What an RPC handler returns: the reply payload, or the error to answer.
+pub type RpcFuture = Pin<Box<dyn Future<Output = Result<String, RtError>> + Send>>;
+
+/// Runs the socket's `rpc` envelopes (the server's module runtime). Without
+/// one, `rpc` answers `RUNTIME_FUNCTION_NOT_FOUND`.
+pub trait RpcHandler: Send + Sync + 'static {
+    fn rpc(&self, session: &SessionHandle, id: String, payload: String) -> RpcFuture;
+}
+
+/// Who is connecting: from the verified session token and query.
+#[derive(Debug, Clone)]
+pub struct Connect {
+    pub session_id: Uuid,
+    pub user_id: Uuid,
+    pub username: String,
+    pub format: Format,
+    /// `?status=true`: appear online to followers from the start.
+    pub status: bool,
+    /// The session token's variables and expiry, and `?lang=`, for modules.
+    pub vars: BTreeMap<String, String>,
+    pub expiry: i64,
+    pub lang: String,
+}
+
+/// The realtime layer of one node.
+pub struct Realtime {
+    pub config: RealtimeConfig,
+    pub registry: Arc<SessionRegistry>,
+    pub tracker: Arc<PresenceTracker>,
+    pub router: StreamRouter,
+    pub status: StatusRegistry,
+    store: Arc<dyn Store>,
+    rpc: OnceLock<Arc<dyn RpcHandler>>,
+}
+
+impl std::fmt::Debug for Realtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Realtime")
+            .field("sessions", &self.registry.count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Realtime {
+    /// A single-node realtime layer on the in-process bus.
+    pub fn new(config: RealtimeConfig, store: Arc<dyn Store>) -> Realtime {
+        let registry = Arc::new(SessionRegistry::new());
+        let bus: Arc<dyn Bus> = Arc::new(LocalBus::new(registry.clone()));
+        Realtime::with_bus(config, store, registry, bus)
+    }
+
+    /// A realtime layer on a given bus (cluster use).
+    pub fn with_bus(
+        config: RealtimeConfig,
+        store: Arc<dyn Store>,
+        registry: Arc<SessionRegistry>,
+        bus: Arc<dyn Bus>,
+    ) -> Realtime {
+        let tracker = Arc::new(PresenceTracker::new());
+        Realtime {
+            router: StreamRouter::new(tracker.clone(), bus),
+            config,
+            registry,
+            tracker,
+            status: StatusRegistry::default(),
+            store,
+            rpc: OnceLock::new(),
+        }
+    }
+
+    /// Sets the handler of `rpc` envelopes; only the first call counts.
+    pub fn set_rpc_handler(&self, handler: Arc<dyn RpcHandler>) {
+        let _ = self.rpc.set(handler);
+    }
+
+    pub(crate) fn rpc_handler(&self) -> Option<&Arc<dyn RpcHandler>> {
+        self.rpc.get()
+    }
+
+    /// Registers a new session: its notification stream, its own status
+    /// (followed, so the user's other sessions see changes), and with
+    /// `status=true` its online status.
+    pub fn connect(&self, c: Connect) -> SessionHandle {
+        let session = SessionHandle::new(
+            c.session_id,
+            c.user_id,
+            &c.username,
+            c.format,
+            self.config.outgoing_queue_size,
+        )
+        .with_token_details(c.vars, c.expiry, &c.lang);
+        self.registry
+            .add(session.clone(), self.config.single_socket);
+        self.status.follow(session.id(), [session.user_id()]);
+        self.track(&session, &Stream::notifications(c.user_id), true, false, "");
+        if c.status {
+            self.track(&session, &Stream::status(c.user_id), false, false, "");
+        }
+        tracing::debug!(session_id = %c.session_id, user_id = %c.user_id, format = c.format.as_str(), "session connected");
+        session
+    }
+
+    /// Forgets a session: leaves every stream (announcing it) and unfollows.
+    pub fn disconnect(&self, session: &SessionHandle) {
+        self.registry.remove(session.id());
+        self.status.unfollow_all(session.id());
+        for (stream, presence) in self.tracker.untrack_all(session.id()) {
+            self.emit_presence_event(&stream, &[], std::slice::from_ref(&presence));
+        }
+        tracing::debug!(session_id = %session.id(), user_id = %session.user_id(), "session disconnected");
+    }
+
+    /// Tracks `session` on `stream` (or updates its metadata) and announces it.
+    pub fn track(
+        &self,
+        session: &SessionHandle,
+        stream: &Stream,
+        hidden: bool,
+        persistence: bool,
+        status: &str,
+    ) -> TrackOutcome {
+        let presence = Presence {
+            session_id: session.id(),
+            user_id: session.user_id(),
+            meta: PresenceMeta {
+                format: session.format(),
+                username: Arc::from(session.username()),
+                hidden,
+                persistence,
+                status: Arc::from(status),
+            },
+        };
+        let outcome = self.tracker.track(stream, presence.clone());
+        match &outcome {
+            TrackOutcome::Joined => {
+                self.emit_presence_event(stream, std::slice::from_ref(&presence), &[])
+            }
+            TrackOutcome::Updated(old) => self.emit_presence_event(
+                stream,
+                std::slice::from_ref(&presence),
+                std::slice::from_ref(old),
+            ),
+            TrackOutcome::Unchanged => {}
+        }
+        outcome
+    }
+
+    /// Takes a session off a stream and announces it; false when it was not there.
+    pub fn untrack(&self, session: Uuid, stream: &Stream) -> bool {
+        match self.tracker.untrack(session, stream) {
+            Some(p) => {
+                self.emit_presence_event(stream, &[], std::slice::from_ref(&p));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Announces joins and leaves in the form the stream's mode calls for.
+    /// Hidden presences are never announced.
+    fn emit_presence_event(&self, stream: &Stream, joins: &[Presence], leaves: &[Presence]) {
+        let visible = |ps: &[Presence]| -> Vec<Presence> {
+            ps.iter().filter(|p| !p.meta.hidden).cloned().collect()
+        };
+        let (joins, leaves) = (visible(joins), visible(leaves));
+        if joins.is_empty() && leaves.is_empty() {
+            return;
+        }
+        match stream.mode {
+            StreamMode::Status => self.emit_status_event(stream.subject, &joins, &leaves),
+            StreamMode::ChatRoom | StreamMode::ChatGroup | StreamMode::ChatDirect => {
+                self.emit_channel_event(stream, &joins, &leaves)
+            }
+            _ => {}
+        }
+    }
+
+    /// Which of these ids and usernames belong to existing users.
+    async fn existing_users(
+        &self,
+        ids: &[Uuid],
+        usernames: &[String],
+    ) -> Result<Vec<Uuid>, RtError> {
+        let users = self
+            .store
+            .get_users(ids, usernames)
+            .await
+            .map_err(|error| {
+                tracing::error!(%error, "cannot look up users for a realtime request");
+                RtError::internal("could not check users, try again")
+            })?;
+        Ok(users.into_iter().map(|u| u.id).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,235 @@
+//! The bounded outbound queue of one socket.
+//!
+//! Senders never wait: [`Outbound::push`] either queues the frame or, when the
+//! queue already holds `socket.outgoing_queue_size` frames, closes the session
+//! (a client that does not read must not slow anyone else, nor make the server
+//! buffer without limit). The socket's task drains the queue with
+//! [`Outbound::next_batch`], which hands over everything queued at once so the
+//! writer can coalesce frames into one flush.
+//!
+//! An idle queue owns no buffer: the `VecDeque` allocates on first use and is
+//! shrunk again after a burst, which keeps an idle socket small.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+/// Why a session was closed by the server side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum CloseReason {
+    /// The client did not read fast enough and its queue filled up.
+    QueueFull = 1,
+    /// `session.single_socket`: the same user opened a newer socket.
+    Replaced = 2,
+    /// Closed on request (runtime, admin, account deletion).
+    Disconnect = 3,
+    /// The server is shutting down.
+    Shutdown = 4,
+}
+
+impl CloseReason {
+    fn from_u8(n: u8) -> Option<CloseReason> {
+        match n {
+            1 => Some(CloseReason::QueueFull),
+            2 => Some(CloseReason::Replaced),
+            3 => Some(CloseReason::Disconnect),
+            4 => Some(CloseReason::Shutdown),
+            _ => None,
+        }
+    }
+
+    /// A short lowercase text for the WebSocket close frame and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::QueueFull => "outgoing queue full, read messages faster",
+            CloseReason::Replaced => "replaced by a newer socket of the same user",
+            CloseReason::Disconnect => "disconnected by the server",
+            CloseReason::Shutdown => "server shutting down, reconnect later",
+        }
+    }
+}
+
+/// Why a frame was not queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PushError {
+    #[error("outgoing queue full, the session is being closed")]
+    Full,
+    #[error("session closed")]
+    Closed,
+}
+
+/// What the socket's writer gets from the queue.
+#[derive(Debug)]
+pub enum Next {
+    /// Every frame that was queued, oldest first.
+    Frames(Vec<Bytes>),
+    /// The session must close; frames still queued are dropped.
+    Close(CloseReason),
+}
+
+/// A queue that a shrinking idle buffer above this many slots gives back.
+const SHRINK_ABOVE: usize = 8;
+
+pub struct Outbound {
+    frames: Mutex<VecDeque<Bytes>>,
+    capacity: usize,
+    /// 0 while open, else a `CloseReason`.
+    closed: AtomicU8,
+    wake: Notify,
+}
+
+impl std::fmt::Debug for Outbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outbound")
+            .field("capacity", &self.capacity)
+            .field("closed", &self.close_reason())
+            .finish()
+    }
+}
+
+impl Outbound {
+    /// A queue holding at most `capacity` frames (at least one).
+    pub fn new(capacity: usize) -> Outbound {
+        Outbound {
+            frames: Mutex::new(VecDeque::new()),
+            capacity: capacity.max(1),
+            closed: AtomicU8::new(0),
+            wake: Notify::new(),
+        }
+    }
+
+    /// Queues one frame without waiting. A full queue closes the session.
+    pub fn push(&self, frame: Bytes) -> Result<(), PushError> {
+        if self.is_closed() {
+            return Err(PushError::Closed);
+        }
+        {
+            let mut frames = self.frames.lock().unwrap_or_else(|e| e.into_inner());
+            if frames.len() >= self.capacity {
+                frames.clear();
+                drop(frames);
+                self.close(CloseReason::QueueFull);
+                return Err(PushError::Full);
+            }
+            frames.push_back(frame);
+        }
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// Asks the socket to close; the first reason given wins.
+    pub fn close(&self, reason: CloseReason) {
+        if self
+            .closed
+            .compare_exchange(0, reason as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            self.wake.notify_one();
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire) != 0
+    }
+
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        CloseReason::from_u8(self.closed.load(Ordering::Acquire))
+    }
+
+    /// Frames queued now.
+    pub fn len(&self) -> usize {
+        self.frames.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Takes every queued frame without waiting.
+    pub fn take_all(&self) -> Vec<Bytes> {
+        let mut frames = self.frames.lock().unwrap_or_else(|e| e.into_inner());
+        let batch: Vec<Bytes> = frames.drain(..).collect();
+        if frames.capacity() > SHRINK_ABOVE {
+            frames.shrink_to(0);
+        }
+        batch
+    }
+
+    /// Waits for frames or a close. Cancel-safe: nothing is taken from the
+    /// queue unless this returns.
+    pub async fn next_batch(&self) -> Next {
+        loop {
+            if let Some(reason) = self.close_reason() {
+                return Next::Close(reason);
+            }
+            let batch = self.take_all();
+            if !batch.is_empty() {
+                return Next::Frames(batch);
+            }
+            self.wake.notified().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_come_out_in_order_as_one_batch() {
+        let q = Outbound::new(4);
+        q.push(Bytes::from_static(b"a")).unwrap();
+        q.push(Bytes::from_static(b"b")).unwrap();
+        match q.next_batch().await {
+            Next::Frames(f) => {
+                assert_eq!(f, vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")])
+            }
+            Next::Close(r) => panic!("closed: {r:?}"),
+        }
+        assert!(q.is_empty());
+    }
+
+    #[tokio::test]
+    async fn overflow_closes_the_session_and_drops_queued_frames() {
+        let q = Outbound::new(2);
+        q.push(Bytes::from_static(b"1")).unwrap();
+        q.push(Bytes::from_static(b"2")).unwrap();
+        assert_eq!(q.push(Bytes::from_static(b"3")), Err(PushError::Full));
+        assert_eq!(q.close_reason(), Some(CloseReason::QueueFull));
+        assert_eq!(q.push(Bytes::from_static(b"4")), Err(PushError::Closed));
+        assert!(matches!(
+            q.next_batch().await,
+            Next::Close(CloseReason::QueueFull)
+        ));
+    }
+
+    #[tokio::test]
+    async fn first_close_reason_wins() {
+        let q = Outbound::new(2);
+        q.close(CloseReason::Replaced);
+        q.close(CloseReason::Shutdown);
+        assert_eq!(q.close_reason(), Some(CloseReason::Replaced));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_writer_wakes_on_push() {
+        let q = std::sync::Arc::new(Outbound::new(4));
+        let waiter = tokio::spawn({
+            let q = q.clone();
+            async move { q.next_batch().await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        q.push(Bytes::from_static(b"x")).unwrap();
+        assert!(matches!(waiter.await.unwrap(), Next::Frames(f) if f.len() == 1));
+    }
+
+    #[test]
+    fn an_idle_queue_owns_no_buffer() {
+        let q = Outbound::new(64);
+        assert_eq!(q.frames.lock().unwrap().capacity(), 0);
+    }
+}

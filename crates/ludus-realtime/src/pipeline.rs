@@ -1,0 +1,169 @@
+//! The realtime pipeline: what each incoming envelope does.
+//!
+//! Every one of the envelope's 50 members lands in exactly one arm below:
+//! - requests Ludus serves get their reply (same `cid`) or an `error`
+//!   envelope; a validation error keeps the socket open;
+//! - requests for features not built yet get an `error` saying so, and keep
+//!   the socket open;
+//! - an envelope with no message, or with a server-to-client message, is
+//!   answered with `MISSING_PAYLOAD` / `UNRECOGNIZED_PAYLOAD` and closes the
+//!   socket, as Nakama does.
+
+use ludus_proto::realtime::envelope::Message;
+use ludus_proto::realtime::{Envelope, Pong};
+
+use crate::Realtime;
+use crate::codec::Encoded;
+use crate::error::{RtCode, RtError, error_envelope};
+use crate::registry::SessionHandle;
+
+/// What the socket does after a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Close,
+}
+
+/// A request that was understood but not served: which feature is missing.
+fn unavailable(feature: &str) -> RtError {
+    RtError::new(
+        RtCode::RuntimeException,
+        format!("{feature} are not available on this server yet"),
+    )
+}
+
+impl Realtime {
+    /// Handles one decoded envelope from `session`; replies go to its queue.
+    pub async fn handle(&self, session: &SessionHandle, envelope: Envelope) -> Flow {
+        let cid = envelope.cid;
+        let Some(message) = envelope.message else {
+            self.reply(
+                session,
+                error_envelope(
+                    &cid,
+                    RtCode::MissingPayload,
+                    "missing message: the envelope carries no request",
+                ),
+            );
+            return Flow::Close;
+        };
+        let result: Result<Option<Message>, RtError> = match message {
+            Message::Ping(_) => Ok(Some(Message::Pong(Pong {}))),
+            // A client's answer to our application ping: liveness is counted
+            // by the transport, which saw the frame arrive.
+            Message::Pong(_) => return Flow::Continue,
+            Message::StatusFollow(req) => self
+                .status_follow(session, req)
+                .await
+                .map(|s| Some(Message::Status(s))),
+            Message::StatusUnfollow(req) => self.status_unfollow(session, req).map(|()| None),
+            Message::StatusUpdate(req) => self.status_update(session, req).map(|()| None),
+
+            Message::ChannelJoin(req) => self
+                .channel_join(session, req)
+                .await
+                .map(|c| Some(Message::Channel(c))),
+            Message::ChannelLeave(req) => self.channel_leave(session, req).map(|()| None),
+            Message::ChannelMessageSend(req) => self
+                .channel_message_send(session, req)
+                .await
+                .map(|a| Some(Message::ChannelMessageAck(a))),
+            Message::ChannelMessageUpdate(req) => self
+                .channel_message_update(session, req)
+                .await
+                .map(|a| Some(Message::ChannelMessageAck(a))),
+            Message::ChannelMessageRemove(req) => self
+                .channel_message_remove(session, req)
+                .await
+                .map(|a| Some(Message::ChannelMessageAck(a))),
+            Message::MatchCreate(_)
+            | Message::MatchDataSend(_)
+            | Message::MatchJoin(_)
+            | Message::MatchLeave(_) => Err(unavailable("matches")),
+            Message::MatchmakerAdd(_) | Message::MatchmakerRemove(_) => {
+                Err(unavailable("matchmaking tickets"))
+            }
+            Message::PartyCreate(_)
+            | Message::PartyJoin(_)
+            | Message::PartyLeave(_)
+            | Message::PartyPromote(_)
+            | Message::PartyAccept(_)
+            | Message::PartyRemove(_)
+            | Message::PartyClose(_)
+            | Message::PartyJoinRequestList(_)
+            | Message::PartyMatchmakerAdd(_)
+            | Message::PartyMatchmakerRemove(_)
+            | Message::PartyDataSend(_)
+            | Message::PartyUpdate(_) => Err(unavailable("parties")),
+            Message::Rpc(rpc) => match self.rpc_handler() {
+                Some(handler) => {
+                    handler
+                        .rpc(session, rpc.id.clone(), rpc.payload)
+                        .await
+                        .map(|payload| {
+                            Some(Message::Rpc(ludus_proto::api::Rpc {
+                                id: rpc.id,
+                                payload,
+                                http_key: String::new(),
+                            }))
+                        })
+                }
+                None => Err(RtError::new(
+                    RtCode::RuntimeFunctionNotFound,
+                    format!(
+                        "rpc function {:?} not found: this server runs no modules",
+                        rpc.id
+                    ),
+                )),
+            },
+
+            // Messages only the server sends.
+            Message::Channel(_)
+            | Message::ChannelMessage(_)
+            | Message::ChannelMessageAck(_)
+            | Message::ChannelPresenceEvent(_)
+            | Message::Error(_)
+            | Message::Match(_)
+            | Message::MatchData(_)
+            | Message::MatchPresenceEvent(_)
+            | Message::MatchmakerMatched(_)
+            | Message::MatchmakerTicket(_)
+            | Message::Notifications(_)
+            | Message::Status(_)
+            | Message::StatusPresenceEvent(_)
+            | Message::StreamData(_)
+            | Message::StreamPresenceEvent(_)
+            | Message::Party(_)
+            | Message::PartyLeader(_)
+            | Message::PartyJoinRequest(_)
+            | Message::PartyMatchmakerTicket(_)
+            | Message::PartyData(_)
+            | Message::PartyPresenceEvent(_) => {
+                tracing::debug!(session_id = %session.id(), "client sent a server-only message, closing");
+                self.reply(
+                    session,
+                    error_envelope(
+                        &cid,
+                        RtCode::UnrecognizedPayload,
+                        "unrecognized message: clients cannot send this message type",
+                    ),
+                );
+                return Flow::Close;
+            }
+        };
+        let reply = match result {
+            Ok(message) => Envelope { cid, message },
+            Err(e) => {
+                tracing::debug!(session_id = %session.id(), code = e.code as i32, error = %e.message, "realtime request failed");
+                e.envelope(&cid)
+            }
+        };
+        self.reply(session, reply);
+        Flow::Continue
+    }
+
+    fn reply(&self, session: &SessionHandle, envelope: Envelope) {
+        // A full queue closes the session; the socket task notices.
+        let _ = session.send(&Encoded::new(envelope));
+    }
+}

@@ -1,0 +1,278 @@
+//! The session registry: every socket session on this node, by session id and
+//! by user, so that features, the runtime and matches can find a session,
+//! send to it or disconnect it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use uuid::Uuid;
+
+use crate::codec::{Encoded, Format};
+use crate::outbound::{CloseReason, Outbound, PushError};
+
+/// One connected session. Small on purpose: an idle socket is mostly this.
+#[derive(Debug)]
+pub struct SessionInfo {
+    pub id: Uuid,
+    pub user_id: Uuid,
+    pub username: Box<str>,
+    pub format: Format,
+    pub outbound: Outbound,
+    /// The token's variables (empty allocates nothing), expiry and `?lang=`.
+    pub vars: std::collections::BTreeMap<String, String>,
+    pub expiry: i64,
+    pub lang: Box<str>,
+}
+
+/// A shared handle to a session; cloning it is one reference count.
+#[derive(Debug, Clone)]
+pub struct SessionHandle(Arc<SessionInfo>);
+
+impl SessionHandle {
+    pub fn new(
+        id: Uuid,
+        user_id: Uuid,
+        username: &str,
+        format: Format,
+        queue_size: usize,
+    ) -> SessionHandle {
+        SessionHandle(Arc::new(SessionInfo {
+            id,
+            user_id,
+            username: username.into(),
+            format,
+            outbound: Outbound::new(queue_size),
+            vars: Default::default(),
+            expiry: 0,
+            lang: "".into(),
+        }))
+    }
+
+    /// Adds what modules see of the session token; call before sharing.
+    pub fn with_token_details(
+        mut self,
+        vars: std::collections::BTreeMap<String, String>,
+        expiry: i64,
+        lang: &str,
+    ) -> SessionHandle {
+        if let Some(info) = Arc::get_mut(&mut self.0) {
+            info.vars = vars;
+            info.expiry = expiry;
+            info.lang = lang.into();
+        }
+        self
+    }
+
+    pub fn info(&self) -> &SessionInfo {
+        &self.0
+    }
+
+    pub fn id(&self) -> Uuid {
+        self.0.id
+    }
+
+    pub fn user_id(&self) -> Uuid {
+        self.0.user_id
+    }
+
+    pub fn username(&self) -> &str {
+        &self.0.username
+    }
+
+    pub fn format(&self) -> Format {
+        self.0.format
+    }
+
+    pub fn outbound(&self) -> &Outbound {
+        &self.0.outbound
+    }
+
+    /// Queues an already encoded frame of this session's format.
+    pub fn send_bytes(&self, frame: Bytes) -> Result<(), PushError> {
+        let res = self.0.outbound.push(frame);
+        if res == Err(PushError::Full) {
+            tracing::warn!(session_id = %self.0.id, user_id = %self.0.user_id, "outgoing queue full, closing session");
+        }
+        res
+    }
+
+    /// Queues a message, in the bytes of this session's format.
+    pub fn send(&self, message: &Encoded) -> Result<(), PushError> {
+        match message.bytes(self.0.format) {
+            Some(frame) => self.send_bytes(frame),
+            None => Ok(()),
+        }
+    }
+
+    pub fn close(&self, reason: CloseReason) {
+        self.0.outbound.close(reason);
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    sessions: HashMap<Uuid, SessionHandle>,
+    by_user: HashMap<Uuid, Vec<Uuid>>,
+}
+
+/// All sessions of this node.
+#[derive(Default)]
+pub struct SessionRegistry {
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for SessionRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionRegistry")
+            .field("sessions", &self.count())
+            .finish()
+    }
+}
+
+impl SessionRegistry {
+    pub fn new() -> SessionRegistry {
+        SessionRegistry::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a session. With `single_socket`, the user's other sessions are
+    /// asked to close and returned (their cleanup runs in their own tasks).
+    pub fn add(&self, session: SessionHandle, single_socket: bool) -> Vec<SessionHandle> {
+        let mut inner = self.lock();
+        let user = session.user_id();
+        let id = session.id();
+        let mut replaced = Vec::new();
+        if single_socket && let Some(ids) = inner.by_user.get(&user) {
+            replaced = ids
+                .iter()
+                .filter_map(|other| inner.sessions.get(other).cloned())
+                .collect();
+        }
+        inner.sessions.insert(id, session);
+        inner.by_user.entry(user).or_default().push(id);
+        drop(inner);
+        for old in &replaced {
+            tracing::info!(session_id = %old.id(), user_id = %user, "closing older socket, session.single_socket is on");
+            old.close(CloseReason::Replaced);
+        }
+        replaced
+    }
+
+    /// Removes a session; false when it was not registered.
+    pub fn remove(&self, id: Uuid) -> bool {
+        let mut inner = self.lock();
+        let Some(session) = inner.sessions.remove(&id) else {
+            return false;
+        };
+        let user = session.user_id();
+        if let Some(ids) = inner.by_user.get_mut(&user) {
+            ids.retain(|s| *s != id);
+            if ids.is_empty() {
+                inner.by_user.remove(&user);
+            }
+        }
+        true
+    }
+
+    pub fn get(&self, id: Uuid) -> Option<SessionHandle> {
+        self.lock().sessions.get(&id).cloned()
+    }
+
+    /// The sessions of one user on this node.
+    pub fn sessions_of(&self, user: Uuid) -> Vec<SessionHandle> {
+        let inner = self.lock();
+        inner
+            .by_user
+            .get(&user)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|id| inner.sessions.get(id).cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Queues a message for one session; false when it is not here.
+    pub fn send(&self, id: Uuid, message: &Encoded) -> bool {
+        match self.get(id) {
+            Some(s) => s.send(message).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Asks one session to close; false when it is not here.
+    pub fn disconnect(&self, id: Uuid, reason: CloseReason) -> bool {
+        match self.get(id) {
+            Some(s) => {
+                s.close(reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Asks every session to close (shutdown).
+    pub fn disconnect_all(&self, reason: CloseReason) {
+        let all: Vec<SessionHandle> = self.lock().sessions.values().cloned().collect();
+        for s in all {
+            s.close(reason);
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.lock().sessions.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(user: Uuid) -> SessionHandle {
+        SessionHandle::new(Uuid::new_v4(), user, "u", Format::Json, 4)
+    }
+
+    #[test]
+    fn finds_sessions_by_id_and_user() {
+        let r = SessionRegistry::new();
+        let user = Uuid::new_v4();
+        let (a, b) = (session(user), session(user));
+        r.add(a.clone(), false);
+        r.add(b.clone(), false);
+        assert_eq!(r.count(), 2);
+        assert_eq!(r.get(a.id()).unwrap().id(), a.id());
+        assert_eq!(r.sessions_of(user).len(), 2);
+        assert!(r.remove(a.id()));
+        assert!(!r.remove(a.id()));
+        assert_eq!(r.sessions_of(user).len(), 1);
+        assert!(r.remove(b.id()));
+        assert!(r.sessions_of(user).is_empty());
+    }
+
+    #[test]
+    fn single_socket_closes_the_older_session() {
+        let r = SessionRegistry::new();
+        let user = Uuid::new_v4();
+        let (old, new) = (session(user), session(user));
+        r.add(old.clone(), true);
+        let replaced = r.add(new.clone(), true);
+        assert_eq!(replaced.len(), 1);
+        assert_eq!(old.outbound().close_reason(), Some(CloseReason::Replaced));
+        assert_eq!(new.outbound().close_reason(), None);
+    }
+
+    #[test]
+    fn send_and_disconnect_by_id() {
+        let r = SessionRegistry::new();
+        let s = session(Uuid::new_v4());
+        r.add(s.clone(), false);
+        assert!(r.send(s.id(), &Encoded::new(Default::default())));
+        assert_eq!(s.outbound().len(), 1);
+        assert!(r.disconnect(s.id(), CloseReason::Disconnect));
+        assert!(!r.send(Uuid::new_v4(), &Encoded::new(Default::default())));
+    }
+}

@@ -1,0 +1,244 @@
+//! The presence tracker: which sessions are on which streams, with each
+//! presence's metadata (username, format, status, hidden, persistence).
+//!
+//! It only keeps the books. Turning a join or leave into an event on the wire
+//! is the job of [`crate::Realtime`], which knows each stream mode's event.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ludus_proto::realtime::UserPresence;
+use uuid::Uuid;
+
+use crate::codec::Format;
+use crate::stream::Stream;
+
+/// What a presence carries besides its ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PresenceMeta {
+    pub format: Format,
+    pub username: Arc<str>,
+    /// Hidden presences receive stream messages but are neither listed nor
+    /// announced.
+    pub hidden: bool,
+    pub persistence: bool,
+    pub status: Arc<str>,
+}
+
+/// One session on one stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Presence {
+    pub session_id: Uuid,
+    pub user_id: Uuid,
+    pub meta: PresenceMeta,
+}
+
+impl Presence {
+    /// The wire form; `status` is set for status streams only.
+    pub fn to_wire(&self, with_status: bool) -> UserPresence {
+        UserPresence {
+            user_id: self.user_id.to_string(),
+            session_id: self.session_id.to_string(),
+            username: self.meta.username.to_string(),
+            persistence: self.meta.persistence,
+            status: with_status.then(|| self.meta.status.to_string().into()),
+        }
+    }
+}
+
+/// What a `track` or `update` changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrackOutcome {
+    /// A new presence on the stream.
+    Joined,
+    /// Already there with the same metadata.
+    Unchanged,
+    /// Already there; the metadata changed from the old value.
+    Updated(Presence),
+}
+
+#[derive(Default)]
+struct Inner {
+    by_stream: HashMap<Stream, HashMap<Uuid, Presence>>,
+    by_session: HashMap<Uuid, Vec<Stream>>,
+}
+
+#[derive(Default)]
+pub struct PresenceTracker {
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for PresenceTracker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PresenceTracker").finish_non_exhaustive()
+    }
+}
+
+impl PresenceTracker {
+    pub fn new() -> PresenceTracker {
+        PresenceTracker::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Puts a presence on a stream, or updates its metadata if it is there.
+    pub fn track(&self, stream: &Stream, presence: Presence) -> TrackOutcome {
+        let mut inner = self.lock();
+        let session = presence.session_id;
+        let members = inner.by_stream.entry(stream.clone()).or_default();
+        let outcome = match members.insert(session, presence.clone()) {
+            None => TrackOutcome::Joined,
+            Some(old) if old == presence => TrackOutcome::Unchanged,
+            Some(old) => TrackOutcome::Updated(old),
+        };
+        if outcome == TrackOutcome::Joined {
+            inner
+                .by_session
+                .entry(session)
+                .or_default()
+                .push(stream.clone());
+        }
+        outcome
+    }
+
+    /// Takes a session off a stream; returns the presence it had.
+    pub fn untrack(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
+        let mut inner = self.lock();
+        let members = inner.by_stream.get_mut(stream)?;
+        let gone = members.remove(&session)?;
+        if members.is_empty() {
+            inner.by_stream.remove(stream);
+        }
+        if let Some(streams) = inner.by_session.get_mut(&session) {
+            streams.retain(|s| s != stream);
+            if streams.is_empty() {
+                inner.by_session.remove(&session);
+            }
+        }
+        Some(gone)
+    }
+
+    /// Takes a session off every stream (it disconnected).
+    pub fn untrack_all(&self, session: Uuid) -> Vec<(Stream, Presence)> {
+        let mut inner = self.lock();
+        let Some(streams) = inner.by_session.remove(&session) else {
+            return Vec::new();
+        };
+        let mut gone = Vec::with_capacity(streams.len());
+        for stream in streams {
+            if let Some(members) = inner.by_stream.get_mut(&stream) {
+                if let Some(p) = members.remove(&session) {
+                    gone.push((stream.clone(), p));
+                }
+                if members.is_empty() {
+                    inner.by_stream.remove(&stream);
+                }
+            }
+        }
+        gone
+    }
+
+    /// Presences on a stream; hidden ones only when asked.
+    pub fn list(&self, stream: &Stream, include_hidden: bool) -> Vec<Presence> {
+        self.lock()
+            .by_stream
+            .get(stream)
+            .map(|m| {
+                m.values()
+                    .filter(|p| include_hidden || !p.meta.hidden)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Session ids on a stream, hidden included: where its messages go.
+    pub fn session_ids(&self, stream: &Stream) -> Vec<Uuid> {
+        self.lock()
+            .by_stream
+            .get(stream)
+            .map(|m| m.keys().copied().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn get(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
+        self.lock().by_stream.get(stream)?.get(&session).cloned()
+    }
+
+    pub fn count(&self, stream: &Stream) -> usize {
+        self.lock().by_stream.get(stream).map_or(0, HashMap::len)
+    }
+
+    /// Streams one session is on.
+    pub fn streams_of(&self, session: Uuid) -> Vec<Stream> {
+        self.lock()
+            .by_session
+            .get(&session)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::StreamMode;
+
+    fn presence(session: Uuid, status: &str, hidden: bool) -> Presence {
+        Presence {
+            session_id: session,
+            user_id: Uuid::new_v4(),
+            meta: PresenceMeta {
+                format: Format::Json,
+                username: "u".into(),
+                hidden,
+                persistence: false,
+                status: status.into(),
+            },
+        }
+    }
+
+    #[test]
+    fn track_update_untrack() {
+        let t = PresenceTracker::new();
+        let s = Stream::new(StreamMode::ChatRoom, Uuid::nil(), Uuid::nil(), "lobby");
+        let session = Uuid::new_v4();
+        let p = presence(session, "", false);
+        assert_eq!(t.track(&s, p.clone()), TrackOutcome::Joined);
+        assert_eq!(t.track(&s, p.clone()), TrackOutcome::Unchanged);
+        let mut busy = p.clone();
+        busy.meta.status = "busy".into();
+        assert_eq!(t.track(&s, busy.clone()), TrackOutcome::Updated(p));
+        assert_eq!(t.count(&s), 1);
+        assert_eq!(t.untrack(session, &s), Some(busy));
+        assert_eq!(t.count(&s), 0);
+        assert!(t.streams_of(session).is_empty());
+    }
+
+    #[test]
+    fn hidden_presences_receive_but_are_not_listed() {
+        let t = PresenceTracker::new();
+        let s = Stream::notifications(Uuid::new_v4());
+        let session = Uuid::new_v4();
+        t.track(&s, presence(session, "", true));
+        assert!(t.list(&s, false).is_empty());
+        assert_eq!(t.list(&s, true).len(), 1);
+        assert_eq!(t.session_ids(&s), vec![session]);
+    }
+
+    #[test]
+    fn untrack_all_leaves_every_stream() {
+        let t = PresenceTracker::new();
+        let session = Uuid::new_v4();
+        let a = Stream::new(StreamMode::ChatRoom, Uuid::nil(), Uuid::nil(), "a");
+        let b = Stream::new(StreamMode::ChatRoom, Uuid::nil(), Uuid::nil(), "b");
+        t.track(&a, presence(session, "", false));
+        t.track(&b, presence(session, "", false));
+        let gone = t.untrack_all(session);
+        assert_eq!(gone.len(), 2);
+        assert_eq!(t.count(&a) + t.count(&b), 0);
+        assert!(t.untrack_all(session).is_empty());
+    }
+}

@@ -1,0 +1,198 @@
+//! Lua values to and from JSON values, with Nakama's rules: a table whose
+//! largest positive integer key is 0 is an object (so `{}` encodes as `{}`),
+//! otherwise an array of `1..=maxn` with holes as `null`; whole numbers
+//! become integers; JSON `null` becomes `nil`. Nesting is bounded, so a
+//! cyclic table is an error, not a stack overflow.
+
+use mlua::{Lua, Table, Value as LuaValue};
+use serde_json::{Map, Number, Value};
+
+/// Deepest nesting converted either way.
+pub const MAX_DEPTH: usize = 64;
+
+pub fn to_lua(lua: &Lua, value: &Value) -> mlua::Result<LuaValue> {
+    to_lua_at(lua, value, 0)
+}
+
+fn to_lua_at(lua: &Lua, value: &Value, depth: usize) -> mlua::Result<LuaValue> {
+    if depth > MAX_DEPTH {
+        return Err(mlua::Error::runtime(format!(
+            "value nested deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    Ok(match value {
+        Value::Null => LuaValue::Nil,
+        Value::Bool(b) => LuaValue::Boolean(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => LuaValue::Number(i as f64),
+            None => LuaValue::Number(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::String(s) => LuaValue::String(lua.create_string(s)?),
+        Value::Array(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, to_lua_at(lua, item, depth + 1)?)?;
+            }
+            LuaValue::Table(t)
+        }
+        Value::Object(map) => {
+            let t = lua.create_table_with_capacity(0, map.len())?;
+            for (k, v) in map {
+                t.raw_set(k.as_str(), to_lua_at(lua, v, depth + 1)?)?;
+            }
+            LuaValue::Table(t)
+        }
+    })
+}
+
+pub fn from_lua(value: &LuaValue) -> mlua::Result<Value> {
+    from_lua_at(value, 0)
+}
+
+fn from_lua_at(value: &LuaValue, depth: usize) -> mlua::Result<Value> {
+    if depth > MAX_DEPTH {
+        return Err(mlua::Error::runtime(format!(
+            "table nested deeper than {MAX_DEPTH} levels (is it cyclic?)"
+        )));
+    }
+    Ok(match value {
+        LuaValue::Nil => Value::Null,
+        LuaValue::Boolean(b) => Value::Bool(*b),
+        LuaValue::Integer(i) => Value::from(*i),
+        LuaValue::Number(n) => number(*n)?,
+        LuaValue::String(s) => Value::String(s.to_string_lossy()),
+        LuaValue::Table(t) => table(t, depth)?,
+        LuaValue::Function(_) => Value::String("function".into()),
+        LuaValue::LightUserData(p) if p.0.is_null() => Value::Null,
+        LuaValue::Error(e) => Value::String(super::vm::error_text(e)),
+        other => {
+            return Err(mlua::Error::runtime(format!(
+                "cannot convert a {} to JSON",
+                other.type_name()
+            )));
+        }
+    })
+}
+
+fn number(n: f64) -> mlua::Result<Value> {
+    if n.is_finite() && n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+        return Ok(Value::from(n as i64));
+    }
+    Number::from_f64(n)
+        .map(Value::Number)
+        .ok_or_else(|| mlua::Error::runtime("cannot convert NaN or infinity to JSON"))
+}
+
+fn table(t: &Table, depth: usize) -> mlua::Result<Value> {
+    let mut maxn: usize = 0;
+    for pair in t.pairs::<LuaValue, LuaValue>() {
+        let (k, _) = pair?;
+        if let Some(i) = array_index(&k) {
+            maxn = maxn.max(i);
+        }
+    }
+    if maxn == 0 {
+        let mut map = Map::new();
+        for pair in t.pairs::<LuaValue, LuaValue>() {
+            let (k, v) = pair?;
+            let key = match &k {
+                LuaValue::String(s) => s.to_string_lossy(),
+                LuaValue::Integer(i) => i.to_string(),
+                LuaValue::Number(n) => match number(*n)? {
+                    Value::Number(n) => n.to_string(),
+                    _ => n.to_string(),
+                },
+                LuaValue::Boolean(b) => b.to_string(),
+                other => {
+                    return Err(mlua::Error::runtime(format!(
+                        "cannot use a {} as a JSON object key",
+                        other.type_name()
+                    )));
+                }
+            };
+            map.insert(key, from_lua_at(&v, depth + 1)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    if maxn > 10_000_000 {
+        return Err(mlua::Error::runtime("array index too large to convert"));
+    }
+    let mut items = Vec::with_capacity(maxn.min(4096));
+    for i in 1..=maxn {
+        let v: LuaValue = t.raw_get(i)?;
+        items.push(from_lua_at(&v, depth + 1)?);
+    }
+    Ok(Value::Array(items))
+}
+
+fn array_index(k: &LuaValue) -> Option<usize> {
+    match k {
+        LuaValue::Integer(i) if *i > 0 => usize::try_from(*i).ok(),
+        LuaValue::Number(n) if *n > 0.0 && n.fract() == 0.0 && *n < 1e15 => Some(*n as usize),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            any::<bool>().prop_map(Value::from),
+            any::<i32>().prop_map(Value::from),
+            "[a-z ]{0,12}".prop_map(Value::from),
+        ]
+    }
+
+    /// JSON without the shapes Lua cannot tell apart (`null`, `[]` vs `{}`,
+    /// objects with numeric keys), which must survive the round trip exactly.
+    fn tree() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(4, 64, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 1..6).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-z_]{1,8}", inner, 1..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn json_round_trips_through_lua(value in tree()) {
+            let lua = Lua::new();
+            let back = from_lua(&to_lua(&lua, &value).unwrap()).unwrap();
+            prop_assert_eq!(back, value);
+        }
+
+        // Whatever a module builds, conversion answers a value or an error.
+        #[test]
+        fn arbitrary_tables_never_panic(keys in proptest::collection::vec((any::<i16>(), "[a-z]{0,3}", any::<f32>()), 0..20)) {
+            let lua = Lua::new();
+            let t = lua.create_table().unwrap();
+            for (i, s, f) in keys {
+                t.raw_set(i, f).unwrap();
+                if !s.is_empty() {
+                    t.raw_set(s, i).unwrap();
+                }
+            }
+            let _ = from_lua(&LuaValue::Table(t));
+        }
+    }
+
+    #[test]
+    fn nakama_shapes() {
+        let lua = Lua::new();
+        let empty = lua.create_table().unwrap();
+        assert_eq!(from_lua(&LuaValue::Table(empty)).unwrap(), json!({}));
+        assert_eq!(from_lua(&LuaValue::Number(2.0)).unwrap(), json!(2));
+        assert_eq!(from_lua(&LuaValue::Number(2.5)).unwrap(), json!(2.5));
+        assert!(from_lua(&LuaValue::Number(f64::NAN)).is_err());
+        let cyclic = lua.create_table().unwrap();
+        cyclic.raw_set("me", &cyclic).unwrap();
+        assert!(from_lua(&LuaValue::Table(cyclic)).is_err());
+    }
+}

@@ -1,0 +1,316 @@
+//! The `nk` table modules get from `require("nakama")`: registrations,
+//! context and configuration, logging, the local cache, time and ids. The
+//! codecs live in `nk_codec.rs` and the calls into the server in
+//! `nk_server.rs`. Names, argument order and results follow Nakama's Lua API.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+use mlua::{Function, Lua, Table, Value as LuaValue};
+
+use super::convert;
+use super::shared::LuaShared;
+use super::vm::CallState;
+use super::{nk_codec, nk_server};
+use crate::context::{CallContext, ExecutionMode};
+use crate::cron::Cron;
+
+/// Registry slot holding the `ctx` table of the call in progress.
+pub const CURRENT_CTX: &str = "ludus.current_ctx";
+
+/// Builds `nk` for one VM.
+pub fn install(lua: &Lua, shared: &Arc<LuaShared>, callbacks: &Table) -> mlua::Result<Table> {
+    let nk = lua.create_table()?;
+    install_registrations(lua, shared, callbacks, &nk)?;
+    install_context(lua, shared, &nk)?;
+    install_logger(lua, &nk)?;
+    install_misc(lua, shared, &nk)?;
+    nk_codec::install(lua, &nk)?;
+    nk_server::install(lua, shared, &nk)?;
+    Ok(nk)
+}
+
+fn install_registrations(
+    lua: &Lua,
+    shared: &Arc<LuaShared>,
+    callbacks: &Table,
+    nk: &Table,
+) -> mlua::Result<()> {
+    // (Lua name, callback key prefix)
+    let named = [
+        ("register_rpc", "rpc/"),
+        ("register_req_before", "before/"),
+        ("register_req_after", "after/"),
+        ("register_rt_before", "before/rt."),
+        ("register_rt_after", "after/rt."),
+    ];
+    for (fn_name, prefix) in named {
+        let callbacks = callbacks.clone();
+        let f = lua.create_function(move |lua, (f, id): (Function, String)| {
+            if id.is_empty() {
+                return Err(mlua::Error::runtime(format!(
+                    "{fn_name}: expects a name as the second argument"
+                )));
+            }
+            let state = loading_state(lua, fn_name)?;
+            let id = id.to_ascii_lowercase();
+            let key = format!("{prefix}{id}");
+            callbacks.raw_set(key.as_str(), f)?;
+            let mut reg = state.registered.borrow_mut();
+            let name = key
+                .split_once('/')
+                .map(|(_, n)| n.to_owned())
+                .unwrap_or_default();
+            match prefix {
+                "rpc/" => reg.rpcs.insert(name),
+                p if p.starts_with("before/") => reg.before.insert(name),
+                _ => reg.after.insert(name),
+            };
+            Ok(())
+        })?;
+        nk.set(fn_name, f)?;
+    }
+    let callbacks_mm = callbacks.clone();
+    nk.set(
+        "register_matchmaker_matched",
+        lua.create_function(move |lua, f: Function| {
+            let state = loading_state(lua, "register_matchmaker_matched")?;
+            callbacks_mm.raw_set("matchmaker_matched", f)?;
+            state.registered.borrow_mut().matchmaker_matched = true;
+            Ok(())
+        })?,
+    )?;
+    let callbacks_sd = callbacks.clone();
+    nk.set(
+        "register_shutdown",
+        lua.create_function(move |lua, f: Function| {
+            let state = loading_state(lua, "register_shutdown")?;
+            callbacks_sd.raw_set("shutdown", f)?;
+            state.registered.borrow_mut().shutdown = true;
+            Ok(())
+        })?,
+    )?;
+    let shared_ro = shared.clone();
+    nk.set(
+        "run_once",
+        lua.create_function(move |lua, f: Function| {
+            let first = lua
+                .app_data_ref::<CallState>()
+                .is_some_and(|s| s.first && s.loading.get());
+            if !first {
+                return Ok(());
+            }
+            let ctx = context_table(lua, &shared_ro, &CallContext::new(ExecutionMode::RunOnce))?;
+            f.call::<()>(ctx)
+                .map_err(|e| mlua::Error::runtime(format!("error in run_once function: {e}")))
+        })?,
+    )?;
+    Ok(())
+}
+
+fn loading_state<'a>(lua: &'a Lua, fn_name: &str) -> mlua::Result<mlua::AppDataRef<'a, CallState>> {
+    let state = lua
+        .app_data_ref::<CallState>()
+        .ok_or_else(|| mlua::Error::runtime("vm state missing"))?;
+    if !state.loading.get() {
+        return Err(mlua::Error::runtime(format!(
+            "{fn_name} is only allowed while modules load: call it at the top level of a module"
+        )));
+    }
+    Ok(state)
+}
+
+/// The `ctx` table, with Nakama's field names.
+pub fn context_table(lua: &Lua, shared: &LuaShared, ctx: &CallContext) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 14)?;
+    let env = lua.create_table_with_capacity(0, shared.settings.env.len())?;
+    for (k, v) in &shared.settings.env {
+        env.raw_set(k.as_str(), v.as_str())?;
+    }
+    t.raw_set("env", env)?;
+    t.raw_set("execution_mode", ctx.mode.as_str())?;
+    t.raw_set("node", shared.settings.node.as_str())?;
+    t.raw_set("version", env!("CARGO_PKG_VERSION"))?;
+    t.raw_set("headers", multimap(lua, &ctx.headers)?)?;
+    t.raw_set("query_params", multimap(lua, &ctx.query_params)?)?;
+    if let Some(user_id) = &ctx.user_id {
+        t.raw_set("user_id", user_id.as_str())?;
+        t.raw_set("username", ctx.username.as_str())?;
+        let vars = lua.create_table_with_capacity(0, ctx.vars.len())?;
+        for (k, v) in &ctx.vars {
+            vars.raw_set(k.as_str(), v.as_str())?;
+        }
+        t.raw_set("vars", vars)?;
+        t.raw_set("user_session_exp", ctx.session_expiry)?;
+        if let Some(session_id) = &ctx.session_id {
+            t.raw_set("session_id", session_id.as_str())?;
+            t.raw_set("lang", ctx.lang.as_str())?;
+        }
+    }
+    if !ctx.client_ip.is_empty() {
+        t.raw_set("client_ip", ctx.client_ip.as_str())?;
+    }
+    if !ctx.client_port.is_empty() {
+        t.raw_set("client_port", ctx.client_port.as_str())?;
+    }
+    Ok(t)
+}
+
+fn multimap(
+    lua: &Lua,
+    map: &std::collections::BTreeMap<String, Vec<String>>,
+) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, map.len())?;
+    for (k, vs) in map {
+        t.raw_set(
+            k.as_str(),
+            lua.create_sequence_from(vs.iter().map(String::as_str))?,
+        )?;
+    }
+    Ok(t)
+}
+
+fn install_context(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    let s = shared.clone();
+    nk.set(
+        "get_context",
+        lua.create_function(move |lua, ()| {
+            let current: LuaValue = lua.named_registry_value(CURRENT_CTX)?;
+            match current {
+                LuaValue::Table(t) => Ok(t),
+                _ => context_table(lua, &s, &CallContext::new(ExecutionMode::RunOnce)),
+            }
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "get_config",
+        lua.create_function(move |lua, ()| convert::to_lua(lua, &s.settings.config))?,
+    )?;
+    Ok(())
+}
+
+fn install_logger(lua: &Lua, nk: &Table) -> mlua::Result<()> {
+    macro_rules! logger {
+        ($name:literal, $level:ident) => {
+            nk.set(
+                $name,
+                lua.create_function(|_, message: String| {
+                    tracing::$level!(target: "ludus::lua", "{message}");
+                    Ok(message)
+                })?,
+            )?;
+        };
+    }
+    logger!("logger_debug", debug);
+    logger!("logger_info", info);
+    logger!("logger_warn", warn);
+    logger!("logger_error", error);
+    // `print` goes to the log too, never to the server's stdout.
+    lua.globals().set(
+        "print",
+        lua.create_function(|_, args: mlua::Variadic<LuaValue>| {
+            let line = args
+                .iter()
+                .map(|v| v.to_string().unwrap_or_else(|_| v.type_name().to_owned()))
+                .collect::<Vec<_>>()
+                .join("\t");
+            tracing::info!(target: "ludus::lua", "{line}");
+            Ok(())
+        })?,
+    )?;
+    Ok(())
+}
+
+fn install_misc(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    nk.set(
+        "uuid_v4",
+        lua.create_function(|_, ()| Ok(uuid::Uuid::new_v4().to_string()))?,
+    )?;
+    nk.set(
+        "time",
+        lua.create_function(|_, t: Option<Table>| {
+            let Some(t) = t else {
+                return Ok(Utc::now().timestamp_millis() as f64);
+            };
+            let get = |k: &str, default: i64| -> mlua::Result<i64> {
+                Ok(t.get::<Option<i64>>(k)?.unwrap_or(default))
+            };
+            let (year, month, day) = (get("year", -1)?, get("month", -1)?, get("day", -1)?);
+            if year < 0 || month < 0 || day < 0 {
+                return Err(mlua::Error::runtime(
+                    "nk.time: the table needs year, month and day fields",
+                ));
+            }
+            let dt = Utc
+                .with_ymd_and_hms(
+                    year as i32,
+                    month as u32,
+                    day as u32,
+                    get("hour", 12)? as u32,
+                    get("min", 0)? as u32,
+                    get("sec", 0)? as u32,
+                )
+                .single()
+                .ok_or_else(|| mlua::Error::runtime("nk.time: not a valid date and time"))?;
+            Ok((dt.timestamp_millis() + get("msec", 0)?) as f64)
+        })?,
+    )?;
+    nk.set(
+        "cron_next",
+        lua.create_function(|_, (expr, ts): (String, i64)| {
+            let cron = Cron::parse(&expr).map_err(mlua::Error::runtime)?;
+            let t = Utc
+                .timestamp_opt(ts, 0)
+                .single()
+                .ok_or_else(|| mlua::Error::runtime("cron_next: expects a timestamp in seconds"))?;
+            Ok(cron.next_after(t).map(|n| n.timestamp()))
+        })?,
+    )?;
+    let cache = shared.cache.clone();
+    nk.set(
+        "localcache_get",
+        lua.create_function(move |lua, (key, default): (String, LuaValue)| {
+            match cache.get(&key) {
+                Some(v) => convert::to_lua(lua, &v),
+                None => Ok(default),
+            }
+        })?,
+    )?;
+    let cache = shared.cache.clone();
+    nk.set(
+        "localcache_put",
+        lua.create_function(
+            move |_, (key, value, ttl): (String, LuaValue, Option<i64>)| {
+                let ttl = ttl.unwrap_or(0);
+                if ttl < 0 {
+                    return Err(mlua::Error::runtime(
+                        "localcache_put: ttl must be 0 or more",
+                    ));
+                }
+                let value = convert::from_lua(&value)?;
+                cache
+                    .put(key, value, Duration::from_secs(ttl as u64))
+                    .map_err(mlua::Error::runtime)
+            },
+        )?,
+    )?;
+    let cache = shared.cache.clone();
+    nk.set(
+        "localcache_delete",
+        lua.create_function(move |_, key: String| {
+            cache.delete(&key);
+            Ok(())
+        })?,
+    )?;
+    let cache = shared.cache.clone();
+    nk.set(
+        "localcache_clear",
+        lua.create_function(move |_, ()| {
+            cache.clear();
+            Ok(())
+        })?,
+    )?;
+    Ok(())
+}

@@ -1,0 +1,235 @@
+//! Pure functions of `nk`: JSON, base64/base16, hashes, HMAC, bcrypt, JWT
+//! signing and AES. Byte results are Lua strings holding raw bytes, as in
+//! Nakama (`hmac_sha256_hash` is raw, `sha256_hash` and `md5_hash` are hex).
+
+use aes::cipher::{AsyncStreamCipher, KeyIvInit};
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use hmac::{Hmac, Mac};
+use md5::Md5;
+use mlua::{Lua, LuaString, Table, Value as LuaValue};
+use sha2::{Digest, Sha256};
+
+use super::convert;
+
+const AES_BLOCK: usize = 16;
+
+pub fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
+    nk.set(
+        "json_encode",
+        lua.create_function(|_, value: LuaValue| {
+            let json = convert::from_lua(&value)
+                .map_err(|e| mlua::Error::runtime(format!("json_encode: {e}")))?;
+            serde_json::to_string(&json).map_err(mlua::Error::runtime)
+        })?,
+    )?;
+    nk.set(
+        "json_decode",
+        lua.create_function(|lua, text: LuaString| {
+            let value: serde_json::Value = serde_json::from_slice(&text.as_bytes())
+                .map_err(|e| mlua::Error::runtime(format!("json_decode: not valid JSON: {e}")))?;
+            convert::to_lua(lua, &value)
+        })?,
+    )?;
+    nk.set(
+        "base64_encode",
+        lua.create_function(|_, (input, padding): (LuaString, Option<bool>)| {
+            let engine = if padding.unwrap_or(true) {
+                &STANDARD
+            } else {
+                &STANDARD_NO_PAD
+            };
+            Ok(engine.encode(input.as_bytes()))
+        })?,
+    )?;
+    nk.set(
+        "base64_decode",
+        lua.create_function(|lua, (input, padding): (LuaString, Option<bool>)| {
+            let engine = if padding.unwrap_or(true) {
+                &STANDARD
+            } else {
+                &STANDARD_NO_PAD
+            };
+            let bytes = engine
+                .decode(input.as_bytes())
+                .map_err(|e| mlua::Error::runtime(format!("not a valid base64 string: {e}")))?;
+            lua.create_string(bytes)
+        })?,
+    )?;
+    nk.set(
+        "base64url_encode",
+        lua.create_function(|_, (input, padding): (LuaString, Option<bool>)| {
+            let engine = if padding.unwrap_or(true) {
+                &URL_SAFE
+            } else {
+                &URL_SAFE_NO_PAD
+            };
+            Ok(engine.encode(input.as_bytes()))
+        })?,
+    )?;
+    nk.set(
+        "base64url_decode",
+        lua.create_function(|lua, (input, padding): (LuaString, Option<bool>)| {
+            let engine = if padding.unwrap_or(false) {
+                &URL_SAFE
+            } else {
+                &URL_SAFE_NO_PAD
+            };
+            let bytes = engine
+                .decode(input.as_bytes())
+                .map_err(|e| mlua::Error::runtime(format!("not a valid base64 url string: {e}")))?;
+            lua.create_string(bytes)
+        })?,
+    )?;
+    nk.set(
+        "base16_encode",
+        lua.create_function(|_, input: LuaString| Ok(hex(&input.as_bytes())))?,
+    )?;
+    nk.set(
+        "base16_decode",
+        lua.create_function(|lua, input: LuaString| {
+            let bytes = unhex(&input.as_bytes())
+                .ok_or_else(|| mlua::Error::runtime("not a valid base16 string"))?;
+            lua.create_string(bytes)
+        })?,
+    )?;
+    nk.set(
+        "md5_hash",
+        lua.create_function(|_, input: LuaString| Ok(hex(&Md5::digest(&*input.as_bytes()))))?,
+    )?;
+    nk.set(
+        "sha256_hash",
+        lua.create_function(|_, input: LuaString| Ok(hex(&Sha256::digest(&*input.as_bytes()))))?,
+    )?;
+    nk.set(
+        "hmac_sha256_hash",
+        lua.create_function(|lua, (input, key): (LuaString, LuaString)| {
+            if key.as_bytes().is_empty() {
+                return Err(mlua::Error::runtime("hmac_sha256_hash: expects a key"));
+            }
+            let mut mac = Hmac::<Sha256>::new_from_slice(&key.as_bytes())
+                .map_err(|e| mlua::Error::runtime(format!("error creating hash: {e}")))?;
+            mac.update(&input.as_bytes());
+            lua.create_string(mac.finalize().into_bytes())
+        })?,
+    )?;
+    nk.set(
+        "bcrypt_hash",
+        lua.create_function(|_, input: LuaString| {
+            bcrypt::hash(&*input.as_bytes(), bcrypt::DEFAULT_COST)
+                .map_err(|e| mlua::Error::runtime(format!("error hashing input: {e}")))
+        })?,
+    )?;
+    nk.set(
+        "bcrypt_compare",
+        lua.create_function(|_, (hash, plaintext): (String, LuaString)| {
+            if hash.is_empty() {
+                return Err(mlua::Error::runtime("bcrypt_compare: expects a hash"));
+            }
+            Ok(bcrypt::verify(&*plaintext.as_bytes(), &hash).unwrap_or(false))
+        })?,
+    )?;
+    nk.set(
+        "jwt_generate",
+        lua.create_function(|_, (algo, key, claims): (String, String, Table)| {
+            jwt_generate(&algo, &key, &claims)
+        })?,
+    )?;
+    for (name, key_len, encrypt) in [
+        ("aes128_encrypt", 16, true),
+        ("aes128_decrypt", 16, false),
+        ("aes256_encrypt", 32, true),
+        ("aes256_decrypt", 32, false),
+    ] {
+        nk.set(
+            name,
+            lua.create_function(move |lua, (input, key): (LuaString, LuaString)| {
+                let input = input.as_bytes();
+                let key = key.as_bytes();
+                if input.is_empty() {
+                    return Err(mlua::Error::runtime(format!("{name}: expects input")));
+                }
+                if key.len() != key_len {
+                    return Err(mlua::Error::runtime(format!(
+                        "{name}: expects key {key_len} bytes long"
+                    )));
+                }
+                let out = if encrypt {
+                    aes_encrypt(&input, &key)
+                } else {
+                    aes_decrypt(&input, &key)?
+                };
+                lua.create_string(out)
+            })?,
+        )?;
+    }
+    Ok(())
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+fn unhex(text: &[u8]) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    text.chunks(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
+}
+
+fn jwt_generate(algo: &str, key: &str, claims: &Table) -> mlua::Result<String> {
+    if algo != "HS256" {
+        return Err(mlua::Error::runtime(format!(
+            "jwt_generate: unsupported algorithm {algo:?}, ludus signs HS256 only for now"
+        )));
+    }
+    let claims = convert::from_lua(&LuaValue::Table(claims.clone()))?;
+    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+    let payload =
+        URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).map_err(mlua::Error::runtime)?);
+    let signing_input = format!("{header}.{payload}");
+    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes())
+        .map_err(|e| mlua::Error::runtime(format!("jwt_generate: bad key: {e}")))?;
+    mac.update(signing_input.as_bytes());
+    let sig = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
+    Ok(format!("{signing_input}.{sig}"))
+}
+
+/// AES in CFB mode with a random IV in front of the ciphertext. Like Nakama,
+/// the input is padded with spaces to a multiple of 4 bytes first.
+fn aes_encrypt(input: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut data = input.to_vec();
+    let pad = (4 - data.len() % 4) % 4;
+    data.extend(std::iter::repeat_n(b' ', pad));
+    let mut iv = [0u8; AES_BLOCK];
+    rand::fill(&mut iv);
+    match key.len() {
+        16 => cfb_mode::Encryptor::<aes::Aes128>::new(key.into(), (&iv).into()).encrypt(&mut data),
+        _ => cfb_mode::Encryptor::<aes::Aes256>::new(key.into(), (&iv).into()).encrypt(&mut data),
+    }
+    let mut out = iv.to_vec();
+    out.extend(data);
+    out
+}
+
+fn aes_decrypt(input: &[u8], key: &[u8]) -> mlua::Result<Vec<u8>> {
+    if input.len() < AES_BLOCK {
+        return Err(mlua::Error::runtime("aes decrypt: input too short"));
+    }
+    let (iv, rest) = input.split_at(AES_BLOCK);
+    let mut data = rest.to_vec();
+    match key.len() {
+        16 => cfb_mode::Decryptor::<aes::Aes128>::new(key.into(), iv.into()).decrypt(&mut data),
+        _ => cfb_mode::Decryptor::<aes::Aes256>::new(key.into(), iv.into()).decrypt(&mut data),
+    }
+    Ok(data)
+}

@@ -1,0 +1,396 @@
+//! `nk` functions that call into the server through `RuntimeServices`:
+//! sign-in, tokens, accounts, users and outgoing HTTP. Lua runs on a blocking
+//! thread, so each call drives the async service with the runtime's handle.
+//! Functions whose feature the server does not have yet raise an error that
+//! says so.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ludus_core::ApiError;
+use ludus_core::accounts::Credential;
+use ludus_core::model::{Account, AccountUpdate, User};
+use mlua::{Lua, Table, Value as LuaValue};
+use uuid::Uuid;
+
+use super::convert;
+use super::shared::LuaShared;
+use crate::services::HttpRequest;
+
+/// Functions of Nakama's first wave that need the realtime layer or SQL
+/// access, which this version does not offer to modules yet.
+const NOT_YET: &[&str] = &[
+    "session_disconnect",
+    "notification_send",
+    "notifications_send",
+    "stream_user_join",
+    "stream_user_leave",
+    "stream_user_list",
+    "stream_user_get",
+    "stream_user_update",
+    "stream_user_kick",
+    "stream_count",
+    "stream_close",
+    "stream_send",
+    "channel_message_send",
+    "channel_id_build",
+    "sql_exec",
+    "sql_query",
+];
+
+pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    for name in NOT_YET {
+        nk.set(
+            *name,
+            lua.create_function(move |_, _: mlua::MultiValue| -> mlua::Result<()> {
+                Err(mlua::Error::runtime(format!(
+                    "nk.{name} is not available yet in ludus: its server feature is still being built"
+                )))
+            })?,
+        )?;
+    }
+
+    let s = shared.clone();
+    nk.set(
+        "authenticate_device",
+        lua.create_function(
+            move |_, (id, username, create): (String, Option<String>, Option<bool>)| {
+                authenticate(&s, Credential::Device { id }, username, create)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "authenticate_custom",
+        lua.create_function(
+            move |_, (id, username, create): (String, Option<String>, Option<bool>)| {
+                authenticate(&s, Credential::Custom { id }, username, create)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "authenticate_email",
+        lua.create_function(
+            move |_,
+                  (email, password, username, create): (
+                Option<String>,
+                String,
+                Option<String>,
+                Option<bool>,
+            )| {
+                let credential = Credential::Email {
+                    email: email.unwrap_or_default(),
+                    password,
+                };
+                authenticate(&s, credential, username, create)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "authenticate_token_generate",
+        lua.create_function(
+            move |lua,
+                  (user_id, username, exp, vars): (String, String, Option<i64>, Option<Table>)| {
+                let uid = parse_uuid(&user_id)?;
+                let mut var_map = BTreeMap::new();
+                if let Some(vars) = vars {
+                    for pair in vars.pairs::<String, String>() {
+                        let (k, v) = pair?;
+                        var_map.insert(k, v);
+                    }
+                }
+                let (token, exp) = s
+                    .services
+                    .generate_token(uid, &username, exp.unwrap_or(0), var_map)
+                    .map_err(api_error)?;
+                Ok((lua.create_string(token)?, exp))
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "account_get_id",
+        lua.create_function(move |lua, user_id: String| {
+            let uid = parse_uuid(&user_id)?;
+            let account = block_on(&s, s.services.account(uid))?;
+            account_table(lua, &account)
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "accounts_get_id",
+        lua.create_function(move |lua, ids: Vec<String>| {
+            let out = lua.create_table()?;
+            for id in ids {
+                let uid = parse_uuid(&id)?;
+                match s.handle.block_on(s.services.account(uid)) {
+                    Ok(account) => out.raw_push(account_table(lua, &account)?)?,
+                    // Unknown ids are left out, as Nakama does.
+                    Err(e) if e.code == ludus_core::Code::NotFound => {}
+                    Err(e) => return Err(api_error(e)),
+                }
+            }
+            Ok(out)
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "account_update_id",
+        lua.create_function(
+            move |_,
+                  (
+                user_id,
+                metadata,
+                username,
+                display_name,
+                timezone,
+                location,
+                lang_tag,
+                avatar_url,
+            ): AccountUpdateArgs| {
+                let uid = parse_uuid(&user_id)?;
+                let metadata = match metadata {
+                    Some(t) => Some(
+                        serde_json::to_string(&convert::from_lua(&LuaValue::Table(t))?)
+                            .map_err(mlua::Error::runtime)?,
+                    ),
+                    None => None,
+                };
+                let non_empty = |v: Option<String>| v.filter(|v| !v.is_empty());
+                let update = AccountUpdate {
+                    username: non_empty(username),
+                    display_name: non_empty(display_name),
+                    avatar_url: non_empty(avatar_url),
+                    lang_tag: non_empty(lang_tag),
+                    location: non_empty(location),
+                    timezone: non_empty(timezone),
+                    metadata,
+                };
+                if update.is_empty() {
+                    return Ok(());
+                }
+                block_on(&s, s.services.update_account(uid, update))
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "users_get_id",
+        lua.create_function(
+            move |lua, (ids, _facebook_ids): (Option<Vec<String>>, LuaValue)| {
+                let ids = ids.unwrap_or_default();
+                for id in &ids {
+                    parse_uuid(id)?;
+                }
+                let users = block_on(&s, s.services.users(ids, Vec::new()))?;
+                users_table(lua, &users)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "users_get_username",
+        lua.create_function(move |lua, names: Option<Vec<String>>| {
+            let users = block_on(&s, s.services.users(Vec::new(), names.unwrap_or_default()))?;
+            users_table(lua, &users)
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "http_request",
+        lua.create_function(
+            move |lua,
+                  (url, method, headers, body, timeout_ms): (
+                String,
+                String,
+                Option<Table>,
+                Option<mlua::LuaString>,
+                Option<i64>,
+            )| {
+                let method = method.to_ascii_uppercase();
+                if !["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"].contains(&method.as_str()) {
+                    return Err(mlua::Error::runtime(
+                        "http_request: expects method to be one of: 'get', 'post', 'put', 'patch', 'delete', 'head'",
+                    ));
+                }
+                let mut header_list = Vec::new();
+                if let Some(headers) = headers {
+                    for pair in headers.pairs::<String, String>() {
+                        let (k, v) = pair.map_err(|_| {
+                            mlua::Error::runtime("http_request: header names and values must be strings")
+                        })?;
+                        header_list.push((k, v));
+                    }
+                }
+                let timeout = match timeout_ms {
+                    Some(ms) if ms > 0 => Duration::from_millis(ms as u64),
+                    _ => Duration::from_secs(5),
+                };
+                let request = HttpRequest {
+                    url,
+                    method,
+                    headers: header_list,
+                    body: body.map(|b| b.as_bytes().to_vec()).unwrap_or_default(),
+                    timeout,
+                };
+                let response = block_on(&s, s.services.http_request(request))?;
+                let headers = lua.create_table()?;
+                for (name, values) in &response.headers {
+                    if let Some(first) = values.first() {
+                        headers.raw_set(canonical_header(name), first.as_str())?;
+                    }
+                }
+                Ok((response.status, headers, lua.create_string(&response.body)?))
+            },
+        )?,
+    )?;
+    Ok(())
+}
+
+/// `nk.account_update_id(user_id, metadata, username, display_name,
+/// timezone, location, lang_tag, avatar_url)`.
+type AccountUpdateArgs = (
+    String,
+    Option<Table>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+fn authenticate(
+    shared: &LuaShared,
+    credential: Credential,
+    username: Option<String>,
+    create: Option<bool>,
+) -> mlua::Result<(String, String, bool)> {
+    let auth = block_on(
+        shared,
+        shared.services.authenticate(
+            credential,
+            username.unwrap_or_default(),
+            create.unwrap_or(true),
+        ),
+    )?;
+    Ok((auth.user_id, auth.username, auth.created))
+}
+
+fn block_on<T>(
+    shared: &LuaShared,
+    fut: impl Future<Output = Result<T, ApiError>>,
+) -> mlua::Result<T> {
+    shared.handle.block_on(fut).map_err(api_error)
+}
+
+fn api_error(e: ApiError) -> mlua::Error {
+    mlua::Error::runtime(e.message)
+}
+
+fn parse_uuid(id: &str) -> mlua::Result<Uuid> {
+    Uuid::parse_str(id).map_err(|_| {
+        mlua::Error::runtime(format!(
+            "expects user id to be a valid identifier, got {id:?}"
+        ))
+    })
+}
+
+/// `content-type` → `Content-Type`, as Go's HTTP client reports names.
+fn canonical_header(name: &str) -> String {
+    name.split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(c) => {
+                    c.to_ascii_uppercase().to_string() + &chars.as_str().to_ascii_lowercase()
+                }
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+fn json_table(lua: &Lua, json: &str) -> mlua::Result<LuaValue> {
+    let value: serde_json::Value = serde_json::from_str(if json.is_empty() { "{}" } else { json })
+        .map_err(|e| mlua::Error::runtime(format!("stored JSON is invalid: {e}")))?;
+    convert::to_lua(lua, &value)
+}
+
+fn fill_user(lua: &Lua, t: &Table, user: &User) -> mlua::Result<()> {
+    t.raw_set("user_id", user.id.to_string())?;
+    t.raw_set("username", user.username.as_str())?;
+    t.raw_set("display_name", user.display_name.as_str())?;
+    t.raw_set("avatar_url", user.avatar_url.as_str())?;
+    t.raw_set("lang_tag", user.lang_tag.as_str())?;
+    t.raw_set("location", user.location.as_str())?;
+    t.raw_set("timezone", user.timezone.as_str())?;
+    for (key, value) in [
+        ("apple_id", &user.apple_id),
+        ("facebook_id", &user.facebook_id),
+        ("facebook_instant_game_id", &user.facebook_instant_game_id),
+        ("google_id", &user.google_id),
+        ("gamecenter_id", &user.gamecenter_id),
+        ("steam_id", &user.steam_id),
+    ] {
+        if !value.is_empty() {
+            t.raw_set(key, value.as_str())?;
+        }
+    }
+    t.raw_set("online", user.online)?;
+    t.raw_set("edge_count", user.edge_count)?;
+    t.raw_set("create_time", user.create_time)?;
+    t.raw_set("update_time", user.update_time)?;
+    t.raw_set("metadata", json_table(lua, &user.metadata)?)?;
+    Ok(())
+}
+
+fn user_table(lua: &Lua, user: &User) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 16)?;
+    fill_user(lua, &t, user)?;
+    Ok(t)
+}
+
+fn users_table(lua: &Lua, users: &[User]) -> mlua::Result<Table> {
+    let out = lua.create_table_with_capacity(users.len(), 0)?;
+    for user in users {
+        out.raw_push(user_table(lua, user)?)?;
+    }
+    Ok(out)
+}
+
+/// Nakama's account table: the user's fields at the top level and again
+/// under `user`, then wallet, email, devices, custom id and times.
+fn account_table(lua: &Lua, account: &Account) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 25)?;
+    fill_user(lua, &t, &account.user)?;
+    t.raw_set("user", user_table(lua, &account.user)?)?;
+    t.raw_set("wallet", json_table(lua, &account.wallet)?)?;
+    if let Some(email) = &account.email {
+        t.raw_set("email", email.as_str())?;
+    }
+    if !account.devices.is_empty() {
+        let devices = lua.create_table_with_capacity(account.devices.len(), 0)?;
+        for id in &account.devices {
+            let d = lua.create_table_with_capacity(0, 1)?;
+            d.raw_set("id", id.as_str())?;
+            devices.raw_push(d)?;
+        }
+        t.raw_set("devices", devices)?;
+    }
+    if let Some(custom_id) = &account.custom_id {
+        t.raw_set("custom_id", custom_id.as_str())?;
+    }
+    if let Some(v) = account.verify_time {
+        t.raw_set("verify_time", v)?;
+    }
+    if let Some(v) = account.disable_time {
+        t.raw_set("disable_time", v)?;
+    }
+    Ok(t)
+}

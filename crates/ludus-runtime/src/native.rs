@@ -1,0 +1,130 @@
+//! Native Rust modules: the same registrations as Lua modules (RPCs, before
+//! and after hooks, shutdown) made from Rust code compiled into the binary.
+//! No dynamic loading: a studio builds its own binary on the `ludus` library.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::context::CallContext;
+use crate::error::RuntimeError;
+use crate::services::RuntimeServices;
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// What a native function is given: the call's context and the server.
+#[derive(Clone)]
+pub struct NativeCall {
+    pub ctx: CallContext,
+    pub services: Arc<dyn RuntimeServices>,
+}
+
+impl std::fmt::Debug for NativeCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeCall")
+            .field("ctx", &self.ctx)
+            .finish()
+    }
+}
+
+/// An RPC: takes the payload string, answers a payload string.
+pub type RpcHandler =
+    Arc<dyn Fn(NativeCall, String) -> BoxFuture<Result<String, RuntimeError>> + Send + Sync>;
+/// A before hook: gets the request (protojson as a JSON value) and returns it,
+/// changed or not, or `None` to reject the call.
+pub type BeforeHook =
+    Arc<dyn Fn(NativeCall, Value) -> BoxFuture<Result<Option<Value>, RuntimeError>> + Send + Sync>;
+/// An after hook: sees the response and the request; its errors are logged.
+pub type AfterHook =
+    Arc<dyn Fn(NativeCall, Value, Value) -> BoxFuture<Result<(), RuntimeError>> + Send + Sync>;
+pub type ShutdownHook = Arc<dyn Fn(NativeCall) -> BoxFuture<()> + Send + Sync>;
+
+/// Registrations of a native module. Names are matched case-insensitively,
+/// as Nakama does: `rpc("Echo", …)` answers `/v2/rpc/echo`.
+#[derive(Clone, Default)]
+pub struct NativeModule {
+    pub(crate) rpcs: HashMap<String, RpcHandler>,
+    pub(crate) before: HashMap<String, BeforeHook>,
+    pub(crate) after: HashMap<String, AfterHook>,
+    pub(crate) shutdown: Vec<ShutdownHook>,
+}
+
+impl std::fmt::Debug for NativeModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeModule")
+            .field("rpcs", &self.rpcs.keys().collect::<Vec<_>>())
+            .field("before", &self.before.keys().collect::<Vec<_>>())
+            .field("after", &self.after.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl NativeModule {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn rpc<F, Fut>(mut self, id: &str, handler: F) -> Self
+    where
+        F: Fn(NativeCall, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, RuntimeError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.rpcs.insert(
+            id.to_ascii_lowercase(),
+            Arc::new(move |call, payload| Box::pin(handler(call, payload))),
+        );
+        self
+    }
+
+    /// `api` is Nakama's API name, e.g. `authenticatedevice` or `getaccount`.
+    pub fn before<F, Fut>(mut self, api: &str, hook: F) -> Self
+    where
+        F: Fn(NativeCall, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Option<Value>, RuntimeError>> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.before.insert(
+            api.to_ascii_lowercase(),
+            Arc::new(move |call, req| Box::pin(hook(call, req))),
+        );
+        self
+    }
+
+    /// `api` as for [`NativeModule::before`]; the hook gets `(response, request)`.
+    pub fn after<F, Fut>(mut self, api: &str, hook: F) -> Self
+    where
+        F: Fn(NativeCall, Value, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), RuntimeError>> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.after.insert(
+            api.to_ascii_lowercase(),
+            Arc::new(move |call, res, req| Box::pin(hook(call, res, req))),
+        );
+        self
+    }
+
+    pub fn shutdown<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(NativeCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.shutdown
+            .push(Arc::new(move |call| Box::pin(hook(call))));
+        self
+    }
+
+    /// Adds another module's registrations; later ones win on a clash.
+    pub fn merge(mut self, other: NativeModule) -> Self {
+        self.rpcs.extend(other.rpcs);
+        self.before.extend(other.before);
+        self.after.extend(other.after);
+        self.shutdown.extend(other.shutdown);
+        self
+    }
+}

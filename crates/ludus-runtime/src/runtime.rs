@@ -1,0 +1,330 @@
+//! [`Runtime`]: the one interface the transports call. It holds the native
+//! module and the Lua runtime and dispatches RPCs and hooks by name; a native
+//! registration wins over a Lua one with the same name, as Go plugins win
+//! over Lua in Nakama.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ludus_core::Code;
+use serde_json::Value;
+
+use crate::context::{CallContext, ExecutionMode};
+use crate::error::{LoadError, RuntimeError};
+use crate::localcache::LocalCache;
+use crate::lua::{LuaRuntime, LuaShared};
+use crate::native::{NativeCall, NativeModule};
+use crate::services::RuntimeServices;
+
+/// Prefix of realtime hook names, so `channeljoin` (realtime) and REST names
+/// never clash.
+const RT_PREFIX: &str = "rt.";
+
+/// How the runtime is set up; `ludus-server` fills it from `runtime.*`.
+#[derive(Debug, Clone)]
+pub struct RuntimeSettings {
+    /// Folder searched for `*.lua` modules.
+    pub path: PathBuf,
+    /// Node name, `ctx.node`.
+    pub node: String,
+    /// `ctx.env`.
+    pub env: BTreeMap<String, String>,
+    /// Number of Lua VMs.
+    pub pool_size: usize,
+    /// Calls that may wait for a VM when all are busy.
+    pub pool_queue_size: usize,
+    /// Longest a call waits for a VM before it is refused.
+    pub pool_timeout: Duration,
+    /// VM instructions one call may run.
+    pub instruction_budget: u64,
+    /// Bytes one VM may allocate, modules included; 0 for no limit.
+    pub memory_limit_bytes: usize,
+    /// Largest RPC payload accepted, in bytes.
+    pub max_payload_bytes: usize,
+    /// What `nk.get_config()` answers.
+    pub config: Value,
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> Self {
+        RuntimeSettings {
+            path: PathBuf::from("./data/modules"),
+            node: "ludus".into(),
+            env: BTreeMap::new(),
+            pool_size: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            pool_queue_size: 256,
+            pool_timeout: Duration::from_secs(2),
+            instruction_budget: 100_000_000,
+            memory_limit_bytes: 64 << 20,
+            max_payload_bytes: 262_144,
+            config: Value::Object(Default::default()),
+        }
+    }
+}
+
+pub struct Runtime {
+    settings: RuntimeSettings,
+    services: Arc<dyn RuntimeServices>,
+    native: NativeModule,
+    lua: Option<LuaRuntime>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("native", &self.native)
+            .field("lua_modules", &self.lua.as_ref().map(|l| l.module_count()))
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// Loads the Lua modules (a syntax or start-up error stops here, naming
+    /// file and line) and takes the native module's registrations.
+    pub async fn start(
+        settings: RuntimeSettings,
+        services: Arc<dyn RuntimeServices>,
+        native: NativeModule,
+    ) -> Result<Runtime, LoadError> {
+        let shared = Arc::new(LuaShared {
+            settings: settings.clone(),
+            services: services.clone(),
+            cache: Arc::new(LocalCache::default()),
+            handle: tokio::runtime::Handle::current(),
+        });
+        let lua = tokio::task::spawn_blocking(move || LuaRuntime::start(shared))
+            .await
+            .map_err(|e| LoadError::Setup(format!("module loading was interrupted: {e}")))??;
+        if !native.rpcs.is_empty() || !native.before.is_empty() || !native.after.is_empty() {
+            tracing::info!(
+                rpcs = native.rpcs.len(),
+                before_hooks = native.before.len(),
+                after_hooks = native.after.len(),
+                "native module registered"
+            );
+        }
+        Ok(Runtime {
+            settings,
+            services,
+            native,
+            lua,
+        })
+    }
+
+    /// A runtime with no modules, for servers and tests that need none.
+    pub fn empty(services: Arc<dyn RuntimeServices>) -> Runtime {
+        Runtime {
+            settings: RuntimeSettings::default(),
+            services,
+            native: NativeModule::default(),
+            lua: None,
+        }
+    }
+
+    pub fn settings(&self) -> &RuntimeSettings {
+        &self.settings
+    }
+
+    /// Every registered RPC id, lower case.
+    pub fn rpc_ids(&self) -> BTreeSet<String> {
+        let mut ids: BTreeSet<String> = self.native.rpcs.keys().cloned().collect();
+        if let Some(lua) = &self.lua {
+            ids.extend(lua.registered().rpcs.iter().cloned());
+        }
+        ids
+    }
+
+    pub fn has_rpc(&self, id: &str) -> bool {
+        let id = id.to_ascii_lowercase();
+        self.native.rpcs.contains_key(&id)
+            || self
+                .lua
+                .as_ref()
+                .is_some_and(|l| l.registered().rpcs.contains(&id))
+    }
+
+    /// Runs the RPC `id` (case-insensitive) with `payload`; the transports
+    /// (`/v2/rpc/{id}` and the socket's `rpc` envelope) both call this.
+    pub async fn rpc(
+        &self,
+        mut ctx: CallContext,
+        id: &str,
+        payload: String,
+    ) -> Result<String, RuntimeError> {
+        if id.is_empty() {
+            return Err(RuntimeError::new(
+                Code::InvalidArgument,
+                "RPC ID must be set",
+            ));
+        }
+        if payload.len() > self.settings.max_payload_bytes {
+            return Err(RuntimeError::new(
+                Code::InvalidArgument,
+                format!(
+                    "rpc payload too large: {} bytes, the limit is {} (runtime.max_rpc_payload_bytes)",
+                    payload.len(),
+                    self.settings.max_payload_bytes
+                ),
+            ));
+        }
+        ctx.mode = ExecutionMode::Rpc;
+        let id = id.to_ascii_lowercase();
+        if let Some(handler) = self.native.rpcs.get(&id) {
+            return handler(self.native_call(ctx), payload).await;
+        }
+        let Some(lua) = self
+            .lua
+            .as_ref()
+            .filter(|l| l.registered().rpcs.contains(&id))
+        else {
+            return Err(RuntimeError::not_found("RPC function not found"));
+        };
+        match lua
+            .call(format!("rpc/{id}"), ctx, vec![Value::String(payload)])
+            .await?
+        {
+            None => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s),
+            Some(_) => Err(RuntimeError::internal(
+                "runtime function returned invalid data: only one return value of type string is allowed",
+            )),
+        }
+    }
+
+    /// Whether a before hook exists for the REST API `api` (Nakama's name in
+    /// lower case, e.g. `authenticatedevice`).
+    pub fn has_before(&self, api: &str) -> bool {
+        self.native.before.contains_key(api)
+            || self
+                .lua
+                .as_ref()
+                .is_some_and(|l| l.registered().before.contains(api))
+    }
+
+    pub fn has_after(&self, api: &str) -> bool {
+        self.native.after.contains_key(api)
+            || self
+                .lua
+                .as_ref()
+                .is_some_and(|l| l.registered().after.contains(api))
+    }
+
+    /// Runs the before hook of `api` on `request` (protojson as a JSON
+    /// value). `Ok(Some)` carries the request to use, possibly rewritten;
+    /// `Ok(None)` means the hook returned nothing: callers with a request
+    /// body reject the call, as Nakama does.
+    pub async fn before(
+        &self,
+        mut ctx: CallContext,
+        api: &str,
+        request: Value,
+    ) -> Result<Option<Value>, RuntimeError> {
+        ctx.mode = ExecutionMode::Before;
+        if let Some(hook) = self.native.before.get(api) {
+            return hook(self.native_call(ctx), request).await;
+        }
+        match &self.lua {
+            Some(lua) if lua.registered().before.contains(api) => {
+                lua.call(format!("before/{api}"), ctx, vec![request]).await
+            }
+            _ => Ok(Some(request)),
+        }
+    }
+
+    /// Runs the after hook of `api` with the response and the request.
+    pub async fn after(
+        &self,
+        mut ctx: CallContext,
+        api: &str,
+        response: Value,
+        request: Value,
+    ) -> Result<(), RuntimeError> {
+        ctx.mode = ExecutionMode::After;
+        if let Some(hook) = self.native.after.get(api) {
+            return hook(self.native_call(ctx), response, request).await;
+        }
+        match &self.lua {
+            Some(lua) if lua.registered().after.contains(api) => lua
+                .call(format!("after/{api}"), ctx, vec![response, request])
+                .await
+                .map(|_| ()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Realtime hooks: `name` is the envelope's message name, e.g.
+    /// `channeljoin`; hooks registered with `register_rt_before`.
+    pub fn has_rt_before(&self, name: &str) -> bool {
+        self.has_before(&format!("{RT_PREFIX}{name}"))
+    }
+
+    pub fn has_rt_after(&self, name: &str) -> bool {
+        self.has_after(&format!("{RT_PREFIX}{name}"))
+    }
+
+    pub async fn rt_before(
+        &self,
+        ctx: CallContext,
+        name: &str,
+        envelope: Value,
+    ) -> Result<Option<Value>, RuntimeError> {
+        self.before(ctx, &format!("{RT_PREFIX}{name}"), envelope)
+            .await
+    }
+
+    pub async fn rt_after(
+        &self,
+        ctx: CallContext,
+        name: &str,
+        response: Value,
+        request: Value,
+    ) -> Result<(), RuntimeError> {
+        self.after(ctx, &format!("{RT_PREFIX}{name}"), response, request)
+            .await
+    }
+
+    /// Calls `register_matchmaker_matched` with the matched entries; answers
+    /// the match id the module returned, if any.
+    pub async fn matchmaker_matched(&self, entries: Value) -> Result<Option<String>, RuntimeError> {
+        let Some(lua) = self
+            .lua
+            .as_ref()
+            .filter(|l| l.registered().matchmaker_matched)
+        else {
+            return Ok(None);
+        };
+        let ctx = CallContext::new(ExecutionMode::Matchmaker);
+        match lua
+            .call("matchmaker_matched".into(), ctx, vec![entries])
+            .await?
+        {
+            Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Runs the shutdown hooks, then refuses further Lua calls.
+    pub async fn shutdown(&self) {
+        for hook in &self.native.shutdown {
+            hook(self.native_call(CallContext::new(ExecutionMode::Shutdown))).await;
+        }
+        if let Some(lua) = &self.lua {
+            if lua.registered().shutdown {
+                let ctx = CallContext::new(ExecutionMode::Shutdown);
+                if let Err(e) = lua.call("shutdown".into(), ctx, Vec::new()).await {
+                    tracing::error!(error = %e, "lua shutdown function failed");
+                }
+            }
+            lua.close();
+        }
+    }
+
+    fn native_call(&self, ctx: CallContext) -> NativeCall {
+        NativeCall {
+            ctx,
+            services: self.services.clone(),
+        }
+    }
+}

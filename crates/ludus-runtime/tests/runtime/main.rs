@@ -1,0 +1,9 @@
+//! Integration tests of the runtime: Lua fixtures under `tests/fixtures`
+//! loaded into a real pool, with in-memory services standing in for the
+//! server. One test binary; topics live in the modules below.
+
+mod loading;
+mod native;
+mod nk;
+mod sandbox;
+mod support;

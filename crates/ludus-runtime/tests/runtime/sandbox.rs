@@ -1,0 +1,143 @@
+//! The sandbox and the budgets: escapes are refused, runaway loops and huge
+//! allocations are stopped with an error to the caller, and a saturated pool
+//! answers errors instead of hanging.
+
+use std::time::{Duration, Instant};
+
+use ludus_runtime::{CallContext, Code, Runtime};
+use serde_json::Value;
+
+use crate::support::{settings, start};
+
+async fn runtime() -> Runtime {
+    start(settings("sandbox")).await.unwrap()
+}
+
+#[tokio::test]
+async fn escapes_are_refused() {
+    let rt = runtime().await;
+    let out = rt
+        .rpc(CallContext::default(), "escapes", "".into())
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    for (check, ok) in v.as_object().unwrap() {
+        assert_eq!(ok, &Value::Bool(true), "sandbox check {check} failed: {v}");
+    }
+}
+
+#[tokio::test]
+async fn runaway_loops_are_stopped() {
+    let rt = runtime().await;
+    for id in ["loop", "loop_pcall", "loop_numeric"] {
+        let started = Instant::now();
+        let err = rt
+            .rpc(CallContext::default(), id, "".into())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, Code::ResourceExhausted, "{id}: {err:?}");
+        assert!(err.message.contains("instruction"), "{id}: {}", err.message);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{id} took {:?}",
+            started.elapsed()
+        );
+    }
+    // The VMs survive and serve the next call.
+    assert_eq!(
+        rt.rpc(CallContext::default(), "ok", "".into())
+            .await
+            .unwrap(),
+        "fine"
+    );
+}
+
+#[tokio::test]
+async fn deep_recursion_fails_the_call_only() {
+    let rt = runtime().await;
+    let err = rt
+        .rpc(CallContext::default(), "recurse", "".into())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err.code, Code::Internal | Code::ResourceExhausted),
+        "{err:?}"
+    );
+    assert_eq!(
+        rt.rpc(CallContext::default(), "ok", "".into())
+            .await
+            .unwrap(),
+        "fine"
+    );
+}
+
+#[tokio::test]
+async fn loops_inside_coroutines_are_stopped() {
+    let rt = runtime().await;
+    let started = Instant::now();
+    let result = rt
+        .rpc(CallContext::default(), "coroutine_loop", "".into())
+        .await;
+    // The budget error stops the coroutine; the call then fails with it.
+    let err = result.unwrap_err();
+    assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[tokio::test]
+async fn huge_allocations_are_stopped() {
+    let mut s = settings("sandbox");
+    s.instruction_budget = 10_000_000_000;
+    let rt = start(s).await.unwrap();
+    for id in ["alloc_table", "alloc_string"] {
+        let err = rt
+            .rpc(CallContext::default(), id, "".into())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, Code::ResourceExhausted, "{id}: {err:?}");
+        assert!(err.message.contains("memory"), "{id}: {}", err.message);
+    }
+    assert_eq!(
+        rt.rpc(CallContext::default(), "ok", "".into())
+            .await
+            .unwrap(),
+        "fine"
+    );
+}
+
+#[tokio::test]
+async fn saturated_pool_answers_errors_instead_of_hanging() {
+    let mut s = settings("sandbox");
+    s.pool_size = 1;
+    s.pool_queue_size = 1;
+    s.pool_timeout = Duration::from_millis(100);
+    let rt = std::sync::Arc::new(start(s).await.unwrap());
+    let started = Instant::now();
+    let calls: Vec<_> = (0..4)
+        .map(|_| {
+            let rt = rt.clone();
+            tokio::spawn(async move { rt.rpc(CallContext::default(), "hold", "600".into()).await })
+        })
+        .collect();
+    let mut ok = 0;
+    let mut busy = 0;
+    for c in calls {
+        match c.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                assert_eq!(e.code, Code::ResourceExhausted, "{e:?}");
+                assert!(e.message.contains("busy"), "{}", e.message);
+                busy += 1;
+            }
+        }
+    }
+    assert_eq!((ok, busy), (1, 3));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // Once free, the pool serves again.
+    assert_eq!(
+        rt.rpc(CallContext::default(), "ok", "".into())
+            .await
+            .unwrap(),
+        "fine"
+    );
+}

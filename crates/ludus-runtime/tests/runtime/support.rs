@@ -1,0 +1,175 @@
+//! In-memory `RuntimeServices` and helpers to start a runtime on a fixture.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ludus_core::ApiError;
+use ludus_core::accounts::Credential;
+use ludus_core::model::{Account, AccountUpdate, User};
+use ludus_runtime::{
+    Authenticated, HttpRequest, HttpResponse, LoadError, NativeModule, Runtime, RuntimeServices,
+    RuntimeSettings,
+};
+use parking_lot::Mutex;
+use uuid::Uuid;
+
+#[derive(Default)]
+pub struct FakeServices {
+    users: Mutex<HashMap<String, User>>,
+}
+
+impl FakeServices {
+    fn user_for(&self, key: String, username: String) -> (User, bool) {
+        let mut users = self.users.lock();
+        if let Some(u) = users.get(&key) {
+            return (u.clone(), false);
+        }
+        let user = User {
+            id: Uuid::new_v4(),
+            username: if username.is_empty() {
+                format!("user{}", users.len())
+            } else {
+                username
+            },
+            metadata: "{}".into(),
+            ..Default::default()
+        };
+        users.insert(key, user.clone());
+        (user, true)
+    }
+
+    fn find(&self, id: Uuid) -> Option<User> {
+        self.users.lock().values().find(|u| u.id == id).cloned()
+    }
+}
+
+#[async_trait]
+impl RuntimeServices for FakeServices {
+    async fn authenticate(
+        &self,
+        credential: Credential,
+        username: String,
+        _create: bool,
+    ) -> Result<Authenticated, ApiError> {
+        let key = match credential {
+            Credential::Device { id } => format!("device:{id}"),
+            Credential::Custom { id } => format!("custom:{id}"),
+            Credential::Email { email, .. } => format!("email:{email}"),
+        };
+        let (user, created) = self.user_for(key, username);
+        Ok(Authenticated {
+            user_id: user.id.to_string(),
+            username: user.username,
+            created,
+        })
+    }
+
+    fn generate_token(
+        &self,
+        user_id: Uuid,
+        username: &str,
+        expires_at: i64,
+        vars: BTreeMap<String, String>,
+    ) -> Result<(String, i64), ApiError> {
+        let exp = if expires_at == 0 {
+            4_000_000_000
+        } else {
+            expires_at
+        };
+        Ok((format!("token:{user_id}:{username}:{}", vars.len()), exp))
+    }
+
+    async fn account(&self, user_id: Uuid) -> Result<Account, ApiError> {
+        let user = self
+            .find(user_id)
+            .ok_or_else(|| ApiError::not_found("user account not found"))?;
+        Ok(Account {
+            user,
+            wallet: "{}".into(),
+            devices: vec!["device-0001".into()],
+            ..Default::default()
+        })
+    }
+
+    async fn update_account(&self, user_id: Uuid, update: AccountUpdate) -> Result<(), ApiError> {
+        let mut users = self.users.lock();
+        let user = users
+            .values_mut()
+            .find(|u| u.id == user_id)
+            .ok_or_else(|| ApiError::not_found("user account not found"))?;
+        if let Some(v) = update.username {
+            user.username = v;
+        }
+        if let Some(v) = update.display_name {
+            user.display_name = v;
+        }
+        if let Some(v) = update.metadata {
+            user.metadata = v;
+        }
+        Ok(())
+    }
+
+    async fn users(&self, ids: Vec<String>, usernames: Vec<String>) -> Result<Vec<User>, ApiError> {
+        Ok(self
+            .users
+            .lock()
+            .values()
+            .filter(|u| ids.contains(&u.id.to_string()) || usernames.contains(&u.username))
+            .cloned()
+            .collect())
+    }
+
+    async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError> {
+        if request.url.starts_with("http://hold/") {
+            tokio::time::sleep(request.timeout).await;
+            return Ok(HttpResponse {
+                status: 200,
+                ..Default::default()
+            });
+        }
+        let mut headers = BTreeMap::new();
+        headers.insert("content-type".to_string(), vec!["text/plain".to_string()]);
+        let mut body = format!("{} ", request.method).into_bytes();
+        body.extend(request.body);
+        Ok(HttpResponse {
+            status: 201,
+            headers,
+            body,
+        })
+    }
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+pub fn settings(name: &str) -> RuntimeSettings {
+    let mut env = BTreeMap::new();
+    env.insert("region".to_string(), "eu".to_string());
+    RuntimeSettings {
+        path: fixture(name),
+        node: "test-node".into(),
+        env,
+        pool_size: 2,
+        pool_queue_size: 8,
+        pool_timeout: Duration::from_secs(5),
+        instruction_budget: 20_000_000,
+        memory_limit_bytes: 32 << 20,
+        max_payload_bytes: 4096,
+        config: serde_json::json!({"name": "test-node"}),
+    }
+}
+
+pub async fn start(settings: RuntimeSettings) -> Result<Runtime, LoadError> {
+    Runtime::start(
+        settings,
+        Arc::new(FakeServices::default()),
+        NativeModule::new(),
+    )
+    .await
+}

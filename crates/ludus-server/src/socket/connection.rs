@@ -1,0 +1,206 @@
+//! One socket's life: a single task that reads frames, writes the session's
+//! outbound queue and keeps the liveness clock, until either side closes.
+//!
+//! One task per socket (no split reader and writer) keeps an idle socket
+//! small. Requests are handled in order; their replies and every push go
+//! through the same bounded queue, so a client that stops reading is closed
+//! when the queue fills instead of stalling anyone else.
+//!
+//! Frame rules, as Nakama: a frame of the wrong type (binary on a JSON
+//! socket, text on a protobuf socket), a malformed envelope, invalid UTF-8
+//! or a message over `socket.max_message_size_bytes` closes the socket.
+
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
+use bytes::Bytes;
+use futures_util::SinkExt as _;
+use ludus_realtime::liveness::{Due, Liveness};
+use ludus_realtime::{CloseReason, Flow, Format, Next, SessionHandle, codec};
+use tokio::time::{Instant, sleep_until, timeout};
+
+use super::OpenSocket;
+
+/// Why the loop ended, for the close frame and the log.
+enum End {
+    /// The client closed or the connection dropped; nothing more to send.
+    Gone,
+    /// We close with this code and reason.
+    Close(u16, &'static str),
+}
+
+pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHandle) {
+    let sockets = open.0.clone();
+    let realtime = &sockets.realtime;
+    let settings = &sockets.settings;
+    tracing::debug!(session_id = %session.id(), user_id = %session.user_id(), "socket open");
+    let mut liveness = Liveness::new(settings.liveness, Instant::now());
+    let write_wait = settings.write_wait;
+
+    let end = loop {
+        tokio::select! {
+            biased;
+            next = session.outbound().next_batch() => match next {
+                Next::Frames(frames) => {
+                    if write_frames(&mut ws, session.format(), frames, write_wait).await.is_err() {
+                        break End::Gone;
+                    }
+                }
+                Next::Close(reason) => break close_for(reason),
+            },
+            incoming = ws.recv() => {
+                let now = Instant::now();
+                match incoming {
+                    None => break End::Gone,
+                    Some(Err(error)) => {
+                        tracing::debug!(session_id = %session.id(), %error, "cannot read from socket, closing");
+                        break read_error_close(&error);
+                    }
+                    Some(Ok(message)) => {
+                        liveness.saw_frame(now);
+                        match on_message(realtime, &session, message).await {
+                            Ok(true) => liveness.saw_message(now),
+                            Ok(false) => {}
+                            Err(end) => break end,
+                        }
+                    }
+                }
+            }
+            () = sleep_until(liveness.deadline()) => match liveness.check(Instant::now()) {
+                Due::Ping => {
+                    if write(&mut ws, Message::Ping(Bytes::new()), write_wait).await.is_err() {
+                        break End::Gone;
+                    }
+                }
+                Due::Dead => break End::Close(close_code::AWAY, "no pong within socket.pong_wait_ms"),
+                Due::Idle => break End::Close(close_code::AWAY, "idle for socket.ws_idle_timeout_ms"),
+                Due::Nothing => {}
+            },
+        }
+    };
+
+    if let End::Close(code, reason) = end {
+        // Replies queued before the close (an error envelope) go out first.
+        let pending = session.outbound().take_all();
+        if !pending.is_empty() {
+            let _ = write_frames(&mut ws, session.format(), pending, write_wait).await;
+        }
+        let frame = CloseFrame {
+            code,
+            reason: Utf8Bytes::from_static(reason),
+        };
+        let _ = write(&mut ws, Message::Close(Some(frame)), write_wait).await;
+        tracing::debug!(session_id = %session.id(), code, reason, "socket closed by server");
+    } else {
+        // Sends tungstenite's reply to a client's close frame, if it queued one.
+        let _ = timeout(write_wait, ws.flush()).await;
+        tracing::debug!(session_id = %session.id(), "socket closed by client");
+    }
+    realtime.disconnect(&session);
+    drop(ws);
+    drop(open);
+}
+
+/// Handles one frame. `Ok(true)` for an envelope, `Ok(false)` for a control
+/// frame, `Err` when the socket must close.
+async fn on_message(
+    realtime: &ludus_realtime::Realtime,
+    session: &SessionHandle,
+    message: Message,
+) -> Result<bool, End> {
+    let payload: Bytes = match (message, session.format()) {
+        (Message::Text(text), Format::Json) => Bytes::from(text),
+        (Message::Binary(bin), Format::Protobuf) => bin,
+        (Message::Ping(_) | Message::Pong(_), _) => return Ok(false),
+        (Message::Close(_), _) => return Err(End::Gone),
+        (Message::Text(_) | Message::Binary(_), _) => {
+            tracing::debug!(session_id = %session.id(), "wrong frame type for the socket format, closing");
+            return Err(End::Close(
+                close_code::UNSUPPORTED,
+                "wrong frame type: json sockets take text frames, protobuf sockets binary frames",
+            ));
+        }
+    };
+    let envelope = match codec::decode(session.format(), &payload) {
+        Ok(e) => e,
+        Err(error) => {
+            tracing::debug!(session_id = %session.id(), %error, len = payload.len(), "malformed envelope, closing");
+            return Err(End::Close(close_code::INVALID, "malformed message"));
+        }
+    };
+    match realtime.handle(session, envelope).await {
+        Flow::Continue => Ok(true),
+        Flow::Close => Err(End::Close(close_code::POLICY, "message not accepted")),
+    }
+}
+
+fn close_for(reason: CloseReason) -> End {
+    let code = match reason {
+        CloseReason::QueueFull => close_code::POLICY,
+        CloseReason::Replaced | CloseReason::Disconnect => close_code::NORMAL,
+        CloseReason::Shutdown => close_code::RESTART,
+    };
+    tracing::debug!(reason = reason.as_str(), "closing socket");
+    End::Close(code, reason.as_str())
+}
+
+fn read_error_close(error: &axum::Error) -> End {
+    let text = error.to_string();
+    if text.contains("too long") || text.contains("Space limit") {
+        End::Close(
+            close_code::SIZE,
+            "message too large, see socket.max_message_size_bytes",
+        )
+    } else if text.contains("UTF-8") || text.contains("utf-8") {
+        End::Close(close_code::INVALID, "text frame is not valid utf-8")
+    } else {
+        End::Close(close_code::PROTOCOL, "websocket protocol error")
+    }
+}
+
+struct WriteFailed;
+
+/// Writes a batch of frames with one flush, within `write_wait`.
+async fn write_frames(
+    ws: &mut WebSocket,
+    format: Format,
+    frames: Vec<Bytes>,
+    write_wait: Duration,
+) -> Result<(), WriteFailed> {
+    let job = async {
+        for frame in frames {
+            let message = match format {
+                Format::Protobuf => Message::Binary(frame),
+                Format::Json => match Utf8Bytes::try_from(frame) {
+                    Ok(text) => Message::Text(text),
+                    // The codec only writes JSON, which is UTF-8; skip anything else.
+                    Err(_) => continue,
+                },
+            };
+            ws.feed(message).await?;
+        }
+        ws.flush().await
+    };
+    match timeout(write_wait, job).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "cannot write to socket, closing");
+            Err(WriteFailed)
+        }
+        Err(_) => {
+            tracing::debug!("write took longer than socket.write_wait_ms, closing");
+            Err(WriteFailed)
+        }
+    }
+}
+
+async fn write(
+    ws: &mut WebSocket,
+    message: Message,
+    write_wait: Duration,
+) -> Result<(), WriteFailed> {
+    match timeout(write_wait, ws.send(message)).await {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(WriteFailed),
+    }
+}

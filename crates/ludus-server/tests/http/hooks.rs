@@ -1,0 +1,79 @@
+//! Before and after hooks on the REST API, from the Lua module in
+//! `tests/lua`: rewriting a request, rejecting it (404), failing it with a
+//! code, and after hooks seeing request and response.
+
+use serde_json::json;
+
+use crate::both_backends;
+use crate::support::{Backend, TestServer, assert_error, claims, token, user_id};
+
+async fn server(backend: Backend) -> TestServer {
+    TestServer::start_with(backend, crate::rpc::lua_config).await
+}
+
+async fn cache(s: &TestServer, key: &str) -> String {
+    let r = s
+        .raw(
+            s.http
+                .post(s.url("/v2/rpc/cache_get?http_key=defaulthttpkey"))
+                .body(format!("\"{key}\"")),
+        )
+        .await;
+    r.body["payload"].as_str().unwrap().to_owned()
+}
+
+async fn before_hook_rewrites_and_rejects(backend: Backend) {
+    let s = server(backend).await;
+    let session = s.device_session("abcd-device-0001").await;
+    assert_eq!(
+        claims(&token(&session))["usn"],
+        "hookedabcd",
+        "the hook chose the username"
+    );
+    assert_eq!(cache(&s, "after_auth").await, "abcd-device-0001:true");
+
+    let r = s
+        .post_key(
+            "/v2/account/authenticate/device",
+            json!({"id": "blocked-device-01"}),
+        )
+        .await;
+    assert_eq!(assert_error(&r, 404, 5), "requested resource was not found");
+    let r = s
+        .post_key(
+            "/v2/account/authenticate/device",
+            json!({"id": "erroring-device-1"}),
+        )
+        .await;
+    assert_eq!(assert_error(&r, 400, 9), "device not allowed");
+
+    // A hook that returns nil for a call with a request rejects it too.
+    let r = s
+        .get_bearer(
+            "/v2/user?ids=00000000-0000-0000-0000-000000000000",
+            &token(&session),
+        )
+        .await;
+    assert_error(&r, 404, 5);
+}
+
+async fn hooks_on_account_calls(backend: Backend) {
+    let s = server(backend).await;
+    let session = s.device_session("efgh-device-0001").await;
+    let t = token(&session);
+    let r = s
+        .put_bearer("/v2/account", &t, json!({"display_name": "quiet"}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = s.get_bearer("/v2/account", &t).await;
+    assert_eq!(
+        r.body["user"]["display_name"], "QUIET",
+        "the before hook rewrote it"
+    );
+    assert_eq!(
+        cache(&s, "after_get_account").await,
+        format!("{}:hookedefgh", user_id(&session))
+    );
+}
+
+both_backends!(before_hook_rewrites_and_rejects, hooks_on_account_calls);

@@ -1,0 +1,76 @@
+-- Module loaded by the HTTP integration tests (tests/http/rpc.rs and
+-- tests/http/hooks.rs): RPCs over every auth form, server calls from Lua,
+-- and before/after hooks that rewrite, reject and observe.
+local nk = require("nakama")
+
+local function rpc(id, fn) nk.register_rpc(fn, id) end
+
+rpc("echo", function(ctx, payload) return payload end)
+
+rpc("ctx", function(ctx, payload)
+  return nk.json_encode({
+    user_id = ctx.user_id,
+    username = ctx.username,
+    query = ctx.query_params,
+    header = ctx.headers["X-Custom"],
+    client_ip = ctx.client_ip,
+    mode = ctx.execution_mode,
+    env = ctx.env,
+    session_id = ctx.session_id,
+    payload = payload,
+  })
+end)
+
+rpc("denied", function(ctx, payload) error({ "nope", 7 }) end)
+
+rpc("spin", function(ctx, payload) while true do end end)
+
+rpc("fetch", function(ctx, url)
+  local code, headers, body = nk.http_request(url, "get", { ["X-From"] = "lua" }, nil, 2000)
+  return nk.json_encode({ code = code, body = body, content_type = headers["Content-Type"] })
+end)
+
+rpc("server_calls", function(ctx, payload)
+  local uid, username, created = nk.authenticate_custom("lua-made-0001", "luauser")
+  local again = select(3, nk.authenticate_custom("lua-made-0001"))
+  local euid = nk.authenticate_email("lua@example.com", "password-123", "luamail")
+  local duid = nk.authenticate_device("lua-device-0001")
+  nk.account_update_id(uid, { vip = true }, nil, "Lua Display")
+  local account = nk.account_get_id(uid)
+  local accounts = nk.accounts_get_id({ uid, euid, duid })
+  local by_id = nk.users_get_id({ uid, duid })
+  local by_name = nk.users_get_username({ "luauser", "luamail" })
+  local token, exp = nk.authenticate_token_generate(uid, username, 0, { via = "lua" })
+  return nk.json_encode({
+    uid = uid, username = username, created = created, created_again = again,
+    display = account.display_name, vip = account.metadata.vip,
+    custom_id = account.custom_id,
+    accounts = #accounts, by_id = #by_id, by_name = #by_name,
+    token = token, exp = exp,
+  })
+end)
+
+rpc("cache_get", function(ctx, key) return tostring(nk.localcache_get(key)) end)
+
+nk.register_req_before(function(ctx, req)
+  local id = req.account.id
+  if id == "blocked-device-01" then return nil end
+  if id == "erroring-device-1" then error({ "device not allowed", 9 }) end
+  req.username = "hooked" .. string.sub(id, 1, 4)
+  return req
+end, "AuthenticateDevice")
+
+nk.register_req_after(function(ctx, res, req)
+  nk.localcache_put("after_auth", req.account.id .. ":" .. tostring(res.created == true))
+end, "AuthenticateDevice")
+
+nk.register_req_before(function(ctx, req)
+  req.display_name = string.upper(req.display_name or "")
+  return req
+end, "UpdateAccount")
+
+nk.register_req_after(function(ctx, res, req)
+  nk.localcache_put("after_get_account", ctx.user_id .. ":" .. res.user.username)
+end, "GetAccount")
+
+nk.register_req_before(function(ctx, req) return nil end, "GetUsers")

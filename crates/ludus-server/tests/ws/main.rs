@@ -1,0 +1,17 @@
+//! Socket integration tests: each starts a real server on 127.0.0.1:0 and
+//! talks to `/ws` over real WebSockets in JSON and protobuf, on SQLite and on
+//! PostgreSQL.
+
+#[allow(dead_code)]
+#[path = "../http/support.rs"]
+mod support;
+
+mod client;
+
+mod chat;
+mod envelope;
+mod limits;
+mod notification;
+mod rpc;
+mod status;
+mod upgrade;

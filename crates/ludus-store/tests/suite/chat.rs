@@ -1,0 +1,183 @@
+//! Chat history and notifications: stored, paged both ways in a stable
+//! order, updated and removed only by their sender, gone with their user.
+
+use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
+use ludus_core::notification::Notification;
+use uuid::Uuid;
+
+use super::{Backend, device, new_user};
+
+fn message(channel: &ChannelKey, sender: Uuid, t: i64, text: &str) -> ChannelMessage {
+    ChannelMessage {
+        id: Uuid::new_v4(),
+        channel: channel.clone(),
+        code: 0,
+        sender_id: sender,
+        username: "ann".into(),
+        content: format!(r#"{{"text":"{text}"}}"#),
+        create_time_us: t,
+        update_time_us: t,
+    }
+}
+
+fn bound(m: &ChannelMessage) -> MessageBound {
+    MessageBound {
+        create_time_us: m.create_time_us,
+        id: m.id,
+    }
+}
+
+pub async fn messages_page_both_ways_by_time_then_id<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let ann = new_user("ann", device("chat-device-ann01"));
+    store.create_user(ann.clone()).await.unwrap();
+    let room = ChannelKey::room("lobby").unwrap();
+    let other = ChannelKey::room("other").unwrap();
+    // Two messages share a timestamp: the id breaks the tie.
+    let mut sent = Vec::new();
+    for (i, t) in [10, 20, 20, 30, 40].into_iter().enumerate() {
+        let m = message(&room, ann.id, t, &format!("m{i}"));
+        store.insert_channel_message(&m).await.unwrap();
+        sent.push(m);
+    }
+    store
+        .insert_channel_message(&message(&other, ann.id, 15, "elsewhere"))
+        .await
+        .unwrap();
+    let mut expected = sent.clone();
+    expected.sort_by_key(|m| (m.create_time_us, m.id));
+
+    let asc = store
+        .list_channel_messages(&room, None, true, 10)
+        .await
+        .unwrap();
+    assert_eq!(asc, expected);
+    let desc = store
+        .list_channel_messages(&room, None, false, 2)
+        .await
+        .unwrap();
+    assert_eq!(desc, vec![expected[4].clone(), expected[3].clone()]);
+    let after = store
+        .list_channel_messages(&room, Some(bound(&expected[1])), true, 10)
+        .await
+        .unwrap();
+    assert_eq!(after, expected[2..].to_vec());
+    let before = store
+        .list_channel_messages(&room, Some(bound(&expected[2])), false, 10)
+        .await
+        .unwrap();
+    assert_eq!(before, vec![expected[1].clone(), expected[0].clone()]);
+    store.close().await;
+}
+
+pub async fn only_the_sender_updates_or_removes_a_message<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let ann = new_user("ann", device("chat-device-ann02"));
+    let ben = new_user("ben", device("chat-device-ben02"));
+    store.create_user(ann.clone()).await.unwrap();
+    store.create_user(ben.clone()).await.unwrap();
+    let dm = ChannelKey::direct(ann.id, ben.id).unwrap();
+    let m = message(&dm, ann.id, 100, "hi");
+    store.insert_channel_message(&m).await.unwrap();
+
+    assert_eq!(
+        store
+            .update_channel_message(m.id, ben.id, "{}", 200)
+            .await
+            .unwrap(),
+        None
+    );
+    let updated = store
+        .update_channel_message(m.id, ann.id, r#"{"text":"hello"}"#, 200)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(updated.content, r#"{"text":"hello"}"#);
+    assert_eq!((updated.create_time_us, updated.update_time_us), (100, 200));
+    assert_eq!(updated.channel, dm);
+
+    assert_eq!(
+        store.delete_channel_message(m.id, ben.id).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.delete_channel_message(m.id, ann.id).await.unwrap(),
+        Some(updated)
+    );
+    assert_eq!(
+        store.delete_channel_message(m.id, ann.id).await.unwrap(),
+        None
+    );
+    assert!(
+        store
+            .list_channel_messages(&dm, None, true, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store.close().await;
+}
+
+pub async fn notifications_list_delete_and_go_with_their_user<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let ann = new_user("ann", device("chat-device-ann03"));
+    let ben = new_user("ben", device("chat-device-ben03"));
+    store.create_user(ann.clone()).await.unwrap();
+    store.create_user(ben.clone()).await.unwrap();
+    let make = |user: Uuid, t: i64| Notification {
+        id: Uuid::new_v4(),
+        user_id: user,
+        subject: format!("subject {t}"),
+        content: r#"{"a":1}"#.into(),
+        code: 7,
+        sender_id: Uuid::nil(),
+        create_time_us: t,
+        persistent: true,
+    };
+    let ns = vec![
+        make(ann.id, 3),
+        make(ann.id, 1),
+        make(ann.id, 2),
+        make(ben.id, 1),
+    ];
+    store.insert_notifications(&ns).await.unwrap();
+    let page = store.list_notifications(ann.id, None, 2).await.unwrap();
+    assert_eq!(page, vec![ns[1].clone(), ns[2].clone()]);
+    let rest = store
+        .list_notifications(
+            ann.id,
+            Some(MessageBound {
+                create_time_us: 2,
+                id: ns[2].id,
+            }),
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(rest, vec![ns[0].clone()]);
+    // Only the owner's ids are deleted.
+    assert_eq!(
+        store
+            .delete_notifications(ann.id, &[ns[3].id, ns[1].id])
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .list_notifications(ann.id, None, 10)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(store.delete_user(ben.id).await.unwrap());
+    assert!(
+        store
+            .list_notifications(ben.id, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store.close().await;
+}

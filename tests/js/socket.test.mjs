@@ -1,0 +1,118 @@
+// Drives Ludus's realtime socket (/ws) with the real Nakama JavaScript client
+// (@heroiclabs/nakama-js) in both of its wire formats: JSON text frames (the
+// default adapter) and protobuf binary frames (@heroiclabs/nakama-js-protobuf).
+// It checks what games do first on a socket: ping, follow a friend's status,
+// join a room, chat, and read the room's history.
+//
+// Node 20 has no global WebSocket; the client expects one, so the `ws`
+// package stands in, as it does for games that run the client on Node.
+//
+// The server is started by the caller (scripts/test does it for SQLite and for
+// PostgreSQL); LUDUS_HOST and LUDUS_PORT say where it listens.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import WebSocket from "ws";
+import { Client } from "@heroiclabs/nakama-js";
+import { WebSocketAdapterPb } from "@heroiclabs/nakama-js-protobuf";
+
+globalThis.WebSocket = WebSocket;
+
+const HOST = process.env.LUDUS_HOST ?? "127.0.0.1";
+const PORT = process.env.LUDUS_PORT ?? "7350";
+const SERVER_KEY = process.env.LUDUS_SERVER_KEY ?? "defaultkey";
+const client = new Client(SERVER_KEY, HOST, PORT, false, 5000, false);
+
+const unique = () => randomUUID().replaceAll("-", "");
+
+/** Resolves with the first value `register(resolve)` delivers, or fails after `ms`. */
+function nextEvent(register, what, ms = 5000) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);
+    register((value) => {
+      clearTimeout(timer);
+      resolve(value);
+    });
+  });
+}
+
+const FORMATS = {
+  json: () => undefined,
+  protobuf: () => new WebSocketAdapterPb(),
+};
+
+for (const [format, adapter] of Object.entries(FORMATS)) {
+  describe(`socket in ${format}`, () => {
+    let ann, ben, annSocket, benSocket;
+
+    before(async () => {
+      ann = await client.authenticateDevice(`device-${unique()}`, true);
+      ben = await client.authenticateDevice(`device-${unique()}`, true);
+      annSocket = client.createSocket(false, false, adapter());
+      benSocket = client.createSocket(false, false, adapter());
+      // Ann appears online from the start (status=true).
+      await annSocket.connect(ann, true);
+      await benSocket.connect(ben, false);
+    });
+
+    after(() => {
+      annSocket.disconnect(false);
+      benSocket.disconnect(false);
+    });
+
+    test("ping is answered with pong", async () => {
+      const reply = await benSocket.send({ ping: {} });
+      assert.ok(reply.pong !== undefined, `expected a pong, got ${JSON.stringify(reply)}`);
+    });
+
+    test("follow a status and see it change", async () => {
+      const status = await benSocket.followUsers([ann.user_id]);
+      assert.equal(status.presences.length, 1);
+      assert.equal(status.presences[0].user_id, ann.user_id);
+      assert.equal(status.presences[0].username, ann.username);
+
+      const event = nextEvent((done) => {
+        benSocket.onstatuspresence = (e) => {
+          if (e.joins?.some((p) => p.status === "in a match")) done(e);
+        };
+      }, "status presence event");
+      await annSocket.updateStatus("in a match");
+      const e = await event;
+      assert.equal(e.joins[0].user_id, ann.user_id);
+    });
+
+    test("join a room, chat, and read the history", async () => {
+      const room = `room-${unique().slice(0, 12)}`;
+      const annChannel = await annSocket.joinChat(room, 1, true, false);
+      assert.equal(annChannel.id, `2...${room}`);
+      assert.equal(annChannel.room_name, room);
+      const benChannel = await benSocket.joinChat(room, 1, true, false);
+      assert.equal(benChannel.id, annChannel.id);
+      assert.ok(benChannel.presences.some((p) => p.user_id === ann.user_id));
+
+      const received = nextEvent((done) => {
+        benSocket.onchannelmessage = (m) => done(m);
+      }, "channel message");
+      const ack = await annSocket.writeChatMessage(annChannel.id, { text: "hello from nakama-js" });
+      assert.equal(ack.channel_id, annChannel.id);
+      const message = await received;
+      assert.equal(message.sender_id, ann.user_id);
+      assert.equal(message.username, ann.username);
+      assert.deepEqual(message.content, { text: "hello from nakama-js" });
+      assert.equal(message.message_id, ack.message_id);
+
+      const history = await client.listChannelMessages(ben, annChannel.id, 10, true);
+      assert.equal(history.messages.length, 1);
+      assert.deepEqual(history.messages[0].content, { text: "hello from nakama-js" });
+      assert.equal(history.messages[0].sender_id, ann.user_id);
+
+      await benSocket.leaveChat(benChannel.id);
+    });
+
+    test("an invalid request is an error and the socket stays usable", async () => {
+      await assert.rejects(benSocket.joinChat("", 1, true, false), (e) => e.code === 3);
+      const reply = await benSocket.send({ ping: {} });
+      assert.ok(reply.pong !== undefined);
+    });
+  });
+}
