@@ -297,6 +297,42 @@ impl Realtime {
         Ok(ack_of(&message, persistent))
     }
 
+    /// A message sent by the server's modules (`nk.channel_message_send`):
+    /// no membership needed; `sender` nil means the system.
+    pub async fn channel_message_send_as(
+        &self,
+        channel_id: &str,
+        content: String,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ChannelMessageAck, RtError> {
+        let key = parse_channel(channel_id)?;
+        check_content(&content)?;
+        let now = now_us();
+        let message = ChannelMessage {
+            id: Uuid::new_v4(),
+            channel: key,
+            code: CODE_CHAT,
+            sender_id: sender,
+            username,
+            content,
+            create_time_us: now,
+            update_time_us: now,
+        };
+        if persist {
+            self.store
+                .insert_channel_message(&message)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "cannot store chat message");
+                    RtError::internal("could not persist message to channel history, try again")
+                })?;
+        }
+        self.push_message(&message, persist);
+        Ok(ack_of(&message, persist))
+    }
+
     /// `channel_message_update`: only the sender may change a message.
     pub async fn channel_message_update(
         &self,

@@ -11,6 +11,9 @@
 //! - [`status`]: following and online status.
 //! - [`chat`]: chat channels (rooms, direct messages) and their messages.
 //! - [`notify`]: notifications to users, live and stored.
+//! - [`module_streams`]: streams as the server's modules drive them.
+//! - [`hooks`]: the module runtime's before and after hooks on socket
+//!   messages, behind the [`RtHooks`] trait.
 //!
 //! [`Realtime`] ties them together. It knows nothing of HTTP or SQL: the
 //! WebSocket transport lives in `ludus-server`, persistence behind
@@ -20,7 +23,9 @@ pub mod bus;
 pub mod chat;
 pub mod codec;
 pub mod error;
+pub mod hooks;
 pub mod liveness;
+pub mod module_streams;
 pub mod notify;
 pub mod outbound;
 pub mod pipeline;
@@ -41,6 +46,7 @@ use uuid::Uuid;
 pub use bus::{Bus, LocalBus};
 pub use codec::{Encoded, Format};
 pub use error::{RtCode, RtError};
+pub use hooks::{Before, HookFuture, RtHooks};
 pub use outbound::{CloseReason, Next, Outbound};
 pub use pipeline::Flow;
 pub use registry::{SessionHandle, SessionRegistry};
@@ -100,6 +106,7 @@ pub struct Realtime {
     pub status: StatusRegistry,
     store: Arc<dyn Store>,
     rpc: OnceLock<Arc<dyn RpcHandler>>,
+    hooks: OnceLock<Arc<dyn RtHooks>>,
 }
 
 impl std::fmt::Debug for Realtime {
@@ -134,12 +141,23 @@ impl Realtime {
             status: StatusRegistry::default(),
             store,
             rpc: OnceLock::new(),
+            hooks: OnceLock::new(),
         }
     }
 
     /// Sets the handler of `rpc` envelopes; only the first call counts.
     pub fn set_rpc_handler(&self, handler: Arc<dyn RpcHandler>) {
         let _ = self.rpc.set(handler);
+    }
+
+    /// Sets the before and after hooks of socket messages; only the first
+    /// call counts.
+    pub fn set_hooks(&self, hooks: Arc<dyn RtHooks>) {
+        let _ = self.hooks.set(hooks);
+    }
+
+    pub(crate) fn hooks(&self) -> Option<&Arc<dyn RtHooks>> {
+        self.hooks.get()
     }
 
     pub(crate) fn rpc_handler(&self) -> Option<&Arc<dyn RpcHandler>> {
@@ -240,6 +258,7 @@ impl Realtime {
             StreamMode::ChatRoom | StreamMode::ChatGroup | StreamMode::ChatDirect => {
                 self.emit_channel_event(stream, &joins, &leaves)
             }
+            StreamMode::Custom(_) => self.emit_stream_event(stream, &joins, &leaves),
             _ => {}
         }
     }

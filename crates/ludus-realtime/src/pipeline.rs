@@ -15,6 +15,7 @@ use ludus_proto::realtime::{Envelope, Pong};
 use crate::Realtime;
 use crate::codec::Encoded;
 use crate::error::{RtCode, RtError, error_envelope};
+use crate::hooks::{Before, message_name};
 use crate::registry::SessionHandle;
 
 /// What the socket does after a message.
@@ -33,8 +34,83 @@ fn unavailable(feature: &str) -> RtError {
 }
 
 impl Realtime {
-    /// Handles one decoded envelope from `session`; replies go to its queue.
+    /// Handles one decoded envelope from `session`, through the module
+    /// runtime's before and after hooks when it registers some; replies go
+    /// to its queue.
     pub async fn handle(&self, session: &SessionHandle, envelope: Envelope) -> Flow {
+        let hooked = match (self.hooks(), envelope.message.as_ref()) {
+            (Some(hooks), Some(message)) => message_name(message).map(|name| (hooks, name)),
+            _ => None,
+        };
+        let Some((hooks, name)) = hooked else {
+            return self.serve(session, envelope, false).await.0;
+        };
+        let mut envelope = envelope;
+        if hooks.has_before(name) {
+            let cid = envelope.cid.clone();
+            let json = match serde_json::to_value(&envelope) {
+                Ok(v) => v,
+                Err(_) => return self.serve(session, envelope, false).await.0,
+            };
+            match hooks.before(session, name, json).await {
+                Before::Continue(v) => match serde_json::from_value::<Envelope>(v) {
+                    Ok(mut rewritten) if rewritten.message.is_some() => {
+                        rewritten.cid = cid;
+                        envelope = rewritten;
+                    }
+                    _ => {
+                        self.reply(
+                            session,
+                            error_envelope(
+                                &cid,
+                                RtCode::RuntimeFunctionException,
+                                "before hook returned an invalid envelope, return the one it was given or nil",
+                            ),
+                        );
+                        return Flow::Continue;
+                    }
+                },
+                Before::Reject => {
+                    tracing::warn!(session_id = %session.id(), resource = name, "before hook rejected a socket message, closing");
+                    self.reply(
+                        session,
+                        error_envelope(
+                            &cid,
+                            RtCode::UnrecognizedPayload,
+                            "Requested resource was not found.",
+                        ),
+                    );
+                    return Flow::Close;
+                }
+                Before::Failed(message) => {
+                    self.reply(
+                        session,
+                        error_envelope(&cid, RtCode::RuntimeFunctionException, &message),
+                    );
+                    return Flow::Continue;
+                }
+            }
+        }
+        if !hooks.has_after(name) {
+            return self.serve(session, envelope, false).await.0;
+        }
+        let request = serde_json::to_value(&envelope).unwrap_or_default();
+        let (flow, reply) = self.serve(session, envelope, true).await;
+        let response = reply
+            .and_then(|r| serde_json::to_value(&r).ok())
+            .unwrap_or_default();
+        hooks.after(session, name, request, response).await;
+        flow
+    }
+
+    /// Serves one envelope; with `keep_reply`, also answers what it replied
+    /// (for after hooks).
+    async fn serve(
+        &self,
+        session: &SessionHandle,
+        envelope: Envelope,
+        keep_reply: bool,
+    ) -> (Flow, Option<Envelope>) {
         let cid = envelope.cid;
         let Some(message) = envelope.message else {
             self.reply(
@@ -45,13 +121,13 @@ impl Realtime {
                     "missing message: the envelope carries no request",
                 ),
             );
-            return Flow::Close;
+            return (Flow::Close, None);
         };
         let result: Result<Option<Message>, RtError> = match message {
             Message::Ping(_) => Ok(Some(Message::Pong(Pong {}))),
             // A client's answer to our application ping: liveness is counted
             // by the transport, which saw the frame arrive.
-            Message::Pong(_) => return Flow::Continue,
+            Message::Pong(_) => return (Flow::Continue, None),
             Message::StatusFollow(req) => self
                 .status_follow(session, req)
                 .await
@@ -148,7 +224,7 @@ impl Realtime {
                         "unrecognized message: clients cannot send this message type",
                     ),
                 );
-                return Flow::Close;
+                return (Flow::Close, None);
             }
         };
         let reply = match result {
@@ -158,8 +234,9 @@ impl Realtime {
                 e.envelope(&cid)
             }
         };
+        let kept = keep_reply.then(|| reply.clone());
         self.reply(session, reply);
-        Flow::Continue
+        (Flow::Continue, kept)
     }
 
     fn reply(&self, session: &SessionHandle, envelope: Envelope) {

@@ -8,28 +8,54 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 /// What a stream carries. The numbers are Nakama's, so they can travel in
-/// `Stream.mode` on the wire unchanged.
+/// `Stream.mode` on the wire unchanged; modules may use any other number for
+/// streams of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
 pub enum StreamMode {
     /// One per user: where that user's notifications are pushed.
-    Notifications = 0,
+    Notifications,
     /// One per user: that user's online status, seen by followers.
-    Status = 1,
+    Status,
     /// A chat room; the label is the room name.
-    ChatRoom = 2,
+    ChatRoom,
     /// A group's chat; the subject is the group id.
-    ChatGroup = 3,
+    ChatGroup,
     /// A direct conversation; subject and subcontext are the two users.
-    ChatDirect = 4,
-    MatchRelayed = 5,
-    MatchAuthoritative = 6,
-    Party = 7,
+    ChatDirect,
+    MatchRelayed,
+    MatchAuthoritative,
+    Party,
+    /// A module's own stream (`nk.stream_user_join`), numbered 8-255.
+    Custom(u8),
 }
 
 impl StreamMode {
     pub fn as_u8(self) -> u8 {
-        self as u8
+        match self {
+            StreamMode::Notifications => 0,
+            StreamMode::Status => 1,
+            StreamMode::ChatRoom => 2,
+            StreamMode::ChatGroup => 3,
+            StreamMode::ChatDirect => 4,
+            StreamMode::MatchRelayed => 5,
+            StreamMode::MatchAuthoritative => 6,
+            StreamMode::Party => 7,
+            StreamMode::Custom(n) => n,
+        }
+    }
+
+    pub fn from_u8(n: u8) -> StreamMode {
+        match n {
+            0 => StreamMode::Notifications,
+            1 => StreamMode::Status,
+            2 => StreamMode::ChatRoom,
+            3 => StreamMode::ChatGroup,
+            4 => StreamMode::ChatDirect,
+            5 => StreamMode::MatchRelayed,
+            6 => StreamMode::MatchAuthoritative,
+            7 => StreamMode::Party,
+            n => StreamMode::Custom(n),
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! What modules may ask of the server. `ludus-server` implements
-//! [`RuntimeServices`] over its account service and HTTP client, so this
-//! crate never depends on the server, its routes or its database drivers.
+//! [`RuntimeServices`] over its account service, realtime layer and HTTP
+//! client, so this crate never depends on the server, its routes, the
+//! realtime layer or its database drivers.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use async_trait::async_trait;
 use ludus_core::ApiError;
 use ludus_core::accounts::Credential;
 use ludus_core::model::{Account, AccountUpdate, User};
+use ludus_core::notification::Notification;
 use uuid::Uuid;
 
 /// The result of a sign-in made by a module.
@@ -36,6 +38,52 @@ pub struct HttpResponse {
     /// Header names in lower case; repeated headers keep every value.
     pub headers: BTreeMap<String, Vec<String>>,
     pub body: Vec<u8>,
+}
+
+/// A stream key as modules name it: Nakama's `{mode, subject, subcontext,
+/// label}` table, nil ids for the fields left out.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StreamKey {
+    pub mode: u8,
+    pub subject: Uuid,
+    pub subcontext: Uuid,
+    pub label: String,
+}
+
+/// A presence's metadata set by `nk.stream_user_join|update`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StreamMeta {
+    pub hidden: bool,
+    pub persistence: bool,
+    pub status: String,
+}
+
+/// One presence on a stream, as `nk.stream_user_list|get` return it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StreamPresence {
+    pub user_id: Uuid,
+    pub session_id: Uuid,
+    pub username: String,
+    pub hidden: bool,
+    pub persistence: bool,
+    pub status: String,
+}
+
+/// A chat message sent by a module, as `nk.channel_message_send` returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChannelMessageSent {
+    pub channel_id: String,
+    pub message_id: String,
+    pub code: i32,
+    pub username: String,
+    /// UNIX seconds.
+    pub create_time: i64,
+    pub update_time: i64,
+    pub persistent: bool,
+    pub room_name: String,
+    pub group_id: String,
+    pub user_id_one: String,
+    pub user_id_two: String,
 }
 
 /// Server functions behind the `nk` API and native modules.
@@ -67,4 +115,96 @@ pub trait RuntimeServices: Send + Sync + 'static {
     async fn users(&self, ids: Vec<String>, usernames: Vec<String>) -> Result<Vec<User>, ApiError>;
 
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError>;
+
+    /// Stores the persistent notifications and pushes all of them live.
+    async fn notifications_send(&self, notifications: Vec<Notification>) -> Result<(), ApiError> {
+        let _ = notifications;
+        Err(no_realtime())
+    }
+
+    /// Closes a session's socket; unknown sessions are ignored.
+    fn session_disconnect(&self, session_id: Uuid, reason: i32) -> Result<(), ApiError> {
+        let _ = (session_id, reason);
+        Err(no_realtime())
+    }
+
+    /// Sends a chat message as `sender` (nil: the system) to a channel id.
+    async fn channel_message_send(
+        &self,
+        channel_id: &str,
+        content: String,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ChannelMessageSent, ApiError> {
+        let _ = (channel_id, content, sender, username, persist);
+        Err(no_realtime())
+    }
+
+    /// Tracks a session of `user` on a stream (or changes its metadata);
+    /// true when newly tracked.
+    fn stream_user_join(
+        &self,
+        user: Uuid,
+        session: Uuid,
+        stream: &StreamKey,
+        meta: StreamMeta,
+    ) -> Result<bool, ApiError> {
+        let _ = (user, session, stream, meta);
+        Err(no_realtime())
+    }
+
+    /// Takes a session off a stream; unknown presences are ignored.
+    fn stream_user_leave(
+        &self,
+        user: Uuid,
+        session: Uuid,
+        stream: &StreamKey,
+    ) -> Result<(), ApiError> {
+        let _ = (user, session, stream);
+        Err(no_realtime())
+    }
+
+    fn stream_user_list(
+        &self,
+        stream: &StreamKey,
+        include_hidden: bool,
+        include_not_hidden: bool,
+    ) -> Vec<StreamPresence> {
+        let _ = (stream, include_hidden, include_not_hidden);
+        Vec::new()
+    }
+
+    fn stream_user_get(
+        &self,
+        user: Uuid,
+        session: Uuid,
+        stream: &StreamKey,
+    ) -> Option<StreamPresence> {
+        let _ = (user, session, stream);
+        None
+    }
+
+    fn stream_count(&self, stream: &StreamKey) -> usize {
+        let _ = stream;
+        0
+    }
+
+    /// Takes every presence off a stream.
+    fn stream_close(&self, stream: &StreamKey) {
+        let _ = stream;
+    }
+
+    /// Sends `stream_data` to every presence on the stream, or only to the
+    /// given sessions.
+    fn stream_send(&self, stream: &StreamKey, data: String, sessions: Vec<Uuid>, reliable: bool) {
+        let _ = (stream, data, sessions, reliable);
+    }
+}
+
+fn no_realtime() -> ApiError {
+    ApiError::new(
+        ludus_core::Code::Unimplemented,
+        "this server offers modules no realtime layer",
+    )
 }

@@ -120,6 +120,9 @@ pub struct SocketConfig {
     pub max_request_size_bytes: usize,
     /// Longest a request may take before it is answered with an error.
     pub read_timeout_ms: u64,
+    /// A connection that sends no complete request head for this long (after
+    /// connecting, or idle between keep-alive requests) is closed.
+    pub handshake_timeout_ms: u64,
     /// Largest WebSocket message a client may send; a larger one closes the socket.
     pub max_message_size_bytes: usize,
     /// How often the server pings each socket.
@@ -144,6 +147,7 @@ impl Default for SocketConfig {
             port: 7350,
             max_request_size_bytes: 262_144,
             read_timeout_ms: 10_000,
+            handshake_timeout_ms: 10_000,
             max_message_size_bytes: 4096,
             ping_period_ms: 15_000,
             pong_wait_ms: 25_000,
@@ -304,6 +308,9 @@ impl Config {
         }
         if self.socket.read_timeout_ms == 0 {
             return bad("socket.read_timeout_ms", "must be at least 1");
+        }
+        if self.socket.handshake_timeout_ms == 0 {
+            return bad("socket.handshake_timeout_ms", "must be at least 1");
         }
         if self.socket.max_message_size_bytes < 64 {
             return bad("socket.max_message_size_bytes", "must be at least 64");

@@ -9,6 +9,7 @@ mod error;
 mod extract;
 pub mod logging;
 pub mod runtime;
+mod serve;
 mod server;
 mod socket;
 mod state;

@@ -71,12 +71,15 @@ pub async fn start_with(
         .local_addr()
         .map_err(|source| StartError::Bind { addr, source })?;
     let accounts = Arc::new(accounts);
-    let runtime = Arc::new(crate::runtime::start(&config, accounts.clone(), native).await?);
+    let slot = crate::runtime::RealtimeSlot::default();
+    let runtime =
+        Arc::new(crate::runtime::start(&config, accounts.clone(), slot.clone(), native).await?);
     let sockets = Arc::new(crate::socket::Sockets::new(
         &config,
         accounts.clone(),
         runtime.clone(),
     ));
+    let _ = slot.set(Arc::downgrade(&sockets));
     let state = AppState {
         config: Arc::new(config),
         accounts,
@@ -84,19 +87,11 @@ pub async fn start_with(
         runtime,
     };
     let app = crate::api::router(state.clone());
-    let (stop, mut stopped) = watch::channel(false);
+    let (stop, stopped) = watch::channel(false);
+    let handshake_timeout = Duration::from_millis(state.config.socket.handshake_timeout_ms);
     let task = tokio::spawn(async move {
-        // Realtime replies are small and latency-bound: no Nagle delay.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        // Connect info gives modules `ctx.client_ip` and `ctx.client_port`.
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.wait_for(|s| *s).await;
-            })
-            .await
+        crate::serve::serve(listener, app, handshake_timeout, stopped).await;
+        Ok(())
     });
     tracing::info!(%local_addr, node = %state.config.name, "listening for clients");
     Ok(RunningServer {

@@ -1,8 +1,8 @@
 //! `nk` functions that call into the server through `RuntimeServices`:
 //! sign-in, tokens, accounts, users and outgoing HTTP. Lua runs on a blocking
 //! thread, so each call drives the async service with the runtime's handle.
-//! Functions whose feature the server does not have yet raise an error that
-//! says so.
+//! Functions whose feature the server does not have yet (SQL) raise an error
+//! that says so; realtime functions live in `nk_realtime.rs`.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -19,26 +19,9 @@ use super::convert;
 use super::shared::LuaShared;
 use crate::services::HttpRequest;
 
-/// Functions of Nakama's first wave that need the realtime layer or SQL
-/// access, which this version does not offer to modules yet.
-const NOT_YET: &[&str] = &[
-    "session_disconnect",
-    "notification_send",
-    "notifications_send",
-    "stream_user_join",
-    "stream_user_leave",
-    "stream_user_list",
-    "stream_user_get",
-    "stream_user_update",
-    "stream_user_kick",
-    "stream_count",
-    "stream_close",
-    "stream_send",
-    "channel_message_send",
-    "channel_id_build",
-    "sql_exec",
-    "sql_query",
-];
+/// Functions of Nakama's first wave that need SQL access, which this
+/// version does not offer to modules yet.
+const NOT_YET: &[&str] = &["sql_exec", "sql_query"];
 
 pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
     for name in NOT_YET {
@@ -281,14 +264,14 @@ fn authenticate(
     Ok((auth.user_id, auth.username, auth.created))
 }
 
-fn block_on<T>(
+pub(super) fn block_on<T>(
     shared: &LuaShared,
     fut: impl Future<Output = Result<T, ApiError>>,
 ) -> mlua::Result<T> {
     shared.handle.block_on(fut).map_err(api_error)
 }
 
-fn api_error(e: ApiError) -> mlua::Error {
+pub(super) fn api_error(e: ApiError) -> mlua::Error {
     mlua::Error::runtime(e.message)
 }
 

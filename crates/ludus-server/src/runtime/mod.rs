@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, ConfigError};
 
 pub use hooks::{ClientAddr, after, before, before_without_body, call_context};
-pub use services::Services;
+pub use services::{RealtimeSlot, Services};
 
 /// `runtime.*`: where modules live and the limits they run under.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -114,6 +114,7 @@ impl RuntimeConfig {
 pub async fn start(
     config: &Config,
     accounts: Arc<AccountService>,
+    sockets: RealtimeSlot,
     native: NativeModule,
 ) -> Result<Runtime, LoadError> {
     let rc = &config.runtime;
@@ -132,7 +133,7 @@ pub async fn start(
         max_payload_bytes: rc.max_rpc_payload_bytes,
         config: config_view(config),
     };
-    Runtime::start(settings, Arc::new(Services::new(accounts)), native).await
+    Runtime::start(settings, Arc::new(Services::new(accounts, sockets)), native).await
 }
 
 /// Realtime error codes of a failed socket RPC, as Nakama answers them.
@@ -250,9 +251,14 @@ mod tests {
                 .await
                 .unwrap(),
         );
-        let runtime = super::start(&config, accounts.clone(), Default::default())
-            .await
-            .unwrap();
+        let runtime = super::start(
+            &config,
+            accounts.clone(),
+            Default::default(),
+            Default::default(),
+        )
+        .await
+        .unwrap();
         let tokens = accounts
             .authenticate(AuthRequest {
                 credential: Credential::Device {

@@ -1,9 +1,10 @@
-//! `RuntimeServices` over the server's account service and an HTTP client:
-//! what `nk.authenticate_*`, `nk.account_*`, `nk.users_*` and
-//! `nk.http_request` (and native modules) reach.
+//! `RuntimeServices` over the server's account service, realtime layer and
+//! an HTTP client: what `nk.authenticate_*`, `nk.account_*`, `nk.users_*`,
+//! `nk.http_request`, notifications, chat, sessions and streams (and native
+//! modules) reach.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -13,28 +14,69 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
 use ludus_core::model::{Account, AccountUpdate, User};
+use ludus_core::notification::Notification;
 use ludus_core::token::{self, SessionClaims};
 use ludus_core::{ApiError, Code, unix_now};
-use ludus_runtime::{Authenticated, HttpRequest, HttpResponse, RuntimeServices};
+use ludus_realtime::{CloseReason, Realtime, RtError, Stream, StreamMode};
+use ludus_runtime::{
+    Authenticated, ChannelMessageSent, HttpRequest, HttpResponse, RuntimeServices, StreamKey,
+    StreamMeta, StreamPresence,
+};
+
+use crate::socket::Sockets;
 use uuid::Uuid;
 
 /// Largest response body `nk.http_request` reads.
 const MAX_HTTP_RESPONSE_BYTES: usize = 16 << 20;
 
+/// Where the services find the realtime layer: the sockets are built after
+/// the runtime (they run its RPCs and hooks), so the slot is filled then. It
+/// holds a weak reference, so sockets and runtime do not keep each other alive.
+pub type RealtimeSlot = Arc<OnceLock<Weak<Sockets>>>;
+
 pub struct Services {
     accounts: Arc<AccountService>,
     http: Client<HttpConnector, Full<Bytes>>,
+    sockets: RealtimeSlot,
 }
 
 impl Services {
-    pub fn new(accounts: Arc<AccountService>) -> Self {
+    pub fn new(accounts: Arc<AccountService>, sockets: RealtimeSlot) -> Self {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         Services {
             accounts,
             http: Client::builder(TokioExecutor::new()).build(connector),
+            sockets,
         }
     }
+
+    fn with_realtime<T>(&self, f: impl FnOnce(&Realtime) -> T) -> Result<T, ApiError> {
+        match self.sockets.get().and_then(Weak::upgrade) {
+            Some(sockets) => Ok(f(&sockets.realtime)),
+            None => Err(ApiError::new(
+                Code::Unavailable,
+                "the realtime layer is not running, call this after start-up",
+            )),
+        }
+    }
+}
+
+fn stream_of(key: &StreamKey) -> Stream {
+    Stream::new(
+        StreamMode::from_u8(key.mode),
+        key.subject,
+        key.subcontext,
+        &key.label,
+    )
+}
+
+fn rt_error(e: RtError) -> ApiError {
+    let code = match e.code {
+        ludus_realtime::RtCode::BadInput => Code::InvalidArgument,
+        _ => Code::Internal,
+    };
+    ApiError::new(code, e.message)
 }
 
 #[async_trait]
@@ -157,5 +199,158 @@ impl RuntimeServices for Services {
                 ),
             )),
         }
+    }
+
+    async fn notifications_send(&self, notifications: Vec<Notification>) -> Result<(), ApiError> {
+        let sockets = self.sockets.get().and_then(Weak::upgrade).ok_or_else(|| {
+            ApiError::new(
+                Code::Unavailable,
+                "the realtime layer is not running, call this after start-up",
+            )
+        })?;
+        sockets
+            .realtime
+            .notify(notifications)
+            .await
+            .map_err(|error| {
+                tracing::error!(%error, "cannot store notifications sent by a module");
+                ApiError::new(Code::Internal, "could not store notifications, try again")
+            })
+    }
+
+    fn session_disconnect(&self, session_id: Uuid, _reason: i32) -> Result<(), ApiError> {
+        self.with_realtime(|rt| {
+            rt.registry.disconnect(session_id, CloseReason::Disconnect);
+        })
+    }
+
+    async fn channel_message_send(
+        &self,
+        channel_id: &str,
+        content: String,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ChannelMessageSent, ApiError> {
+        let sockets = self.sockets.get().and_then(Weak::upgrade).ok_or_else(|| {
+            ApiError::new(
+                Code::Unavailable,
+                "the realtime layer is not running, call this after start-up",
+            )
+        })?;
+        let ack = sockets
+            .realtime
+            .channel_message_send_as(channel_id, content, sender, username, persist)
+            .await
+            .map_err(rt_error)?;
+        let secs = |t: Option<ludus_proto::Timestamp>| t.map_or(0, |t| t.seconds);
+        Ok(ChannelMessageSent {
+            channel_id: ack.channel_id,
+            message_id: ack.message_id,
+            code: ack.code.map_or(0, |c| c.value),
+            username: ack.username,
+            create_time: secs(ack.create_time),
+            update_time: secs(ack.update_time),
+            persistent: ack.persistent.is_some_and(|p| p.value),
+            room_name: ack.room_name,
+            group_id: ack.group_id,
+            user_id_one: ack.user_id_one,
+            user_id_two: ack.user_id_two,
+        })
+    }
+
+    fn stream_user_join(
+        &self,
+        user: Uuid,
+        session: Uuid,
+        stream: &StreamKey,
+        meta: StreamMeta,
+    ) -> Result<bool, ApiError> {
+        self.with_realtime(|rt| {
+            rt.stream_user_join(
+                user,
+                session,
+                &stream_of(stream),
+                meta.hidden,
+                meta.persistence,
+                &meta.status,
+            )
+        })?
+        .map_err(rt_error)
+    }
+
+    fn stream_user_leave(
+        &self,
+        user: Uuid,
+        session: Uuid,
+        stream: &StreamKey,
+    ) -> Result<(), ApiError> {
+        self.with_realtime(|rt| {
+            rt.stream_user_leave(user, session, &stream_of(stream));
+        })
+    }
+
+    fn stream_user_list(
+        &self,
+        stream: &StreamKey,
+        include_hidden: bool,
+        include_not_hidden: bool,
+    ) -> Vec<StreamPresence> {
+        self.with_realtime(|rt| {
+            rt.tracker
+                .list(&stream_of(stream), true)
+                .into_iter()
+                .filter(|p| {
+                    if p.meta.hidden {
+                        include_hidden
+                    } else {
+                        include_not_hidden
+                    }
+                })
+                .map(|p| presence_of(&p))
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+
+    fn stream_user_get(
+        &self,
+        user: Uuid,
+        session: Uuid,
+        stream: &StreamKey,
+    ) -> Option<StreamPresence> {
+        self.with_realtime(|rt| {
+            rt.tracker
+                .get(session, &stream_of(stream))
+                .filter(|p| p.user_id == user)
+                .map(|p| presence_of(&p))
+        })
+        .ok()
+        .flatten()
+    }
+
+    fn stream_count(&self, stream: &StreamKey) -> usize {
+        self.with_realtime(|rt| rt.tracker.count(&stream_of(stream)))
+            .unwrap_or(0)
+    }
+
+    fn stream_close(&self, stream: &StreamKey) {
+        let _ = self.with_realtime(|rt| rt.stream_close(&stream_of(stream)));
+    }
+
+    fn stream_send(&self, stream: &StreamKey, data: String, sessions: Vec<Uuid>, reliable: bool) {
+        let _ =
+            self.with_realtime(|rt| rt.stream_send(&stream_of(stream), data, &sessions, reliable));
+    }
+}
+
+fn presence_of(p: &ludus_realtime::Presence) -> StreamPresence {
+    StreamPresence {
+        user_id: p.user_id,
+        session_id: p.session_id,
+        username: p.meta.username.to_string(),
+        hidden: p.meta.hidden,
+        persistence: p.meta.persistence,
+        status: p.meta.status.to_string(),
     }
 }

@@ -7,6 +7,7 @@
 //! `ludus-realtime` layer, the live socket count and shutdown.
 
 mod connection;
+mod hooks;
 mod rpc;
 
 use std::sync::Arc;
@@ -86,7 +87,8 @@ impl Sockets {
             },
             accounts.store().clone(),
         );
-        realtime.set_rpc_handler(Arc::new(rpc::SocketRpc(runtime)));
+        realtime.set_rpc_handler(Arc::new(rpc::SocketRpc(runtime.clone())));
+        realtime.set_hooks(Arc::new(hooks::SocketHooks::new(runtime)));
         Sockets {
             realtime,
             settings: SocketSettings::from_config(config),

@@ -1,5 +1,5 @@
 //! Wire conventions: error bodies, unknown paths and methods, malformed and
-//! oversized bodies, gzip, CORS and the health check.
+//! oversized bodies, gzip, CORS, the health check and the handshake timeout.
 
 use std::io::Write as _;
 
@@ -114,5 +114,32 @@ async fn cors_allows_any_origin(b: Backend) {
     assert!(
         methods.contains("PUT") && methods.contains("DELETE"),
         "{methods}"
+    );
+}
+
+/// A client that connects and never sends a request is closed after
+/// `socket.handshake_timeout_ms`; before the timeout existed it held its
+/// socket and task forever. Requests on other connections are served
+/// meanwhile. SQLite only: the store plays no part.
+#[tokio::test]
+async fn a_connection_that_sends_no_request_is_closed_after_the_handshake_timeout() {
+    use tokio::io::AsyncReadExt as _;
+
+    let t = TestServer::start_with(Backend::Sqlite, |c| c.socket.handshake_timeout_ms = 300).await;
+    let addr = t.base.trim_start_matches("http://");
+    let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let started = std::time::Instant::now();
+    let r = t.raw(t.http.get(t.url("/healthcheck"))).await;
+    assert_eq!(r.status, 200);
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), silent.read(&mut buf))
+        .await
+        .expect("the server must close a connection that sends nothing");
+    // Closed (end of stream or reset), with no response written.
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(250),
+        "{waited:?}"
     );
 }

@@ -13,5 +13,6 @@ mod envelope;
 mod limits;
 mod notification;
 mod rpc;
+mod runtime_realtime;
 mod status;
 mod upgrade;

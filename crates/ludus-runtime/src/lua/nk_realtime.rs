@@ -1,0 +1,402 @@
+//! `nk` functions over the realtime layer: notifications, chat messages,
+//! session disconnects and streams (`{mode, subject, subcontext, label}`
+//! tables). Argument order, defaults and result shapes are Nakama's.
+
+use std::sync::Arc;
+
+use ludus_core::chat::ChannelKey;
+use ludus_core::notification::Notification;
+use mlua::{Lua, Table, Value as LuaValue};
+use uuid::Uuid;
+
+use super::convert;
+use super::nk_server::{api_error, block_on};
+use super::shared::LuaShared;
+use crate::services::{StreamKey, StreamMeta, StreamPresence};
+
+pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    nk.set(
+        "channel_id_build",
+        lua.create_function(
+            |_, (sender_id, target, kind): (Option<String>, String, i64)| {
+                let key = match kind {
+                    1 => ChannelKey::room(&target),
+                    2 => {
+                        let me = optional_uuid(sender_id.as_deref(), "sender id")?;
+                        let other = uuid_arg(&target, "target")?;
+                        ChannelKey::direct(me, other)
+                    }
+                    3 => Ok(ChannelKey::group(uuid_arg(&target, "target")?)),
+                    _ => {
+                        return Err(mlua::Error::runtime(
+                            "expects channel type to be 1 (room), 2 (direct message) or 3 (group)",
+                        ));
+                    }
+                };
+                key.map(|k| k.id())
+                    .map_err(|e| mlua::Error::runtime(e.to_string()))
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "channel_message_send",
+        lua.create_function(
+            move |lua,
+                  (channel_id, content, sender_id, username, persist): (
+                String,
+                Option<Table>,
+                Option<String>,
+                Option<String>,
+                Option<bool>,
+            )| {
+                let content = match content {
+                    Some(t) => json_object(t, "message content")?,
+                    None => "{}".to_owned(),
+                };
+                let sender = optional_uuid(sender_id.as_deref(), "sender id")?;
+                let ack = block_on(
+                    &s,
+                    s.services.channel_message_send(
+                        &channel_id,
+                        content,
+                        sender,
+                        username.unwrap_or_default(),
+                        persist.unwrap_or(false),
+                    ),
+                )?;
+                let t = lua.create_table_with_capacity(0, 7)?;
+                t.raw_set("channelId", ack.channel_id)?;
+                t.raw_set("messageId", ack.message_id)?;
+                t.raw_set("code", ack.code)?;
+                t.raw_set("username", ack.username)?;
+                t.raw_set("createTime", ack.create_time)?;
+                t.raw_set("updateTime", ack.update_time)?;
+                t.raw_set("persistent", ack.persistent)?;
+                Ok(t)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "notification_send",
+        lua.create_function(
+            move |_,
+                  (user_id, subject, content, code, sender_id, persistent): (
+                String,
+                String,
+                Table,
+                i32,
+                Option<String>,
+                Option<bool>,
+            )| {
+                let n = notification(
+                    uuid_arg(&user_id, "user id")?,
+                    subject,
+                    json_object(content, "content")?,
+                    code,
+                    optional_uuid(sender_id.as_deref(), "sender id")?,
+                    persistent.unwrap_or(false),
+                )?;
+                block_on(&s, s.services.notifications_send(vec![n]))
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "notifications_send",
+        lua.create_function(move |_, list: Table| {
+            let mut out = Vec::new();
+            for entry in list.sequence_values::<Table>() {
+                let t = entry
+                    .map_err(|_| mlua::Error::runtime("expects a table of notification tables"))?;
+                let user_id: String = t.get("user_id")?;
+                let sender_id: Option<String> = t.get("sender_id")?;
+                let content = match t.get::<Option<Table>>("content")? {
+                    Some(c) => json_object(c, "content")?,
+                    None => "{}".to_owned(),
+                };
+                out.push(notification(
+                    uuid_arg(&user_id, "user id")?,
+                    t.get::<Option<String>>("subject")?.unwrap_or_default(),
+                    content,
+                    t.get::<Option<i32>>("code")?.unwrap_or(0),
+                    optional_uuid(sender_id.as_deref(), "sender id")?,
+                    t.get::<Option<bool>>("persistent")?.unwrap_or(false),
+                )?);
+            }
+            if out.is_empty() {
+                return Ok(());
+            }
+            block_on(&s, s.services.notifications_send(out))
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "session_disconnect",
+        lua.create_function(move |_, (session_id, reason): (String, Option<i32>)| {
+            let sid = uuid_arg(&session_id, "session id")?;
+            s.services
+                .session_disconnect(sid, reason.unwrap_or(0))
+                .map_err(api_error)
+        })?,
+    )?;
+    install_streams(lua, shared, nk)
+}
+
+fn install_streams(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    for (name, update) in [("stream_user_join", false), ("stream_user_update", true)] {
+        let s = shared.clone();
+        nk.set(
+            name,
+            lua.create_function(
+                move |_,
+                      (user_id, session_id, stream, hidden, persistence, status): (
+                    String,
+                    String,
+                    Table,
+                    Option<bool>,
+                    Option<bool>,
+                    Option<String>,
+                )| {
+                    let (uid, sid) = (
+                        uuid_arg(&user_id, "user id")?,
+                        uuid_arg(&session_id, "session id")?,
+                    );
+                    let stream = stream_key(&stream)?;
+                    if update && s.services.stream_user_get(uid, sid, &stream).is_none() {
+                        return Err(mlua::Error::runtime(
+                            "stream user update failed: the session is not on that stream",
+                        ));
+                    }
+                    let meta = StreamMeta {
+                        hidden: hidden.unwrap_or(false),
+                        persistence: persistence.unwrap_or(true),
+                        status: status.unwrap_or_default(),
+                    };
+                    let joined = s
+                        .services
+                        .stream_user_join(uid, sid, &stream, meta)
+                        .map_err(api_error)?;
+                    // Nakama's update returns nothing, join whether it was new.
+                    Ok(if update { None } else { Some(joined) })
+                },
+            )?,
+        )?;
+    }
+    let s = shared.clone();
+    nk.set(
+        "stream_user_leave",
+        lua.create_function(
+            move |_, (user_id, session_id, stream): (String, String, Table)| {
+                let (uid, sid) = (
+                    uuid_arg(&user_id, "user id")?,
+                    uuid_arg(&session_id, "session id")?,
+                );
+                s.services
+                    .stream_user_leave(uid, sid, &stream_key(&stream)?)
+                    .map_err(api_error)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "stream_user_kick",
+        lua.create_function(move |_, (presence, stream): (Table, Table)| {
+            let user_id: String = presence.get("user_id")?;
+            let session_id: String = presence.get("session_id")?;
+            let (uid, sid) = (
+                uuid_arg(&user_id, "presence user_id")?,
+                uuid_arg(&session_id, "presence session_id")?,
+            );
+            s.services
+                .stream_user_leave(uid, sid, &stream_key(&stream)?)
+                .map_err(api_error)
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "stream_user_list",
+        lua.create_function(
+            move |lua, (stream, hidden, not_hidden): (Table, Option<bool>, Option<bool>)| {
+                let list = s.services.stream_user_list(
+                    &stream_key(&stream)?,
+                    hidden.unwrap_or(true),
+                    not_hidden.unwrap_or(true),
+                );
+                let out = lua.create_table_with_capacity(list.len(), 0)?;
+                for p in &list {
+                    out.raw_push(presence_table(lua, &s, p)?)?;
+                }
+                Ok(out)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "stream_user_get",
+        lua.create_function(
+            move |lua, (user_id, session_id, stream): (String, String, Table)| {
+                let (uid, sid) = (
+                    uuid_arg(&user_id, "user id")?,
+                    uuid_arg(&session_id, "session id")?,
+                );
+                match s.services.stream_user_get(uid, sid, &stream_key(&stream)?) {
+                    // Nakama's meta table: hidden, persistence, username, status.
+                    Some(p) => {
+                        let t = lua.create_table_with_capacity(0, 4)?;
+                        t.raw_set("hidden", p.hidden)?;
+                        t.raw_set("persistence", p.persistence)?;
+                        t.raw_set("username", p.username)?;
+                        t.raw_set("status", p.status)?;
+                        Ok(LuaValue::Table(t))
+                    }
+                    None => Ok(LuaValue::Nil),
+                }
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "stream_count",
+        lua.create_function(move |_, stream: Table| {
+            Ok(s.services.stream_count(&stream_key(&stream)?))
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "stream_close",
+        lua.create_function(move |_, stream: Table| {
+            s.services.stream_close(&stream_key(&stream)?);
+            Ok(())
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "stream_send",
+        lua.create_function(
+            move |_,
+                  (stream, data, presences, reliable): (
+                Table,
+                mlua::LuaString,
+                Option<Table>,
+                Option<bool>,
+            )| {
+                let stream = stream_key(&stream)?;
+                let mut sessions = Vec::new();
+                if let Some(presences) = presences {
+                    for p in presences.sequence_values::<Table>() {
+                        let session_id: String = p?.get("session_id")?;
+                        sessions.push(uuid_arg(&session_id, "presence session_id")?);
+                    }
+                }
+                let data = data.to_str()?.to_owned();
+                s.services
+                    .stream_send(&stream, data, sessions, reliable.unwrap_or(true));
+                Ok(())
+            },
+        )?,
+    )?;
+    Ok(())
+}
+
+fn presence_table(lua: &Lua, shared: &LuaShared, p: &StreamPresence) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 7)?;
+    t.raw_set("user_id", p.user_id.to_string())?;
+    t.raw_set("session_id", p.session_id.to_string())?;
+    t.raw_set("node", shared.settings.node.as_str())?;
+    t.raw_set("hidden", p.hidden)?;
+    t.raw_set("persistence", p.persistence)?;
+    t.raw_set("username", p.username.as_str())?;
+    t.raw_set("status", p.status.as_str())?;
+    Ok(t)
+}
+
+/// Nakama's stream table; fields left out are zero, nil ids or empty.
+fn stream_key(t: &Table) -> mlua::Result<StreamKey> {
+    let bad = |what: &str| mlua::Error::runtime(format!("expects a valid stream: {what}"));
+    let mut key = StreamKey::default();
+    for pair in t.pairs::<String, LuaValue>() {
+        let (k, v) = pair?;
+        match (k.as_str(), v) {
+            ("mode", LuaValue::Integer(n)) => {
+                key.mode = u8::try_from(n).map_err(|_| bad("mode must be 0-255"))?
+            }
+            ("mode", LuaValue::Number(n)) if n.fract() == 0.0 && (0.0..=255.0).contains(&n) => {
+                key.mode = n as u8
+            }
+            ("mode", _) => return Err(bad("mode must be a number")),
+            ("subject" | "subcontext", LuaValue::String(s)) => {
+                let id = Uuid::parse_str(&s.to_str()?)
+                    .map_err(|_| bad(&format!("{k} must be a valid identifier")))?;
+                if k == "subject" {
+                    key.subject = id;
+                } else {
+                    key.subcontext = id;
+                }
+            }
+            ("subject" | "subcontext", _) => return Err(bad(&format!("{k} must be a string"))),
+            ("label", LuaValue::String(s)) => key.label = s.to_str()?.to_owned(),
+            ("label", _) => return Err(bad("label must be a string")),
+            _ => {}
+        }
+    }
+    Ok(key)
+}
+
+fn notification(
+    user_id: Uuid,
+    subject: String,
+    content: String,
+    code: i32,
+    sender_id: Uuid,
+    persistent: bool,
+) -> mlua::Result<Notification> {
+    if subject.is_empty() {
+        return Err(mlua::Error::runtime(
+            "expects subject to be a non-empty string",
+        ));
+    }
+    if code <= 0 {
+        return Err(mlua::Error::runtime(
+            "expects code to be a number above 0, lower ones are reserved",
+        ));
+    }
+    Ok(Notification {
+        id: Uuid::new_v4(),
+        user_id,
+        subject,
+        content,
+        code,
+        sender_id,
+        create_time_us: ludus_core::chat::now_us(),
+        persistent,
+    })
+}
+
+fn json_object(t: Table, what: &str) -> mlua::Result<String> {
+    let json = serde_json::to_string(&convert::from_lua(&LuaValue::Table(t))?)
+        .map_err(mlua::Error::runtime)?;
+    if !json.starts_with('{') {
+        return Err(mlua::Error::runtime(format!(
+            "expects {what} to be a table with named keys (a JSON object)"
+        )));
+    }
+    Ok(json)
+}
+
+fn uuid_arg(id: &str, what: &str) -> mlua::Result<Uuid> {
+    Uuid::parse_str(id).map_err(|_| {
+        mlua::Error::runtime(format!(
+            "expects {what} to be a valid identifier, got {id:?}"
+        ))
+    })
+}
+
+/// Nil, an empty string or a uuid: nil and empty mean the system.
+fn optional_uuid(id: Option<&str>, what: &str) -> mlua::Result<Uuid> {
+    match id {
+        None | Some("") => Ok(Uuid::nil()),
+        Some(id) => uuid_arg(id, what),
+    }
+}
