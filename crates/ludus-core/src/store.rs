@@ -72,19 +72,23 @@ pub trait Store: Send + Sync + 'static {
     /// Stores a chat message.
     async fn insert_channel_message(&self, message: &ChannelMessage) -> StoreResult<()>;
 
-    /// Replaces the content of a message its sender wrote; `None` when there
-    /// is no such message from that sender.
+    /// Replaces the content of a message its sender wrote in `channel`;
+    /// `None` (and nothing written) when there is no such message from that
+    /// sender in that channel.
     async fn update_channel_message(
         &self,
+        channel: &ChannelKey,
         id: Uuid,
         sender: Uuid,
         content: &str,
         update_time_us: i64,
     ) -> StoreResult<Option<ChannelMessage>>;
 
-    /// Deletes a message its sender wrote; returns it, or `None`.
+    /// Deletes a message its sender wrote in `channel`; returns it, or `None`
+    /// (and nothing deleted).
     async fn delete_channel_message(
         &self,
+        channel: &ChannelKey,
         id: Uuid,
         sender: Uuid,
     ) -> StoreResult<Option<ChannelMessage>>;

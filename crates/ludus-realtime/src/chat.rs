@@ -349,7 +349,7 @@ impl Realtime {
         let mut message = if persistent {
             let stored = self
                 .store
-                .update_channel_message(id, session.user_id(), &req.content, now)
+                .update_channel_message(&key, id, session.user_id(), &req.content, now)
                 .await
                 .map_err(|error| {
                     tracing::error!(%error, "cannot update chat message");
@@ -357,14 +357,11 @@ impl Realtime {
                         "could not persist message update to channel history, try again",
                     )
                 })?;
-            match stored {
-                Some(m) if m.channel == key => m,
-                _ => {
-                    return Err(RtError::bad_input(
-                        "could not find message to update in channel history",
-                    ));
-                }
-            }
+            // The store matches id, sender and channel together, so a
+            // mismatch writes nothing.
+            stored.ok_or_else(|| {
+                RtError::bad_input("could not find message to update in channel history")
+            })?
         } else {
             ChannelMessage {
                 id,
@@ -397,7 +394,7 @@ impl Realtime {
         let mut message = if persistent {
             let stored = self
                 .store
-                .delete_channel_message(id, session.user_id())
+                .delete_channel_message(&key, id, session.user_id())
                 .await
                 .map_err(|error| {
                     tracing::error!(%error, "cannot remove chat message");
@@ -405,14 +402,9 @@ impl Realtime {
                         "could not persist message removal to channel history, try again",
                     )
                 })?;
-            match stored {
-                Some(m) if m.channel == key => m,
-                _ => {
-                    return Err(RtError::bad_input(
-                        "could not find message to remove in channel history",
-                    ));
-                }
-            }
+            stored.ok_or_else(|| {
+                RtError::bad_input("could not find message to remove in channel history")
+            })?
         } else {
             ChannelMessage {
                 id,

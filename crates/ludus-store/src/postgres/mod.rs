@@ -340,18 +340,29 @@ impl Store for PgStore {
 
     async fn update_channel_message(
         &self,
+        channel: &ChannelKey,
         id: Uuid,
         sender: Uuid,
         content: &str,
         update_time_us: i64,
     ) -> StoreResult<Option<ChannelMessage>> {
+        let mode = i16::from(channel.mode);
         with_retry("update message", || async {
             let conn = self.pool.get().await?;
             let row = conn
                 .client
                 .query_opt(
                     conn.stmt(Stmt::UpdateMessage),
-                    &[&id, &sender, &content, &update_time_us],
+                    &[
+                        &id,
+                        &sender,
+                        &content,
+                        &update_time_us,
+                        &mode,
+                        &channel.subject,
+                        &channel.subcontext,
+                        &channel.label,
+                    ],
                 )
                 .await?;
             Ok(row.as_ref().map(chat::message_from_row).transpose()?)
@@ -361,14 +372,26 @@ impl Store for PgStore {
 
     async fn delete_channel_message(
         &self,
+        channel: &ChannelKey,
         id: Uuid,
         sender: Uuid,
     ) -> StoreResult<Option<ChannelMessage>> {
+        let mode = i16::from(channel.mode);
         with_retry("delete message", || async {
             let conn = self.pool.get().await?;
             let row = conn
                 .client
-                .query_opt(conn.stmt(Stmt::DeleteMessage), &[&id, &sender])
+                .query_opt(
+                    conn.stmt(Stmt::DeleteMessage),
+                    &[
+                        &id,
+                        &sender,
+                        &mode,
+                        &channel.subject,
+                        &channel.subcontext,
+                        &channel.label,
+                    ],
+                )
                 .await?;
             Ok(row.as_ref().map(chat::message_from_row).transpose()?)
         })

@@ -177,11 +177,13 @@ impl Stmt {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
             }
             Stmt::UpdateMessage => concat!(
-                "UPDATE message SET content = $3, update_time = $4 WHERE id = $1 AND sender_id = $2 RETURNING ",
+                "UPDATE message SET content = $3, update_time = $4 WHERE id = $1 AND sender_id = $2 \
+                 AND stream_mode = $5 AND stream_subject = $6 AND stream_subcontext = $7 AND stream_label = $8 RETURNING ",
                 message_columns!()
             ),
             Stmt::DeleteMessage => concat!(
-                "DELETE FROM message WHERE id = $1 AND sender_id = $2 RETURNING ",
+                "DELETE FROM message WHERE id = $1 AND sender_id = $2 \
+                 AND stream_mode = $3 AND stream_subject = $4 AND stream_subcontext = $5 AND stream_label = $6 RETURNING ",
                 message_columns!()
             ),
             Stmt::ListMessagesAsc => concat!(

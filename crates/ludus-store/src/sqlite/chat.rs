@@ -55,6 +55,7 @@ pub(super) fn insert_message(conn: &Connection, m: &ChannelMessage) -> StoreResu
 
 pub(super) fn update_message(
     conn: &Connection,
+    channel: &ChannelKey,
     id: Uuid,
     sender: Uuid,
     content: &str,
@@ -62,7 +63,9 @@ pub(super) fn update_message(
 ) -> StoreResult<Option<ChannelMessage>> {
     let mut stmt = conn
         .prepare_cached(&format!(
-            "UPDATE message SET content = ?3, update_time = ?4 WHERE id = ?1 AND sender_id = ?2 RETURNING {MESSAGE_COLUMNS}"
+            "UPDATE message SET content = ?3, update_time = ?4 WHERE id = ?1 AND sender_id = ?2 \
+             AND stream_mode = ?5 AND stream_subject = ?6 AND stream_subcontext = ?7 AND stream_label = ?8 \
+             RETURNING {MESSAGE_COLUMNS}"
         ))
         .map_err(map_err)?;
     stmt.query_row(
@@ -70,7 +73,11 @@ pub(super) fn update_message(
             IdText::new(id),
             IdText::new(sender),
             content,
-            update_time_us
+            update_time_us,
+            i64::from(channel.mode),
+            IdText::new(channel.subject),
+            IdText::new(channel.subcontext),
+            channel.label,
         ],
         message_from_row,
     )
@@ -80,16 +87,26 @@ pub(super) fn update_message(
 
 pub(super) fn delete_message(
     conn: &Connection,
+    channel: &ChannelKey,
     id: Uuid,
     sender: Uuid,
 ) -> StoreResult<Option<ChannelMessage>> {
     let mut stmt = conn
         .prepare_cached(&format!(
-            "DELETE FROM message WHERE id = ?1 AND sender_id = ?2 RETURNING {MESSAGE_COLUMNS}"
+            "DELETE FROM message WHERE id = ?1 AND sender_id = ?2 \
+             AND stream_mode = ?3 AND stream_subject = ?4 AND stream_subcontext = ?5 AND stream_label = ?6 \
+             RETURNING {MESSAGE_COLUMNS}"
         ))
         .map_err(map_err)?;
     stmt.query_row(
-        params![IdText::new(id), IdText::new(sender)],
+        params![
+            IdText::new(id),
+            IdText::new(sender),
+            i64::from(channel.mode),
+            IdText::new(channel.subject),
+            IdText::new(channel.subcontext),
+            channel.label,
+        ],
         message_from_row,
     )
     .optional()

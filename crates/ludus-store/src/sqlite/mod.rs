@@ -178,24 +178,30 @@ impl Store for SqliteStore {
 
     async fn update_channel_message(
         &self,
+        channel: &ChannelKey,
         id: Uuid,
         sender: Uuid,
         content: &str,
         update_time_us: i64,
     ) -> StoreResult<Option<ChannelMessage>> {
         let content = content.to_owned();
+        let channel = channel.clone();
         self.writer
-            .write(move |conn| chat::update_message(conn, id, sender, &content, update_time_us))
+            .write(move |conn| {
+                chat::update_message(conn, &channel, id, sender, &content, update_time_us)
+            })
             .await
     }
 
     async fn delete_channel_message(
         &self,
+        channel: &ChannelKey,
         id: Uuid,
         sender: Uuid,
     ) -> StoreResult<Option<ChannelMessage>> {
+        let channel = channel.clone();
         self.writer
-            .write(move |conn| chat::delete_message(conn, id, sender))
+            .write(move |conn| chat::delete_message(conn, &channel, id, sender))
             .await
     }
 

@@ -82,13 +82,38 @@ pub async fn only_the_sender_updates_or_removes_a_message<B: Backend>() {
 
     assert_eq!(
         store
-            .update_channel_message(m.id, ben.id, "{}", 200)
+            .update_channel_message(&dm, m.id, ben.id, "{}", 200)
             .await
             .unwrap(),
         None
     );
+    // Regression: naming another channel than the message's own used to
+    // write the change before the mismatch was noticed. Now nothing is written.
+    let elsewhere = ChannelKey::room("elsewhere").unwrap();
+    assert_eq!(
+        store
+            .update_channel_message(&elsewhere, m.id, ann.id, r#"{"text":"moved"}"#, 150)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .delete_channel_message(&elsewhere, m.id, ann.id)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .list_channel_messages(&dm, None, true, 10)
+            .await
+            .unwrap(),
+        vec![m.clone()],
+        "a mismatched channel leaves the message untouched"
+    );
     let updated = store
-        .update_channel_message(m.id, ann.id, r#"{"text":"hello"}"#, 200)
+        .update_channel_message(&dm, m.id, ann.id, r#"{"text":"hello"}"#, 200)
         .await
         .unwrap()
         .unwrap();
@@ -97,15 +122,24 @@ pub async fn only_the_sender_updates_or_removes_a_message<B: Backend>() {
     assert_eq!(updated.channel, dm);
 
     assert_eq!(
-        store.delete_channel_message(m.id, ben.id).await.unwrap(),
+        store
+            .delete_channel_message(&dm, m.id, ben.id)
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(
-        store.delete_channel_message(m.id, ann.id).await.unwrap(),
+        store
+            .delete_channel_message(&dm, m.id, ann.id)
+            .await
+            .unwrap(),
         Some(updated)
     );
     assert_eq!(
-        store.delete_channel_message(m.id, ann.id).await.unwrap(),
+        store
+            .delete_channel_message(&dm, m.id, ann.id)
+            .await
+            .unwrap(),
         None
     );
     assert!(
