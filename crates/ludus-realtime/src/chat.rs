@@ -283,8 +283,17 @@ impl Realtime {
             create_time_us: now,
             update_time_us: now,
         };
-        let persistent = me.meta.persistence;
-        if persistent {
+        self.deliver(message, me.meta.persistence).await
+    }
+
+    /// Stores a new message when `persist`, then pushes it to the channel and
+    /// returns the sender's ack.
+    async fn deliver(
+        &self,
+        message: ChannelMessage,
+        persist: bool,
+    ) -> Result<ChannelMessageAck, RtError> {
+        if persist {
             self.store
                 .insert_channel_message(&message)
                 .await
@@ -293,8 +302,8 @@ impl Realtime {
                     RtError::internal("could not persist message to channel history, try again")
                 })?;
         }
-        self.push_message(&message, persistent);
-        Ok(ack_of(&message, persistent))
+        self.push_message(&message, persist);
+        Ok(ack_of(&message, persist))
     }
 
     /// A message sent by the server's modules (`nk.channel_message_send`):
@@ -320,17 +329,7 @@ impl Realtime {
             create_time_us: now,
             update_time_us: now,
         };
-        if persist {
-            self.store
-                .insert_channel_message(&message)
-                .await
-                .map_err(|error| {
-                    tracing::error!(%error, "cannot store chat message");
-                    RtError::internal("could not persist message to channel history, try again")
-                })?;
-        }
-        self.push_message(&message, persist);
-        Ok(ack_of(&message, persist))
+        self.deliver(message, persist).await
     }
 
     /// `channel_message_update`: only the sender may change a message.

@@ -44,6 +44,21 @@ async fn connect_for_setup(
 }
 
 impl PgStore {
+    /// Runs a statement that returns at most one chat message row.
+    async fn message_opt(
+        &self,
+        what: &'static str,
+        stmt: Stmt,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> StoreResult<Option<ChannelMessage>> {
+        with_retry(what, || async {
+            let conn = self.pool.get().await?;
+            let row = conn.client.query_opt(conn.stmt(stmt), params).await?;
+            Ok(row.as_ref().map(chat::message_from_row).transpose()?)
+        })
+        .await
+    }
+
     /// Checks the schema version, then opens the pool and the registration batcher.
     pub(crate) async fn open(config: Config, opts: &StoreOptions) -> Result<PgStore, OpenError> {
         let target = describe(&config);
@@ -347,26 +362,20 @@ impl Store for PgStore {
         update_time_us: i64,
     ) -> StoreResult<Option<ChannelMessage>> {
         let mode = i16::from(channel.mode);
-        with_retry("update message", || async {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .client
-                .query_opt(
-                    conn.stmt(Stmt::UpdateMessage),
-                    &[
-                        &id,
-                        &sender,
-                        &content,
-                        &update_time_us,
-                        &mode,
-                        &channel.subject,
-                        &channel.subcontext,
-                        &channel.label,
-                    ],
-                )
-                .await?;
-            Ok(row.as_ref().map(chat::message_from_row).transpose()?)
-        })
+        self.message_opt(
+            "update message",
+            Stmt::UpdateMessage,
+            &[
+                &id,
+                &sender,
+                &content,
+                &update_time_us,
+                &mode,
+                &channel.subject,
+                &channel.subcontext,
+                &channel.label,
+            ],
+        )
         .await
     }
 
@@ -377,24 +386,18 @@ impl Store for PgStore {
         sender: Uuid,
     ) -> StoreResult<Option<ChannelMessage>> {
         let mode = i16::from(channel.mode);
-        with_retry("delete message", || async {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .client
-                .query_opt(
-                    conn.stmt(Stmt::DeleteMessage),
-                    &[
-                        &id,
-                        &sender,
-                        &mode,
-                        &channel.subject,
-                        &channel.subcontext,
-                        &channel.label,
-                    ],
-                )
-                .await?;
-            Ok(row.as_ref().map(chat::message_from_row).transpose()?)
-        })
+        self.message_opt(
+            "delete message",
+            Stmt::DeleteMessage,
+            &[
+                &id,
+                &sender,
+                &mode,
+                &channel.subject,
+                &channel.subcontext,
+                &channel.label,
+            ],
+        )
         .await
     }
 
