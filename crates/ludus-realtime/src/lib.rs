@@ -62,6 +62,9 @@ pub struct RealtimeConfig {
     pub outgoing_queue_size: usize,
     /// A new socket closes the user's older ones.
     pub single_socket: bool,
+    /// This node's name (`name`): the suffix of authoritative match and
+    /// party ids, `<uuid>.<node>`.
+    pub node: String,
 }
 
 impl Default for RealtimeConfig {
@@ -69,6 +72,7 @@ impl Default for RealtimeConfig {
         RealtimeConfig {
             outgoing_queue_size: 64,
             single_socket: false,
+            node: "ludus".into(),
         }
     }
 }

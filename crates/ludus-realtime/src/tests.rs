@@ -25,6 +25,7 @@ async fn realtime(single_socket: bool) -> Harness {
         RealtimeConfig {
             outgoing_queue_size: 16,
             single_socket,
+            ..Default::default()
         },
         store.clone(),
     );

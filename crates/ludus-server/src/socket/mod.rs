@@ -84,6 +84,7 @@ impl Sockets {
             RealtimeConfig {
                 outgoing_queue_size: config.socket.outgoing_queue_size,
                 single_socket: config.session.single_socket,
+                node: config.name.clone(),
             },
             accounts.store().clone(),
         );
