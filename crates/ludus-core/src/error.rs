@@ -119,6 +119,8 @@ impl From<crate::store::StoreError> for ApiError {
                 tracing::error!(error = %msg, "storage error");
                 ApiError::internal("internal storage error")
             }
+            // A module's own SQL: its author needs the database's message.
+            S::Sql(msg) => ApiError::internal(msg),
         }
     }
 }

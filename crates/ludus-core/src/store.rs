@@ -25,7 +25,27 @@ pub enum StoreError {
     Unavailable(String),
     #[error("storage error: {0}")]
     Backend(String),
+    /// A module's own SQL (`nk.sql_exec` / `nk.sql_query`) was refused or
+    /// failed; the message is meant for the module's author.
+    #[error("{0}")]
+    Sql(String),
 }
+
+/// A value bound to, or read from, a module's own SQL: the types a Lua value
+/// maps to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+/// One result row of a module's query: column name and value, in the
+/// query's column order.
+pub type SqlRow = Vec<(String, SqlValue)>;
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -116,6 +136,22 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deletes these notifications of `user`; returns how many went.
     async fn delete_notifications(&self, user: Uuid, ids: &[Uuid]) -> StoreResult<u64>;
+
+    /// Runs one statement of a module's own SQL (`nk.sql_exec`) in its own
+    /// transaction; `$1, $2…` are bound to `params` in order. Returns the
+    /// rows it changed. Transaction control (`BEGIN`, `COMMIT`…) is refused:
+    /// each call already is one transaction.
+    async fn sql_exec(&self, sql: &str, params: Vec<SqlValue>) -> StoreResult<u64>;
+
+    /// Runs one statement of a module's own SQL (`nk.sql_query`) and returns
+    /// its rows; more than `max_rows` rows is an error (`StoreError::Sql`),
+    /// never a truncated answer.
+    async fn sql_query(
+        &self,
+        sql: &str,
+        params: Vec<SqlValue>,
+        max_rows: usize,
+    ) -> StoreResult<Vec<SqlRow>>;
 
     /// Finishes pending writes and closes connections.
     async fn close(&self);

@@ -11,6 +11,7 @@ use ludus_core::ApiError;
 use ludus_core::accounts::Credential;
 use ludus_core::model::{Account, AccountUpdate, User};
 use ludus_core::notification::Notification;
+use ludus_core::store::{SqlRow, SqlValue};
 use uuid::Uuid;
 
 /// The result of a sign-in made by a module.
@@ -200,6 +201,29 @@ pub trait RuntimeServices: Send + Sync + 'static {
     fn stream_send(&self, stream: &StreamKey, data: String, sessions: Vec<Uuid>, reliable: bool) {
         let _ = (stream, data, sessions, reliable);
     }
+
+    // SQL
+
+    /// Runs one statement of the module's own SQL (`nk.sql_exec`), `$1, $2…`
+    /// bound to `params`; returns the rows it changed.
+    async fn sql_exec(&self, query: &str, params: Vec<SqlValue>) -> Result<u64, ApiError> {
+        let _ = (query, params);
+        Err(no_sql())
+    }
+
+    /// Runs one query of the module's own SQL (`nk.sql_query`) and returns
+    /// its rows; more rows than the server allows is an error.
+    async fn sql_query(&self, query: &str, params: Vec<SqlValue>) -> Result<Vec<SqlRow>, ApiError> {
+        let _ = (query, params);
+        Err(no_sql())
+    }
+}
+
+fn no_sql() -> ApiError {
+    ApiError::new(
+        ludus_core::Code::Unimplemented,
+        "this server offers modules no sql access",
+    )
 }
 
 fn no_realtime() -> ApiError {

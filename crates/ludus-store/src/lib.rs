@@ -19,6 +19,7 @@
 mod address;
 mod error;
 mod migrate;
+mod module_sql;
 mod postgres;
 mod sqlite;
 

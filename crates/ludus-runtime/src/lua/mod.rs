@@ -13,6 +13,7 @@ mod nk;
 mod nk_codec;
 mod nk_realtime;
 mod nk_server;
+mod nk_sql;
 mod pool;
 mod shared;
 mod vm;

@@ -12,7 +12,7 @@ use mlua::{Function, Lua, Table, Value as LuaValue};
 use super::convert;
 use super::shared::LuaShared;
 use super::vm::CallState;
-use super::{nk_codec, nk_realtime, nk_server};
+use super::{nk_codec, nk_realtime, nk_server, nk_sql};
 use crate::context::{CallContext, ExecutionMode};
 use crate::cron::Cron;
 
@@ -29,6 +29,7 @@ pub fn install(lua: &Lua, shared: &Arc<LuaShared>, callbacks: &Table) -> mlua::R
     nk_codec::install(lua, &nk)?;
     nk_server::install(lua, shared, &nk)?;
     nk_realtime::install(lua, shared, &nk)?;
+    nk_sql::install(lua, shared, &nk)?;
     Ok(nk)
 }
 

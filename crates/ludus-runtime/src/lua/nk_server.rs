@@ -1,8 +1,7 @@
 //! `nk` functions that call into the server through `RuntimeServices`:
 //! sign-in, tokens, accounts, users and outgoing HTTP. Lua runs on a blocking
 //! thread, so each call drives the async service with the runtime's handle.
-//! Functions whose feature the server does not have yet (SQL) raise an error
-//! that says so; realtime functions live in `nk_realtime.rs`.
+//! Realtime functions live in `nk_realtime.rs`, SQL in `nk_sql.rs`.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -19,22 +18,7 @@ use super::convert;
 use super::shared::LuaShared;
 use crate::services::HttpRequest;
 
-/// Functions of Nakama's first wave that need SQL access, which this
-/// version does not offer to modules yet.
-const NOT_YET: &[&str] = &["sql_exec", "sql_query"];
-
 pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
-    for name in NOT_YET {
-        nk.set(
-            *name,
-            lua.create_function(move |_, _: mlua::MultiValue| -> mlua::Result<()> {
-                Err(mlua::Error::runtime(format!(
-                    "nk.{name} is not available yet in ludus: its server feature is still being built"
-                )))
-            })?,
-        )?;
-    }
-
     let s = shared.clone();
     nk.set(
         "authenticate_device",

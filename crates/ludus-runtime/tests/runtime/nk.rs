@@ -196,18 +196,60 @@ async fn http_request_goes_through_the_services() {
     );
 }
 
+/// `nk.sql_exec` / `nk.sql_query` convert Lua values to `SqlValue` and
+/// back (the services echo them; the real database is tested in ludus-server
+/// and the store suite), and refuse what cannot be sent.
 #[tokio::test]
-async fn functions_not_built_yet_say_so() {
+async fn sql_values_convert_both_ways() {
     let rt = runtime().await;
-    let v = call(&rt, "not_yet", "").await;
-    for (name, ok) in v.as_object().unwrap() {
-        assert_eq!(
-            ok,
-            &json!(true),
-            "nk.{name} should say it is not available yet"
-        );
-    }
-    assert_eq!(v.as_object().unwrap().len(), 2);
+    let v = call(&rt, "sql", "").await;
+    assert_eq!(v["rows"], 2);
+    assert_eq!(
+        (v["changed"].clone(), v["none"].clone()),
+        (json!(2), json!(0))
+    );
+    assert_eq!(v["p1"], 42);
+    assert_eq!(v["p2"], 1.25);
+    assert_eq!(v["p3"], true);
+    assert_eq!(v["p4"], "text");
+    assert_eq!(v["p5"], r#"{"a":1}"#, "tables travel as JSON text");
+    assert_eq!(
+        (v["p6_len"].clone(), v["p6_byte"].clone()),
+        (json!(2), json!(255))
+    );
+    assert_eq!(v["p7"], 9_007_199_254_740_992i64);
+    assert_eq!(v["null_is_nil"], true);
+    assert_eq!(
+        (
+            v["bool"].clone(),
+            v["int"].clone(),
+            v["float"].clone(),
+            v["text"].clone()
+        ),
+        (json!(true), json!(-7), json!(2.5), json!("t"))
+    );
+    assert_eq!(v["bytes"], json!([255, 0]));
+    let err = |k: &str| v[k].as_str().unwrap().to_owned();
+    assert!(
+        err("err_list").contains("expects a list of params"),
+        "{}",
+        err("err_list")
+    );
+    assert!(
+        err("err_fn").contains("parameter $1 is a function"),
+        "{}",
+        err("err_fn")
+    );
+    assert!(
+        err("err_db").contains("sql query error: relation \"fail\" does not exist"),
+        "{}",
+        err("err_db")
+    );
+    assert!(
+        err("err_empty").contains("expects a query string"),
+        "{}",
+        err("err_empty")
+    );
 }
 
 #[tokio::test]

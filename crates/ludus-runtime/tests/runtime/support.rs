@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use ludus_core::ApiError;
 use ludus_core::accounts::Credential;
 use ludus_core::model::{Account, AccountUpdate, User};
+use ludus_core::store::{SqlRow, SqlValue};
 use ludus_runtime::{
     Authenticated, HttpRequest, HttpResponse, LoadError, NativeModule, Runtime, RuntimeServices,
     RuntimeSettings,
@@ -139,6 +140,36 @@ impl RuntimeServices for FakeServices {
             headers,
             body,
         })
+    }
+
+    /// Answers how many parameters arrived, so Lua sees the conversion.
+    async fn sql_exec(&self, query: &str, params: Vec<SqlValue>) -> Result<u64, ApiError> {
+        if query.contains("fail") {
+            return Err(ApiError::internal("relation \"fail\" does not exist"));
+        }
+        Ok(params.len() as u64)
+    }
+
+    /// One row that echoes the parameters as columns `p1`, `p2`…, plus a
+    /// column of each value type.
+    async fn sql_query(&self, query: &str, params: Vec<SqlValue>) -> Result<Vec<SqlRow>, ApiError> {
+        if query.contains("fail") {
+            return Err(ApiError::internal("relation \"fail\" does not exist"));
+        }
+        let mut row: SqlRow = params
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (format!("p{}", i + 1), v))
+            .collect();
+        row.extend([
+            ("null".to_owned(), SqlValue::Null),
+            ("bool".to_owned(), SqlValue::Bool(true)),
+            ("int".to_owned(), SqlValue::Int(-7)),
+            ("float".to_owned(), SqlValue::Float(2.5)),
+            ("text".to_owned(), SqlValue::Text("t".into())),
+            ("bytes".to_owned(), SqlValue::Bytes(vec![0xff, 0])),
+        ]);
+        Ok(vec![row.clone(), row])
     }
 }
 

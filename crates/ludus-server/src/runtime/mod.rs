@@ -41,6 +41,11 @@ pub struct RuntimeConfig {
     pub lua_memory_limit_bytes: usize,
     /// Largest RPC payload accepted, in bytes.
     pub max_rpc_payload_bytes: usize,
+    /// Most rows one `nk.sql_query` may return; a query matching more fails.
+    pub sql_max_rows: usize,
+    /// A PEM file of extra certificate authorities `nk.http_request` trusts
+    /// for https, besides the built-in web roots; empty for none.
+    pub http_ca_file: String,
 }
 
 impl Default for RuntimeConfig {
@@ -56,6 +61,8 @@ impl Default for RuntimeConfig {
             lua_instruction_budget: d.instruction_budget,
             lua_memory_limit_bytes: d.memory_limit_bytes,
             max_rpc_payload_bytes: d.max_payload_bytes,
+            sql_max_rows: 10_000,
+            http_ca_file: String::new(),
         }
     }
 }
@@ -88,6 +95,9 @@ impl RuntimeConfig {
         }
         if self.max_rpc_payload_bytes == 0 {
             return bad("runtime.max_rpc_payload_bytes", "must be at least 1");
+        }
+        if self.sql_max_rows == 0 {
+            return bad("runtime.sql_max_rows", "must be at least 1");
         }
         Ok(())
     }
@@ -133,7 +143,8 @@ pub async fn start(
         max_payload_bytes: rc.max_rpc_payload_bytes,
         config: config_view(config),
     };
-    Runtime::start(settings, Arc::new(Services::new(accounts, sockets)), native).await
+    let services = Services::new(accounts, sockets, rc).map_err(LoadError::Setup)?;
+    Runtime::start(settings, Arc::new(services), native).await
 }
 
 /// Realtime error codes of a failed socket RPC, as Nakama answers them.

@@ -1,7 +1,12 @@
-//! `RuntimeServices` over the server's account service, realtime layer and
-//! an HTTP client: what `nk.authenticate_*`, `nk.account_*`, `nk.users_*`,
-//! `nk.http_request`, notifications, chat, sessions and streams (and native
-//! modules) reach.
+//! `RuntimeServices` over the server's account service, realtime layer,
+//! store and an HTTP client: what `nk.authenticate_*`, `nk.account_*`,
+//! `nk.users_*`, `nk.http_request`, notifications, chat, sessions, streams
+//! and `nk.sql_*` (and native modules) reach.
+//!
+//! The HTTP client speaks http and https (rustls with the `ring` provider,
+//! Mozilla's roots from `webpki-roots` plus any authorities in
+//! `runtime.http_ca_file`); it follows no redirects, and every request has
+//! the caller's timeout and a bounded response body, whatever the scheme.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, Weak};
@@ -9,12 +14,14 @@ use std::sync::{Arc, OnceLock, Weak};
 use async_trait::async_trait;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
 use ludus_core::model::{Account, AccountUpdate, User};
 use ludus_core::notification::Notification;
+use ludus_core::store::{SqlRow, SqlValue};
 use ludus_core::token::{self, SessionClaims};
 use ludus_core::{ApiError, Code, unix_now};
 use ludus_realtime::{CloseReason, Realtime, RtError, Stream, StreamMode};
@@ -23,6 +30,7 @@ use ludus_runtime::{
     StreamMeta, StreamPresence,
 };
 
+use super::RuntimeConfig;
 use crate::socket::Sockets;
 use uuid::Uuid;
 
@@ -36,19 +44,34 @@ pub type RealtimeSlot = Arc<OnceLock<Weak<Sockets>>>;
 
 pub struct Services {
     accounts: Arc<AccountService>,
-    http: Client<HttpConnector, Full<Bytes>>,
+    http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     sockets: RealtimeSlot,
+    sql_max_rows: usize,
 }
 
 impl Services {
-    pub fn new(accounts: Arc<AccountService>, sockets: RealtimeSlot) -> Self {
+    /// Fails (with a message naming the key) when `runtime.http_ca_file`
+    /// cannot be read or holds no certificate.
+    pub fn new(
+        accounts: Arc<AccountService>,
+        sockets: RealtimeSlot,
+        config: &RuntimeConfig,
+    ) -> Result<Self, String> {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
-        Services {
+        connector.enforce_http(false);
+        let tls = tls_config(&config.http_ca_file)?;
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
+        Ok(Services {
             accounts,
-            http: Client::builder(TokioExecutor::new()).build(connector),
+            http: Client::builder(TokioExecutor::new()).build(https),
             sockets,
-        }
+            sql_max_rows: config.sql_max_rows,
+        })
     }
 
     fn with_realtime<T>(&self, f: impl FnOnce(&Realtime) -> T) -> Result<T, ApiError> {
@@ -60,6 +83,46 @@ impl Services {
             )),
         }
     }
+}
+
+/// The client's TLS settings: Mozilla's roots plus the authorities in
+/// `ca_file` (PEM), if one is named.
+fn tls_config(ca_file: &str) -> Result<rustls::ClientConfig, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if !ca_file.is_empty() {
+        let bad = |why: String| format!("runtime.http_ca_file {ca_file:?}: {why}");
+        let pem = std::fs::read(ca_file).map_err(|e| bad(format!("cannot read it: {e}")))?;
+        let mut added = 0;
+        for cert in CertificateDer::pem_slice_iter(&pem) {
+            let cert = cert.map_err(|e| bad(format!("not a PEM certificate file: {e}")))?;
+            roots.add(cert).map_err(|e| {
+                bad(format!(
+                    "a certificate in it is not a usable authority: {e}"
+                ))
+            })?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(bad(
+                "holds no certificate; give a PEM file with one or more BEGIN CERTIFICATE blocks"
+                    .into(),
+            ));
+        }
+        tracing::info!(
+            ca_file,
+            certificates = added,
+            "extra certificate authorities for nk.http_request"
+        );
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map(|b| b.with_root_certificates(roots).with_no_client_auth())
+        .map_err(|e| format!("cannot set up tls for nk.http_request: {e}"))
 }
 
 fn stream_of(key: &StreamKey) -> Stream {
@@ -145,15 +208,17 @@ impl RuntimeServices for Services {
     }
 
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError> {
-        let failed = |what: &str, e: &dyn std::fmt::Display| {
-            ApiError::new(Code::Internal, format!("http request error: {what}: {e}"))
+        let failed = |what: &str, e: &dyn std::error::Error| {
+            // hyper's errors say little at the top ("client error (Connect)"):
+            // the cause (refused, certificate unknown…) is in the chain.
+            let mut message = format!("http request error: {what}: {e}");
+            let mut cause = e.source();
+            while let Some(c) = cause {
+                message.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            ApiError::new(Code::Internal, message)
         };
-        if request.url.starts_with("https://") {
-            return Err(ApiError::new(
-                Code::Unimplemented,
-                "http request error: https urls are not supported yet, use http:// or a local proxy",
-            ));
-        }
         let mut builder = hyper::Request::builder()
             .method(request.method.as_str())
             .uri(request.url.as_str());
@@ -180,7 +245,7 @@ impl RuntimeServices for Services {
             let body = Limited::new(res.into_body(), MAX_HTTP_RESPONSE_BYTES)
                 .collect()
                 .await
-                .map_err(|e| failed("cannot read response body", &e))?
+                .map_err(|e| failed("cannot read response body", &*e))?
                 .to_bytes()
                 .to_vec();
             Ok(HttpResponse {
@@ -341,6 +406,34 @@ impl RuntimeServices for Services {
     fn stream_send(&self, stream: &StreamKey, data: String, sessions: Vec<Uuid>, reliable: bool) {
         let _ =
             self.with_realtime(|rt| rt.stream_send(&stream_of(stream), data, &sessions, reliable));
+    }
+
+    // SQL
+
+    async fn sql_exec(&self, query: &str, params: Vec<SqlValue>) -> Result<u64, ApiError> {
+        self.accounts
+            .store()
+            .sql_exec(query, params)
+            .await
+            .map_err(|e| sql_error("exec", e))
+    }
+
+    async fn sql_query(&self, query: &str, params: Vec<SqlValue>) -> Result<Vec<SqlRow>, ApiError> {
+        self.accounts
+            .store()
+            .sql_query(query, params, self.sql_max_rows)
+            .await
+            .map_err(|e| sql_error("query", e))
+    }
+}
+
+fn sql_error(what: &str, e: ludus_core::StoreError) -> ApiError {
+    match e {
+        ludus_core::StoreError::Sql(message) => ApiError::new(Code::Internal, message),
+        other => {
+            tracing::warn!(error = %other, what, "module sql failed");
+            ApiError::from(other)
+        }
     }
 }
 

@@ -6,6 +6,7 @@ mod support;
 mod account;
 mod authenticate;
 mod hooks;
+mod https_request;
 mod protocol;
 mod rpc;
 mod session;

@@ -14,6 +14,7 @@ pub fn lua_config(config: &mut ludus_server::Config) {
     config.runtime.lua_pool_size = 2;
     config.runtime.lua_instruction_budget = 5_000_000;
     config.runtime.max_rpc_payload_bytes = 1024;
+    config.runtime.sql_max_rows = 2;
 }
 
 async fn server(backend: Backend) -> TestServer {
@@ -197,6 +198,47 @@ async fn lua_calls_into_the_server(backend: Backend) {
     assert_eq!(crate::support::claims(t)["vrs"], json!({"via": "lua"}));
 }
 
+/// `nk.sql_exec` / `nk.sql_query` on the server's own database: a table the
+/// module creates in `run_once`, every value type, placeholders, errors
+/// and `runtime.sql_max_rows`.
+async fn lua_sql_on_the_database(backend: Backend) {
+    let s = server(backend).await;
+    let r = s
+        .raw(s.http.post(s.url("/v2/rpc/sql?http_key=defaulthttpkey")))
+        .await;
+    let v = payload(&r);
+    assert_eq!(
+        (
+            v["inserted"].clone(),
+            v["updated"].clone(),
+            v["rows"].clone()
+        ),
+        (json!(2), json!(1), json!(2))
+    );
+    assert_eq!(
+        v["first"],
+        json!({"id": 1, "name": "ann", "score": 13.5, "active": true, "blob": [0, 1, 255]})
+    );
+    assert_eq!(
+        v["second"],
+        json!({"id": 2, "name": "bob", "score": 7, "active": false, "blob_is_nil": true})
+    );
+    let bad_column = v["bad_column"].as_str().unwrap();
+    assert!(
+        bad_column.contains("sql query error") && bad_column.contains("nope"),
+        "{bad_column}"
+    );
+    let bad_params = v["bad_params"].as_str().unwrap();
+    assert!(
+        bad_params.contains("5 placeholder(s) but 1 parameter(s)"),
+        "{bad_params}"
+    );
+    assert_eq!(v["duplicate_refused"], true);
+    assert_eq!(v["count"], 2, "failed statements wrote nothing");
+    let too_many = v["too_many"].as_str().unwrap();
+    assert!(too_many.contains("more than 2 rows"), "{too_many}");
+}
+
 /// `nk.http_request` against a one-shot HTTP server on 127.0.0.1.
 async fn http_request_from_lua(backend: Backend) {
     let s = server(backend).await;
@@ -279,6 +321,7 @@ both_backends!(
     rpc_bodies_methods_and_context,
     rpc_errors,
     lua_calls_into_the_server,
+    lua_sql_on_the_database,
     http_request_from_lua,
     saturated_pool_answers_429,
 );

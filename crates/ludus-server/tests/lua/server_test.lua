@@ -50,6 +50,43 @@ rpc("server_calls", function(ctx, payload)
   })
 end)
 
+-- The module's own table, created once at start as Nakama modules do.
+nk.run_once(function(ctx)
+  nk.sql_exec([[CREATE TABLE IF NOT EXISTS lua_scores (
+    id BIGINT PRIMARY KEY, name TEXT NOT NULL, score DOUBLE PRECISION, active BOOLEAN, blob BYTEA)]])
+end)
+
+rpc("sql", function(ctx, payload)
+  local insert = "INSERT INTO lua_scores (id, name, score, active, blob) VALUES ($1, $2, $3, $4, $5)"
+  local inserted = nk.sql_exec(insert, { 1, "ann", 12.5, true, "\0\1\255" })
+  -- A nil parameter binds NULL (a trailing nil would shorten the array, as in any Lua list).
+  inserted = inserted + nk.sql_exec(
+    "INSERT INTO lua_scores (id, name, blob, score, active) VALUES ($1, $2, $3, $4, $5)",
+    { 2, "bob", nil, 7, false })
+  local updated = nk.sql_exec("UPDATE lua_scores SET score = score + $1 WHERE score > $2", { 1, 10 })
+  local rows = nk.sql_query("SELECT id, name, score, active, blob FROM lua_scores WHERE id >= $1 ORDER BY id", { 1 })
+  local ok, err = pcall(nk.sql_query, "SELECT nope FROM lua_scores")
+  local ok2, err2 = pcall(nk.sql_exec, insert, { 3 })
+  local dup_ok = pcall(nk.sql_exec, insert, { 1, "again", 0, true, "" })
+  local count = nk.sql_query("SELECT COUNT(*) AS n FROM lua_scores")[1].n
+  local first, second = rows[1], rows[2]
+  -- runtime.sql_max_rows is 2 in the tests: a third row makes the query fail.
+  nk.sql_exec(insert, { 3, "cid", 1, true, "" })
+  local ok3, err3 = pcall(nk.sql_query, "SELECT id FROM lua_scores")
+  return nk.json_encode({
+    too_many = (not ok3) and tostring(err3) or "",
+    inserted = inserted, updated = updated, rows = #rows,
+    first = { id = first.id, name = first.name, score = first.score,
+              active = first.active == true or first.active == 1, blob = { string.byte(first.blob, 1, -1) } },
+    second = { id = second.id, name = second.name, score = second.score,
+               active = second.active == true or second.active == 1, blob_is_nil = second.blob == nil },
+    bad_column = (not ok) and tostring(err) or "",
+    bad_params = (not ok2) and tostring(err2) or "",
+    duplicate_refused = not dup_ok,
+    count = count,
+  })
+end)
+
 rpc("cache_get", function(ctx, key) return tostring(nk.localcache_get(key)) end)
 
 nk.register_req_before(function(ctx, req)

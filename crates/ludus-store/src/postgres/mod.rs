@@ -6,6 +6,7 @@
 
 mod chat;
 mod errors;
+mod module_sql;
 mod pool;
 mod register;
 mod schema;
@@ -15,7 +16,7 @@ use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use ludus_core::notification::Notification;
-use ludus_core::store::{Store, StoreError, StoreResult};
+use ludus_core::store::{SqlRow, SqlValue, Store, StoreError, StoreResult};
 use ludus_core::token::TokenKind;
 use tokio_postgres::{Config, Row};
 use uuid::Uuid;
@@ -507,6 +508,21 @@ impl Store for PgStore {
                 .await?)
         })
         .await
+    }
+
+    async fn sql_exec(&self, sql: &str, params: Vec<SqlValue>) -> StoreResult<u64> {
+        crate::module_sql::check(sql)?;
+        module_sql::exec(&self.pool, sql, &params).await
+    }
+
+    async fn sql_query(
+        &self,
+        sql: &str,
+        params: Vec<SqlValue>,
+        max_rows: usize,
+    ) -> StoreResult<Vec<SqlRow>> {
+        crate::module_sql::check(sql)?;
+        module_sql::query(&self.pool, sql, &params, max_rows).await
     }
 
     async fn close(&self) {

@@ -5,6 +5,7 @@
 
 mod chat;
 mod connection;
+mod module_sql;
 mod queries;
 mod readers;
 mod writer;
@@ -15,7 +16,7 @@ use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use ludus_core::notification::Notification;
-use ludus_core::store::{Store, StoreResult};
+use ludus_core::store::{SqlRow, SqlValue, Store, StoreResult};
 use ludus_core::token::TokenKind;
 use uuid::Uuid;
 
@@ -244,6 +245,39 @@ impl Store for SqliteStore {
         self.writer
             .write(move |conn| chat::delete_notifications(conn, user, &ids))
             .await
+    }
+
+    async fn sql_exec(&self, sql: &str, params: Vec<SqlValue>) -> StoreResult<u64> {
+        crate::module_sql::check(sql)?;
+        let sql = sql.to_owned();
+        self.writer
+            .write(move |conn| module_sql::exec(conn, &sql, &params))
+            .await
+    }
+
+    async fn sql_query(
+        &self,
+        sql: &str,
+        params: Vec<SqlValue>,
+        max_rows: usize,
+    ) -> StoreResult<Vec<SqlRow>> {
+        crate::module_sql::check(sql)?;
+        let sql: std::sync::Arc<str> = sql.into();
+        let params = std::sync::Arc::new(params);
+        let (read_sql, read_params) = (sql.clone(), params.clone());
+        let read = self
+            .readers
+            .read(move |conn| module_sql::query_read_only(conn, &read_sql, &read_params, max_rows))
+            .await?;
+        match read {
+            Some(rows) => Ok(rows),
+            // The statement writes (`… RETURNING`): run it on the writer.
+            None => {
+                self.writer
+                    .write(move |conn| module_sql::query(conn, &sql, &params, max_rows))
+                    .await
+            }
+        }
     }
 
     async fn close(&self) {

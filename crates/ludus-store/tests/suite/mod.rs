@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod chat;
 pub mod identity;
 pub mod lifecycle;
+pub mod module_sql;
 pub mod revocations;
 pub mod users;
 
@@ -161,6 +162,10 @@ macro_rules! store_test_suite {
             lifecycle::close_finishes_queued_writes,
             lifecycle::newer_schema_is_refused,
             lifecycle::schema_is_current_after_open,
+            module_sql::sql_round_trips_every_value_type,
+            module_sql::sql_placeholders_bind_by_number,
+            module_sql::sql_errors_say_why_and_write_nothing,
+            module_sql::sql_query_refuses_more_rows_than_the_limit,
         );
     };
     (@cases $backend:ty; $($module:ident :: $case:ident),* $(,)?) => {

@@ -1,0 +1,130 @@
+//! Modules' own SQL on SQLite (`nk.sql_exec`, `nk.sql_query`). `$n`
+//! placeholders become `?n`; statements are prepared uncached so module SQL
+//! never evicts the store's own statements. `sql_exec` runs on the writer
+//! (inside its savepoint, so a failing statement rolls back alone);
+//! `sql_query` runs on a reader unless the statement writes
+//! (`INSERT … RETURNING`), which the caller then sends to the writer.
+
+use ludus_core::store::{SqlRow, SqlValue, StoreError, StoreResult};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::{Connection, Statement, ToSql};
+
+use crate::module_sql::{dollar_to_question, too_many_rows, wrong_param_count};
+
+struct Param<'a>(&'a SqlValue);
+
+impl ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            SqlValue::Null => ToSqlOutput::Owned(Value::Null),
+            SqlValue::Bool(b) => ToSqlOutput::Owned(Value::Integer(i64::from(*b))),
+            SqlValue::Int(n) => ToSqlOutput::Owned(Value::Integer(*n)),
+            SqlValue::Float(f) => ToSqlOutput::Owned(Value::Real(*f)),
+            SqlValue::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            SqlValue::Bytes(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+        })
+    }
+}
+
+fn sql_error(e: rusqlite::Error) -> StoreError {
+    match e {
+        rusqlite::Error::SqliteFailure(code, _)
+            if matches!(
+                code.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            ) =>
+        {
+            StoreError::Unavailable(format!("sqlite is busy: {e}"))
+        }
+        rusqlite::Error::MultipleStatement => {
+            StoreError::Sql("expects one statement per call, without a second after `;`".into())
+        }
+        other => StoreError::Sql(other.to_string()),
+    }
+}
+
+/// Prepares the statement and binds every parameter.
+fn prepare<'c>(conn: &'c Connection, sql: &str, params: &[SqlValue]) -> StoreResult<Statement<'c>> {
+    let mut stmt = conn.prepare(&dollar_to_question(sql)).map_err(sql_error)?;
+    let expected = stmt.parameter_count();
+    if expected != params.len() {
+        return Err(wrong_param_count(expected, params.len()));
+    }
+    for (i, value) in params.iter().enumerate() {
+        stmt.raw_bind_parameter(i + 1, Param(value))
+            .map_err(sql_error)?;
+    }
+    Ok(stmt)
+}
+
+/// Runs a statement; returns the rows it changed (0 for one that changes none).
+pub(super) fn exec(conn: &Connection, sql: &str, params: &[SqlValue]) -> StoreResult<u64> {
+    let mut stmt = prepare(conn, sql, params)?;
+    let before = conn.total_changes();
+    if stmt.column_count() > 0 {
+        // A statement that returns rows (SELECT, … RETURNING): run it to the end.
+        let mut rows = stmt.raw_query();
+        while rows.next().map_err(sql_error)?.is_some() {}
+    } else {
+        stmt.raw_execute().map_err(sql_error)?;
+    }
+    // `changes()` still holds the count of an earlier statement after one
+    // that changes no row (CREATE TABLE, SELECT): count only when this one did.
+    Ok(if conn.total_changes() == before {
+        0
+    } else {
+        conn.changes()
+    })
+}
+
+/// Runs a query; `None` when the statement writes and so needs the writer.
+pub(super) fn query_read_only(
+    conn: &Connection,
+    sql: &str,
+    params: &[SqlValue],
+    max_rows: usize,
+) -> StoreResult<Option<Vec<SqlRow>>> {
+    let mut stmt = prepare(conn, sql, params)?;
+    if !stmt.readonly() {
+        return Ok(None);
+    }
+    collect(&mut stmt, max_rows).map(Some)
+}
+
+/// Runs a query that may write (on the writer connection).
+pub(super) fn query(
+    conn: &Connection,
+    sql: &str,
+    params: &[SqlValue],
+    max_rows: usize,
+) -> StoreResult<Vec<SqlRow>> {
+    let mut stmt = prepare(conn, sql, params)?;
+    collect(&mut stmt, max_rows)
+}
+
+fn collect(stmt: &mut Statement<'_>, max_rows: usize) -> StoreResult<Vec<SqlRow>> {
+    let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+    let mut out = Vec::new();
+    let mut rows = stmt.raw_query();
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        if out.len() == max_rows {
+            return Err(too_many_rows(max_rows));
+        }
+        let mut values = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            let value = match row.get_ref(i).map_err(sql_error)? {
+                ValueRef::Null => SqlValue::Null,
+                ValueRef::Integer(n) => SqlValue::Int(n),
+                ValueRef::Real(f) => SqlValue::Float(f),
+                ValueRef::Text(t) => match std::str::from_utf8(t) {
+                    Ok(s) => SqlValue::Text(s.to_owned()),
+                    Err(_) => SqlValue::Bytes(t.to_vec()),
+                },
+                ValueRef::Blob(b) => SqlValue::Bytes(b.to_vec()),
+            };
+            values.push((name.clone(), value));
+        }
+        out.push(values);
+    }
+    Ok(out)
+}
