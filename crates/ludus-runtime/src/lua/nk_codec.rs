@@ -1,6 +1,9 @@
 //! Pure functions of `nk`: JSON, base64/base16, hashes, HMAC, bcrypt, JWT
 //! signing and AES. Byte results are Lua strings holding raw bytes, as in
 //! Nakama (`hmac_sha256_hash` is raw, `sha256_hash` and `md5_hash` are hex).
+//! `jwt_generate` signs HS256 (HMAC-SHA256) or RS256 (RSA PKCS#1 v1.5 with
+//! SHA-256, key in PEM: PKCS#8 `PRIVATE KEY` as Nakama reads it, or PKCS#1
+//! `RSA PRIVATE KEY`).
 
 use aes::cipher::{AsyncStreamCipher, KeyIvInit};
 use base64::Engine as _;
@@ -187,21 +190,60 @@ fn unhex(text: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn jwt_generate(algo: &str, key: &str, claims: &Table) -> mlua::Result<String> {
-    if algo != "HS256" {
-        return Err(mlua::Error::runtime(format!(
-            "jwt_generate: unsupported algorithm {algo:?}, ludus signs HS256 only for now"
-        )));
+    let header: &[u8] = match algo {
+        "HS256" => br#"{"alg":"HS256","typ":"JWT"}"#,
+        "RS256" => br#"{"alg":"RS256","typ":"JWT"}"#,
+        _ => {
+            return Err(mlua::Error::runtime(format!(
+                "jwt_generate: unsupported algo type {algo:?} - only allowed 'HS256', 'RS256'"
+            )));
+        }
+    };
+    if key.is_empty() {
+        return Err(mlua::Error::runtime("jwt_generate: expects a signing key"));
     }
     let claims = convert::from_lua(&LuaValue::Table(claims.clone()))?;
-    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
     let payload =
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).map_err(mlua::Error::runtime)?);
-    let signing_input = format!("{header}.{payload}");
-    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes())
-        .map_err(|e| mlua::Error::runtime(format!("jwt_generate: bad key: {e}")))?;
-    mac.update(signing_input.as_bytes());
-    let sig = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
-    Ok(format!("{signing_input}.{sig}"))
+    let signing_input = format!("{}.{payload}", URL_SAFE_NO_PAD.encode(header));
+    let sig = if algo == "RS256" {
+        rs256_sign(key, signing_input.as_bytes())?
+    } else {
+        let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes())
+            .map_err(|e| mlua::Error::runtime(format!("jwt_generate: bad key: {e}")))?;
+        mac.update(signing_input.as_bytes());
+        mac.finalize().into_bytes().to_vec()
+    };
+    Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig)))
+}
+
+/// RSASSA-PKCS1-v1_5 with SHA-256 over `message`, with a PEM private key.
+fn rs256_sign(pem: &str, message: &[u8]) -> mlua::Result<Vec<u8>> {
+    use rsa::pkcs1::DecodeRsaPrivateKey as _;
+    use rsa::pkcs8::DecodePrivateKey as _;
+    use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _};
+
+    let bad = |why: String| {
+        mlua::Error::runtime(format!(
+            "jwt_generate: could not parse private key: {why}; RS256 expects an RSA private key \
+             in PEM (-----BEGIN PRIVATE KEY----- or -----BEGIN RSA PRIVATE KEY-----)"
+        ))
+    };
+    let pem = pem.trim();
+    let key = if pem.starts_with("-----BEGIN PRIVATE KEY-----") {
+        rsa::RsaPrivateKey::from_pkcs8_pem(pem).map_err(|e| bad(e.to_string()))?
+    } else if pem.starts_with("-----BEGIN RSA PRIVATE KEY-----") {
+        rsa::RsaPrivateKey::from_pkcs1_pem(pem).map_err(|e| bad(e.to_string()))?
+    } else {
+        return Err(bad("no valid PEM block found".into()));
+    };
+    let signer = rsa::pkcs1v15::SigningKey::<Sha256>::new(key);
+    // Randomized only in its blinding (against timing attacks); the
+    // signature itself is deterministic, as PKCS#1 v1.5 is.
+    let signature = signer
+        .try_sign_with_rng(&mut rsa::rand_core::OsRng, message)
+        .map_err(|e| mlua::Error::runtime(format!("jwt_generate: failed to sign token: {e}")))?;
+    Ok(signature.to_vec())
 }
 
 /// AES in CFB mode with a random IV in front of the ciphertext. Like Nakama,

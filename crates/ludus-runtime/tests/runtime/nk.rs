@@ -119,6 +119,55 @@ async fn codecs_hashes_and_crypto() {
     );
 }
 
+/// RS256 tokens signed in Lua with a PKCS#8 or a PKCS#1 key verify with the
+/// public key (read independently of the signing code); a bad key or an
+/// unknown algorithm fails with a message that says what to pass.
+#[tokio::test]
+async fn jwt_generate_signs_rs256() {
+    use rsa::pkcs8::DecodePublicKey as _;
+    use rsa::signature::Verifier as _;
+
+    let keys = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/keys");
+    let public = std::fs::read_to_string(format!("{keys}/rs256_public.pem")).unwrap();
+    let verifier = rsa::pkcs1v15::VerifyingKey::<Sha256>::new(
+        rsa::RsaPublicKey::from_public_key_pem(&public).unwrap(),
+    );
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let rt = runtime().await;
+    for file in ["rs256_pkcs8.pem", "rs256_pkcs1.pem"] {
+        let pem = std::fs::read_to_string(format!("{keys}/{file}")).unwrap();
+        let v = call(&rt, "jwt_rs256", &pem).await;
+        let token = v["token"].as_str().unwrap();
+        let parts: Vec<&str> = token.split('.').collect();
+        assert_eq!(parts.len(), 3, "{token}");
+        assert_eq!(
+            b64.decode(parts[0]).unwrap(),
+            br#"{"alg":"RS256","typ":"JWT"}"#
+        );
+        assert_eq!(b64.decode(parts[1]).unwrap(), br#"{"exp":100,"sub":"u1"}"#);
+        let signature =
+            rsa::pkcs1v15::Signature::try_from(b64.decode(parts[2]).unwrap().as_slice()).unwrap();
+        let signed = format!("{}.{}", parts[0], parts[1]);
+        verifier
+            .verify(signed.as_bytes(), &signature)
+            .unwrap_or_else(|e| panic!("{file}: signature does not verify: {e}"));
+        // A changed payload does not verify: the check above can fail.
+        assert!(verifier.verify(b"x.y", &signature).is_err());
+
+        let bad_pem = v["bad_pem"].as_str().unwrap();
+        assert!(
+            bad_pem.contains("could not parse private key")
+                && bad_pem.contains("BEGIN PRIVATE KEY"),
+            "{bad_pem}"
+        );
+        let bad_algo = v["bad_algo"].as_str().unwrap();
+        assert!(
+            bad_algo.contains("only allowed 'HS256', 'RS256'"),
+            "{bad_algo}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn ctx_carries_nakama_fields() {
     let rt = runtime().await;
