@@ -19,25 +19,53 @@ use tokio::sync::Notify;
 
 /// Why a session was closed by the server side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
 pub enum CloseReason {
     /// The client did not read fast enough and its queue filled up.
-    QueueFull = 1,
+    QueueFull,
     /// `session.single_socket`: the same user opened a newer socket.
-    Replaced = 2,
-    /// Closed on request (runtime, admin, account deletion).
-    Disconnect = 3,
+    Replaced,
+    /// Closed on request (admin, account deletion).
+    Disconnect,
     /// The server is shutting down.
-    Shutdown = 4,
+    Shutdown,
+    /// Closed by a module (`nk.session_disconnect(id, reason)`), with
+    /// Nakama's presence reason number: 1 join, 2 update, 3 leave,
+    /// 4 disconnect (also what 0, no reason, means).
+    Module(u8),
 }
 
+/// Offset of `Module` reasons in the queue's one-byte state.
+const MODULE_BASE: u8 = 16;
+
 impl CloseReason {
+    /// A module's reason number as Nakama takes it (0-4; 0 means 4).
+    pub fn module(reason: u8) -> Option<CloseReason> {
+        match reason {
+            0 => Some(CloseReason::Module(4)),
+            1..=4 => Some(CloseReason::Module(reason)),
+            _ => None,
+        }
+    }
+
+    fn to_u8(self) -> u8 {
+        match self {
+            CloseReason::QueueFull => 1,
+            CloseReason::Replaced => 2,
+            CloseReason::Disconnect => 3,
+            CloseReason::Shutdown => 4,
+            CloseReason::Module(r) => MODULE_BASE + r.min(4),
+        }
+    }
+
     fn from_u8(n: u8) -> Option<CloseReason> {
         match n {
             1 => Some(CloseReason::QueueFull),
             2 => Some(CloseReason::Replaced),
             3 => Some(CloseReason::Disconnect),
             4 => Some(CloseReason::Shutdown),
+            n if (MODULE_BASE..=MODULE_BASE + 4).contains(&n) => {
+                Some(CloseReason::Module(n - MODULE_BASE))
+            }
             _ => None,
         }
     }
@@ -49,6 +77,11 @@ impl CloseReason {
             CloseReason::Replaced => "replaced by a newer socket of the same user",
             CloseReason::Disconnect => "disconnected by the server",
             CloseReason::Shutdown => "server shutting down, reconnect later",
+            // Nakama's close text, with the module's reason when it gave one.
+            CloseReason::Module(1) => "server-side session disconnect: join",
+            CloseReason::Module(2) => "server-side session disconnect: update",
+            CloseReason::Module(3) => "server-side session disconnect: leave",
+            CloseReason::Module(_) => "server-side session disconnect",
         }
     }
 }
@@ -125,7 +158,7 @@ impl Outbound {
     pub fn close(&self, reason: CloseReason) {
         if self
             .closed
-            .compare_exchange(0, reason as u8, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(0, reason.to_u8(), Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
             self.wake.notify_one();
@@ -213,6 +246,21 @@ mod tests {
         q.close(CloseReason::Replaced);
         q.close(CloseReason::Shutdown);
         assert_eq!(q.close_reason(), Some(CloseReason::Replaced));
+    }
+
+    #[test]
+    fn module_reasons_survive_the_queue_state() {
+        assert_eq!(CloseReason::module(0), Some(CloseReason::Module(4)));
+        assert_eq!(CloseReason::module(5), None);
+        for r in 1..=4 {
+            let q = Outbound::new(2);
+            q.close(CloseReason::module(r).unwrap());
+            assert_eq!(q.close_reason(), Some(CloseReason::Module(r)));
+        }
+        assert_eq!(
+            CloseReason::Module(3).as_str(),
+            "server-side session disconnect: leave"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -283,9 +283,20 @@ impl RuntimeServices for Services {
             })
     }
 
-    fn session_disconnect(&self, session_id: Uuid, _reason: i32) -> Result<(), ApiError> {
+    /// Nakama's reasons 0-4 (0: none given, which Nakama reads as 4,
+    /// disconnect); the socket's close frame carries it.
+    fn session_disconnect(&self, session_id: Uuid, reason: i32) -> Result<(), ApiError> {
+        let reason = u8::try_from(reason)
+            .ok()
+            .and_then(CloseReason::module)
+            .ok_or_else(|| {
+                ApiError::new(
+                    Code::InvalidArgument,
+                    "invalid disconnect reason, must be a value 0-4",
+                )
+            })?;
         self.with_realtime(|rt| {
-            rt.registry.disconnect(session_id, CloseReason::Disconnect);
+            rt.registry.disconnect(session_id, reason);
         })
     }
 

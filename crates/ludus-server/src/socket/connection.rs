@@ -137,7 +137,9 @@ async fn on_message(
 fn close_for(reason: CloseReason) -> End {
     let code = match reason {
         CloseReason::QueueFull => close_code::POLICY,
-        CloseReason::Replaced | CloseReason::Disconnect => close_code::NORMAL,
+        CloseReason::Replaced | CloseReason::Disconnect | CloseReason::Module(_) => {
+            close_code::NORMAL
+        }
         CloseReason::Shutdown => close_code::RESTART,
     };
     tracing::debug!(reason = reason.as_str(), "closing socket");

@@ -31,6 +31,13 @@ rpc("rt_disconnect", function(ctx, payload)
   return "ok"
 end)
 
+-- payload: {"session_id": "...", "reason": n}
+rpc("rt_disconnect_reason", function(ctx, payload)
+  local args = nk.json_decode(payload)
+  local ok, err = pcall(nk.session_disconnect, args.session_id, args.reason)
+  return ok and "ok" or tostring(err)
+end)
+
 rpc("rt_stream_join", function(ctx, payload)
   local joined = nk.stream_user_join(ctx.user_id, ctx.session_id, LOBBY, false, true, payload)
   local again = nk.stream_user_join(ctx.user_id, ctx.session_id, LOBBY, false, true, payload)

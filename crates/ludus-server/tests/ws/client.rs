@@ -192,14 +192,23 @@ impl WsClient {
     /// Reads until the server closes; returns its close code, if it sent one,
     /// and the envelopes that came before.
     pub async fn closed(&mut self) -> (Option<CloseCode>, Vec<Envelope>) {
+        let (code, _, before) = self.closed_with_reason().await;
+        (code, before)
+    }
+
+    /// [`closed`](Self::closed) with the close frame's reason text too.
+    pub async fn closed_with_reason(&mut self) -> (Option<CloseCode>, String, Vec<Envelope>) {
         let mut before: Vec<Envelope> = self.pushes.drain(..).collect();
         loop {
             let frame = tokio::time::timeout(WAIT, self.ws.next())
                 .await
                 .expect("server did not close the socket in time");
             match frame {
-                None | Some(Err(_)) => return (None, before),
-                Some(Ok(Frame::Close(c))) => return (c.map(|c| c.code), before),
+                None | Some(Err(_)) => return (None, String::new(), before),
+                Some(Ok(Frame::Close(c))) => {
+                    let reason = c.as_ref().map(|c| c.reason.to_string()).unwrap_or_default();
+                    return (c.map(|c| c.code), reason, before);
+                }
                 Some(Ok(Frame::Text(t))) => {
                     before.push(ludus_proto::from_json(t.as_bytes()).unwrap())
                 }

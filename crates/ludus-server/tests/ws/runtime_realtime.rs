@@ -9,6 +9,7 @@ use ludus_proto::api::Rpc;
 use ludus_proto::realtime::envelope::Message;
 use ludus_proto::realtime::*;
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::both_backends;
 use crate::client::{Fmt, WsClient, error_of, user};
@@ -171,7 +172,28 @@ async fn lua_session_disconnect_closes_the_socket(backend: Backend) {
     let mut b = WsClient::connect(&server, &b_token, Fmt::Json).await;
     let b_session = session_id(&mut b).await;
     assert_eq!(call(&mut a, "rt_disconnect", &b_session).await, "ok");
-    b.closed().await;
+    // No reason given: Nakama's close, normal code and text.
+    let (code, reason, _) = b.closed_with_reason().await;
+    assert_eq!(code, Some(CloseCode::Normal));
+    assert_eq!(reason, "server-side session disconnect");
+
+    // A reason given travels in the close frame.
+    let mut c = WsClient::connect(&server, &b_token, Fmt::Protobuf).await;
+    let c_session = session_id(&mut c).await;
+    let args = json!({"session_id": c_session, "reason": 3}).to_string();
+    assert_eq!(call(&mut a, "rt_disconnect_reason", &args).await, "ok");
+    let (code, reason, _) = c.closed_with_reason().await;
+    assert_eq!(code, Some(CloseCode::Normal));
+    assert_eq!(reason, "server-side session disconnect: leave");
+
+    // A reason outside Nakama's 0-4 is refused and closes nothing.
+    let mut d = WsClient::connect(&server, &b_token, Fmt::Json).await;
+    let d_session = session_id(&mut d).await;
+    let args = json!({"session_id": d_session, "reason": 9}).to_string();
+    let refused = call(&mut a, "rt_disconnect_reason", &args).await;
+    assert!(refused.contains("must be a value 0-4"), "{refused}");
+    assert_eq!(session_id(&mut d).await, d_session, "the socket stays open");
+
     // An unknown session is not an error, as in Nakama.
     let unknown = uuid::Uuid::new_v4().to_string();
     assert_eq!(call(&mut a, "rt_disconnect", &unknown).await, "ok");
