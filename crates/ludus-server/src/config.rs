@@ -47,6 +47,7 @@ pub struct Config {
     pub socket: SocketConfig,
     pub database: DatabaseConfig,
     pub runtime: crate::runtime::RuntimeConfig,
+    pub party: PartyConfig,
 }
 
 impl Default for Config {
@@ -59,6 +60,7 @@ impl Default for Config {
             socket: SocketConfig::default(),
             database: DatabaseConfig::default(),
             runtime: crate::runtime::RuntimeConfig::default(),
+            party: PartyConfig::default(),
         }
     }
 }
@@ -155,6 +157,36 @@ impl Default for SocketConfig {
             write_wait_ms: 5_000,
             ws_idle_timeout_ms: 0,
             max_connections: 200_000,
+        }
+    }
+}
+
+/// Party limits. Nakama has no such keys: it caps every party at 256.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PartyConfig {
+    /// Largest party a client may create (`party_create` with `max_size`
+    /// 0 gets this size); also bounds each party's pending join requests.
+    pub max_size: usize,
+    /// Most parties one session may be in or have asked to join at once.
+    pub max_per_session: usize,
+}
+
+impl Default for PartyConfig {
+    fn default() -> Self {
+        let d = ludus_realtime::PartySettings::default();
+        PartyConfig {
+            max_size: d.max_size,
+            max_per_session: d.max_per_session,
+        }
+    }
+}
+
+impl PartyConfig {
+    pub fn settings(&self) -> ludus_realtime::PartySettings {
+        ludus_realtime::PartySettings {
+            max_size: self.max_size,
+            max_per_session: self.max_per_session,
         }
     }
 }
@@ -334,6 +366,12 @@ impl Config {
             return bad("database.max_open_conns", "must be at least 1");
         }
         self.runtime.validate()?;
+        if !(1..=i32::MAX as usize).contains(&self.party.max_size) {
+            return bad("party.max_size", "must be at least 1");
+        }
+        if self.party.max_per_session == 0 {
+            return bad("party.max_per_session", "must be at least 1");
+        }
         if self.database.acquire_timeout_ms == 0 {
             return bad("database.acquire_timeout_ms", "must be at least 1");
         }
