@@ -293,6 +293,14 @@ impl Realtime {
         }
     }
 
+    /// Called after every change of a party's members (joins, leaves,
+    /// removals, the end of the party). Nothing depends on it yet: it is
+    /// where the matchmaker will drop the party's tickets, which no longer
+    /// describe its members (Nakama does so on the same changes).
+    fn party_members_changed(&self, id: Uuid) {
+        let _ = id;
+    }
+
     /// Makes `presence` a member: sent the party, then tracked on the
     /// stream, where everyone (the newcomer too) gets a presence event, in
     /// Nakama's order.
@@ -305,6 +313,7 @@ impl Realtime {
         if self.tracker.track(&stream, presence.clone()) == crate::TrackOutcome::Joined {
             self.emit_presence_event(&stream, std::slice::from_ref(&presence), &[]);
         }
+        self.party_members_changed(id);
     }
 
     /// `party_create`: a new party led by this session.
@@ -394,7 +403,7 @@ impl Realtime {
             }
             party.requests.push(me.clone());
             let request = PartyJoinRequest {
-                party_id: req.party_id.clone(),
+                party_id: self.party_id(id),
                 presences: vec![wire(&me)],
             };
             self.router
@@ -471,8 +480,9 @@ impl Realtime {
         {
             party.members.remove(at);
             self.untrack(target, &self.party_stream(id));
+            self.party_members_changed(id);
             let close = PartyClose {
-                party_id: req.party_id.clone(),
+                party_id: self.party_id(id),
             };
             self.router
                 .send_to_sessions(&[target], push(Message::PartyClose(close)));
@@ -496,7 +506,7 @@ impl Realtime {
     pub fn party_promote(&self, session: &SessionHandle, req: PartyPromote) -> Result<(), RtError> {
         let (target, user) = target_of(req.presence.as_ref())?;
         let mut inner = self.parties.lock();
-        let (_, party) = self.led_party(&mut inner, &req.party_id, session.id(), "promote")?;
+        let (id, party) = self.led_party(&mut inner, &req.party_id, session.id(), "promote")?;
         let Some(new_leader) = party
             .members
             .iter()
@@ -509,7 +519,7 @@ impl Realtime {
         };
         party.leader = new_leader.session_id;
         let leader = PartyLeader {
-            party_id: req.party_id.clone(),
+            party_id: self.party_id(id),
             presence: Some(wire(&new_leader)),
         };
         self.router
@@ -556,6 +566,7 @@ impl Realtime {
         if party.members.is_empty() {
             self.tracker.untrack(session, &stream);
             inner.remove_party(id);
+            self.party_members_changed(id);
             tracing::debug!(party_id = %self.party_id(id), "last member left, party ended");
             return;
         }
@@ -571,6 +582,7 @@ impl Realtime {
                 .send_to_sessions(&party.member_sessions(), push(Message::PartyLeader(leader)));
         }
         self.untrack(session, &stream);
+        self.party_members_changed(id);
     }
 
     /// `party_close`: the leader ends the party; every member gets
@@ -580,7 +592,7 @@ impl Realtime {
         let (id, party) = self.led_party(&mut inner, &req.party_id, session.id(), "close it")?;
         let members = party.member_sessions();
         let close = PartyClose {
-            party_id: req.party_id.clone(),
+            party_id: self.party_id(id),
         };
         self.router
             .send_to_sessions(&members, push(Message::PartyClose(close)));
@@ -590,7 +602,8 @@ impl Realtime {
             self.tracker.untrack(member, &stream);
         }
         inner.remove_party(id);
-        tracing::debug!(party_id = %req.party_id, "party closed by its leader");
+        self.party_members_changed(id);
+        tracing::debug!(party_id = %self.party_id(id), "party closed by its leader");
         Ok(())
     }
 
@@ -601,14 +614,14 @@ impl Realtime {
         req: PartyJoinRequestList,
     ) -> Result<PartyJoinRequest, RtError> {
         let mut inner = self.parties.lock();
-        let (_, party) = self.led_party(
+        let (id, party) = self.led_party(
             &mut inner,
             &req.party_id,
             session.id(),
             "list join requests",
         )?;
         Ok(PartyJoinRequest {
-            party_id: req.party_id,
+            party_id: self.party_id(id),
             presences: party.requests.iter().map(wire).collect(),
         })
     }
@@ -635,7 +648,7 @@ impl Realtime {
             .filter(|s| *s != session.id())
             .collect();
         let data = PartyData {
-            party_id: req.party_id,
+            party_id: self.party_id(id),
             presence: Some(wire(sender)),
             op_code: req.op_code,
             data: req.data,
@@ -650,13 +663,17 @@ impl Realtime {
     pub fn party_update(&self, session: &SessionHandle, req: PartyUpdate) -> Result<(), RtError> {
         check_label(&req.label)?;
         let mut inner = self.parties.lock();
-        let (_, party) = self.led_party(&mut inner, &req.party_id, session.id(), "update it")?;
+        let (id, party) = self.led_party(&mut inner, &req.party_id, session.id(), "update it")?;
         party.label = req.label.clone();
         party.open = req.open;
         party.hidden = req.hidden;
         let members = party.member_sessions();
+        let update = PartyUpdate {
+            party_id: self.party_id(id),
+            ..req
+        };
         self.router
-            .send_to_sessions(&members, push(Message::PartyUpdate(req)));
+            .send_to_sessions(&members, push(Message::PartyUpdate(update)));
         Ok(())
     }
 
@@ -1252,6 +1269,21 @@ mod tests {
                 .await
                 .contains("too many parties")
         );
+    }
+
+    #[tokio::test]
+    async fn pushes_carry_the_canonical_party_id() {
+        let h = realtime(PartySettings::default()).await;
+        let rt = &h.rt;
+        let (ann, ben) = (connect(rt, "ann"), connect(rt, "ben"));
+        let p = create(rt, &ann, false, 2).await;
+        drain(&ann);
+        // Uuid parsing accepts upper case; the ids sent back never echo it.
+        let (uuid, node) = p.party_id.split_once('.').unwrap();
+        let shouted = format!("{}.{node}", uuid.to_uppercase());
+        assert_eq!(ask(rt, &ben, join(&shouted)).await, None);
+        let got = drain(&ann);
+        assert!(matches!(&got[..], [Message::PartyJoinRequest(r)] if r.party_id == p.party_id));
     }
 
     #[tokio::test]
