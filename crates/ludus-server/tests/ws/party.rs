@@ -3,7 +3,7 @@
 //! accepting and turning down requests, removal, promotion, a leaving
 //! leader handing over, closing, data with op codes reaching only the other
 //! members, disconnects, full parties, errors that keep the socket open,
-//! and `nk.party_list` from Lua. Parties live in memory and never touch the
+//! `nk.party_list` from Lua and `GET /v2/party`. Parties live in memory and never touch the
 //! database, so these run on SQLite only.
 
 use ludus_proto::api::Rpc;
@@ -619,4 +619,77 @@ async fn lua_party_list_filters_and_pages() {
     assert_eq!(seen, vec![open.party_id, closed.party_id, hidden.party_id]);
     let err = rpc(&mut ann.c, "party_list_bad_limit", Value::Null).await;
     assert!(err.contains("expects limit to be 1-100"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_party_list_filters_pages_and_refuses_bad_input() {
+    let server = server().await;
+    let mut ann = member(&server, "rest-ann", Fmt::Protobuf).await;
+    let (token, _, _) = user(&server, "rest-viewer").await;
+    let open = party_of(ann.c.request(create(true, 2)).await);
+    let closed = party_of(
+        ann.c
+            .request(Message::PartyCreate(PartyCreate {
+                open: false,
+                max_size: 3,
+                label: r#"{"mode":"duo"}"#.into(),
+                hidden: false,
+            }))
+            .await,
+    );
+    party_of(
+        ann.c
+            .request(Message::PartyCreate(PartyCreate {
+                open: true,
+                hidden: true,
+                ..Default::default()
+            }))
+            .await,
+    );
+
+    let all = server.get_bearer("/v2/party", &token).await;
+    assert_eq!(all.status, 200, "{:?}", all.body);
+    let ids: Vec<&str> = all.body["parties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["party_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![open.party_id.as_str(), closed.party_id.as_str()]);
+    assert_eq!(all.body["parties"][1]["max_size"], 3);
+    assert_eq!(all.body["parties"][1]["label"], r#"{"mode":"duo"}"#);
+    assert!(all.body.get("cursor").is_none(), "{:?}", all.body);
+
+    let closed_only = server.get_bearer("/v2/party?open=false", &token).await;
+    assert_eq!(closed_only.body["parties"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        closed_only.body["parties"][0]["party_id"],
+        closed.party_id.as_str()
+    );
+
+    let first = server.get_bearer("/v2/party?limit=1", &token).await;
+    assert_eq!(first.body["parties"][0]["party_id"], open.party_id.as_str());
+    let cursor = first.body["cursor"].as_str().unwrap().to_owned();
+    let second = server
+        .get_bearer(&format!("/v2/party?limit=1&cursor={cursor}"), &token)
+        .await;
+    assert_eq!(
+        second.body["parties"][0]["party_id"],
+        closed.party_id.as_str()
+    );
+
+    for bad in [
+        "/v2/party?limit=0",
+        "/v2/party?limit=101",
+        "/v2/party?limit=x",
+        "/v2/party?open=maybe",
+        "/v2/party?cursor=nope",
+        "/v2/party?query=%2Blabel.mode%3Aduo",
+    ] {
+        let r = server.get_bearer(bad, &token).await;
+        assert_eq!(r.status, 400, "{bad}: {:?}", r.body);
+        assert_eq!(r.body["code"], 3, "{bad}");
+    }
+    let r = server.get_bearer("/v2/party", "not-a-token").await;
+    assert_eq!(r.status, 401);
 }
