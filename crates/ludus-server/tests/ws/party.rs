@@ -3,8 +3,8 @@
 //! accepting and turning down requests, removal, promotion, a leaving
 //! leader handing over, closing, data with op codes reaching only the other
 //! members, disconnects, full parties, errors that keep the socket open,
-//! `nk.party_list` from Lua and `GET /v2/party`. Parties live in memory and never touch the
-//! database, so these run on SQLite only.
+//! `nk.party_list` from Lua and `GET /v2/party`. Parties live in memory and
+//! never touch the database, so these run on SQLite only.
 
 use ludus_proto::api::Rpc;
 use ludus_proto::realtime::envelope::Message;
