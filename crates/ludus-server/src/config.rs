@@ -635,6 +635,17 @@ mod tests {
     }
 
     #[test]
+    fn party_limits_are_checked_and_reach_the_realtime_layer() {
+        for key in ["party.max_size", "party.max_per_session"] {
+            let err = Config::load(None, [], &flags(&[(key, "0")])).unwrap_err();
+            assert!(err.to_string().contains(key), "{err}");
+        }
+        let c = Config::load(None, [], &flags(&[("party.max_size", "8")])).unwrap();
+        assert_eq!(c.party.settings().max_size, 8);
+        assert_eq!(c.party.settings().max_per_session, 32);
+    }
+
+    #[test]
     fn flag_parsing() {
         let args: Vec<String> = ["--a.b", "1", "--c.d=2"]
             .iter()
