@@ -46,6 +46,9 @@ pub struct PartySettings {
     pub max_size: usize,
     /// Most parties one session may be in or have asked to join at once.
     pub max_per_session: usize,
+    /// `session.single_party`: a session that joins a party leaves its
+    /// other parties (its pending requests stay).
+    pub single_party: bool,
 }
 
 impl Default for PartySettings {
@@ -53,6 +56,7 @@ impl Default for PartySettings {
         PartySettings {
             max_size: 256,
             max_per_session: 32,
+            single_party: false,
         }
     }
 }
@@ -357,6 +361,7 @@ impl Realtime {
         if self.tracker.track(&stream, me.clone()) == crate::TrackOutcome::Joined {
             self.emit_presence_event(&stream, std::slice::from_ref(&me), &[]);
         }
+        self.leave_other_parties(&mut inner, me.session_id, id);
         tracing::debug!(party_id = %reply.party_id, session_id = %session.id(), "party created");
         Ok(reply)
     }
@@ -393,7 +398,8 @@ impl Realtime {
         if party.members.len() >= party.max_size {
             return Err(party_full(party.max_size));
         }
-        if party.open {
+        let open = party.open;
+        if open {
             self.party_admit(id, party, me.clone());
         } else {
             if party.requests.len() >= party.max_size {
@@ -410,7 +416,29 @@ impl Realtime {
                 .send_to_sessions(&[party.leader], push(Message::PartyJoinRequest(request)));
         }
         inner.link(me.session_id, id);
+        if open {
+            self.leave_other_parties(inner, me.session_id, id);
+        }
         Ok(())
+    }
+
+    /// With `session.single_party`, `session` (now in `kept`) leaves every
+    /// other party it is a member of.
+    fn leave_other_parties(&self, inner: &mut Inner, session: Uuid, kept: Uuid) {
+        if !self.config.party.single_party {
+            return;
+        }
+        let others: Vec<Uuid> = inner
+            .by_session
+            .get(&session)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|id| *id != kept)
+            .collect();
+        for id in others {
+            self.party_depart(inner, id, session);
+        }
     }
 
     /// Finds a party this session leads.
@@ -453,6 +481,7 @@ impl Realtime {
         }
         let joiner = party.requests.remove(at);
         self.party_admit(id, party, joiner);
+        self.leave_other_parties(&mut inner, target, id);
         Ok(())
     }
 
@@ -1217,6 +1246,7 @@ mod tests {
         let h = realtime(PartySettings {
             max_size: 8,
             max_per_session: 2,
+            ..Default::default()
         })
         .await;
         let rt = &h.rt;
@@ -1284,6 +1314,41 @@ mod tests {
         assert_eq!(ask(rt, &ben, join(&shouted)).await, None);
         let got = drain(&ann);
         assert!(matches!(&got[..], [Message::PartyJoinRequest(r)] if r.party_id == p.party_id));
+    }
+
+    #[tokio::test]
+    async fn single_party_leaves_the_other_parties_but_keeps_requests() {
+        let h = realtime(PartySettings {
+            single_party: true,
+            ..Default::default()
+        })
+        .await;
+        let rt = &h.rt;
+        let (ann, ben, cat) = (connect(rt, "ann"), connect(rt, "ben"), connect(rt, "cat"));
+        let a = create(rt, &ann, true, 4).await;
+        let closed = create(rt, &cat, false, 4).await;
+        ask(rt, &ben, join(&a.party_id)).await;
+        ask(rt, &ben, join(&closed.party_id)).await;
+        let b = create(rt, &ben, true, 4).await;
+        let id = |p: &PartyWire| rt.parse_party_id(&p.party_id).unwrap();
+        assert_eq!(
+            rt.parties.members(id(&a)).unwrap().len(),
+            1,
+            "ben left ann's party"
+        );
+        assert_eq!(rt.parties.parties_of(ben.id()), vec![id(&b)]);
+        // The request is still pending: accepting it moves Ben once more.
+        let accept = Message::PartyAccept(PartyAccept {
+            party_id: closed.party_id.clone(),
+            presence: presence(&ben),
+        });
+        assert_eq!(ask(rt, &cat, accept).await, None);
+        assert_eq!(rt.parties.parties_of(ben.id()), vec![id(&closed)]);
+        assert!(
+            rt.parties.members(id(&b)).is_none(),
+            "ben's own party ended"
+        );
+        assert_eq!(rt.parties.count(), 2);
     }
 
     #[tokio::test]

@@ -94,6 +94,9 @@ pub struct SessionConfig {
     pub bcrypt_cost: u32,
     /// A new socket of a user closes that user's older sockets.
     pub single_socket: bool,
+    /// A session that joins a party leaves its other parties (needs
+    /// `single_socket`, as in Nakama).
+    pub single_party: bool,
 }
 
 impl Default for SessionConfig {
@@ -106,6 +109,7 @@ impl Default for SessionConfig {
             refresh_token_expiry_sec: d.refresh_token_expiry_sec,
             bcrypt_cost: d.bcrypt_cost,
             single_socket: false,
+            single_party: false,
         }
     }
 }
@@ -178,15 +182,6 @@ impl Default for PartyConfig {
         PartyConfig {
             max_size: d.max_size,
             max_per_session: d.max_per_session,
-        }
-    }
-}
-
-impl PartyConfig {
-    pub fn settings(&self) -> ludus_realtime::PartySettings {
-        ludus_realtime::PartySettings {
-            max_size: self.max_size,
-            max_per_session: self.max_per_session,
         }
     }
 }
@@ -369,6 +364,12 @@ impl Config {
         if !(1..=i32::MAX as usize).contains(&self.party.max_size) {
             return bad("party.max_size", "must be at least 1");
         }
+        if self.session.single_party && !self.session.single_socket {
+            return bad(
+                "session.single_party",
+                "needs session.single_socket: a user's other sockets could keep other parties",
+            );
+        }
         if self.party.max_per_session == 0 {
             return bad("party.max_per_session", "must be at least 1");
         }
@@ -388,6 +389,15 @@ impl Config {
                 (k, v)
             })
             .collect()
+    }
+
+    /// The realtime layer's party limits (`party.*`, `session.single_party`).
+    pub fn party_settings(&self) -> ludus_realtime::PartySettings {
+        ludus_realtime::PartySettings {
+            max_size: self.party.max_size,
+            max_per_session: self.party.max_per_session,
+            single_party: self.session.single_party,
+        }
     }
 
     pub fn session_settings(&self) -> ludus_core::accounts::SessionSettings {
@@ -641,8 +651,21 @@ mod tests {
             assert!(err.to_string().contains(key), "{err}");
         }
         let c = Config::load(None, [], &flags(&[("party.max_size", "8")])).unwrap();
-        assert_eq!(c.party.settings().max_size, 8);
-        assert_eq!(c.party.settings().max_per_session, 32);
+        assert_eq!(c.party_settings().max_size, 8);
+        assert_eq!(c.party_settings().max_per_session, 32);
+        assert!(!c.party_settings().single_party);
+        let err = Config::load(None, [], &flags(&[("session.single_party", "true")])).unwrap_err();
+        assert!(err.to_string().contains("session.single_socket"), "{err}");
+        let c = Config::load(
+            None,
+            [],
+            &flags(&[
+                ("session.single_party", "true"),
+                ("session.single_socket", "true"),
+            ]),
+        )
+        .unwrap();
+        assert!(c.party_settings().single_party);
     }
 
     #[test]
