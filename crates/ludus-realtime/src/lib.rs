@@ -11,6 +11,7 @@
 //! - [`status`]: following and online status.
 //! - [`chat`]: chat channels (rooms, direct messages) and their messages.
 //! - [`notify`]: notifications to users, live and stored.
+//! - [`party`]: parties, their leaders, join requests and data.
 //! - [`module_streams`]: streams as the server's modules drive them.
 //! - [`hooks`]: the module runtime's before and after hooks on socket
 //!   messages, behind the [`RtHooks`] trait.
@@ -28,6 +29,7 @@ pub mod liveness;
 pub mod module_streams;
 pub mod notify;
 pub mod outbound;
+pub mod party;
 pub mod pipeline;
 pub mod registry;
 pub mod router;
@@ -48,6 +50,7 @@ pub use codec::{Encoded, Format};
 pub use error::{RtCode, RtError};
 pub use hooks::{Before, HookFuture, RtHooks};
 pub use outbound::{CloseReason, Next, Outbound};
+pub use party::{PartyInfo, PartyRegistry, PartySettings};
 pub use pipeline::Flow;
 pub use registry::{SessionHandle, SessionRegistry};
 pub use router::StreamRouter;
@@ -65,6 +68,8 @@ pub struct RealtimeConfig {
     /// This node's name (`name`): the suffix of authoritative match and
     /// party ids, `<uuid>.<node>`.
     pub node: String,
+    /// Party limits (`party.*`).
+    pub party: PartySettings,
 }
 
 impl Default for RealtimeConfig {
@@ -73,6 +78,7 @@ impl Default for RealtimeConfig {
             outgoing_queue_size: 64,
             single_socket: false,
             node: "ludus".into(),
+            party: PartySettings::default(),
         }
     }
 }
@@ -108,6 +114,7 @@ pub struct Realtime {
     pub tracker: Arc<PresenceTracker>,
     pub router: StreamRouter,
     pub status: StatusRegistry,
+    pub parties: PartyRegistry,
     store: Arc<dyn Store>,
     rpc: OnceLock<Arc<dyn RpcHandler>>,
     hooks: OnceLock<Arc<dyn RtHooks>>,
@@ -143,6 +150,7 @@ impl Realtime {
             registry,
             tracker,
             status: StatusRegistry::default(),
+            parties: PartyRegistry::default(),
             store,
             rpc: OnceLock::new(),
             hooks: OnceLock::new(),
@@ -191,10 +199,12 @@ impl Realtime {
         session
     }
 
-    /// Forgets a session: leaves every stream (announcing it) and unfollows.
+    /// Forgets a session: leaves its parties and every stream (announcing
+    /// it) and unfollows.
     pub fn disconnect(&self, session: &SessionHandle) {
         self.registry.remove(session.id());
         self.status.unfollow_all(session.id());
+        self.party_disconnect(session.id());
         for (stream, presence) in self.tracker.untrack_all(session.id()) {
             self.emit_presence_event(&stream, &[], std::slice::from_ref(&presence));
         }
@@ -263,6 +273,7 @@ impl Realtime {
                 self.emit_channel_event(stream, &joins, &leaves)
             }
             StreamMode::Custom(_) => self.emit_stream_event(stream, &joins, &leaves),
+            StreamMode::Party => self.emit_party_event(stream, &joins, &leaves),
             _ => {}
         }
     }

@@ -159,18 +159,23 @@ impl Realtime {
             Message::MatchmakerAdd(_) | Message::MatchmakerRemove(_) => {
                 Err(unavailable("matchmaking tickets"))
             }
-            Message::PartyCreate(_)
-            | Message::PartyJoin(_)
-            | Message::PartyLeave(_)
-            | Message::PartyPromote(_)
-            | Message::PartyAccept(_)
-            | Message::PartyRemove(_)
-            | Message::PartyClose(_)
-            | Message::PartyJoinRequestList(_)
-            | Message::PartyMatchmakerAdd(_)
-            | Message::PartyMatchmakerRemove(_)
-            | Message::PartyDataSend(_)
-            | Message::PartyUpdate(_) => Err(unavailable("parties")),
+            Message::PartyCreate(req) => self
+                .party_create(session, req)
+                .map(|p| Some(Message::Party(p))),
+            Message::PartyJoin(req) => self.party_join(session, req).map(|()| None),
+            Message::PartyLeave(req) => self.party_leave(session, req).map(|()| None),
+            Message::PartyPromote(req) => self.party_promote(session, req).map(|()| None),
+            Message::PartyAccept(req) => self.party_accept(session, req).map(|()| None),
+            Message::PartyRemove(req) => self.party_remove(session, req).map(|()| None),
+            Message::PartyClose(req) => self.party_close(session, req).map(|()| None),
+            Message::PartyJoinRequestList(req) => self
+                .party_join_request_list(session, req)
+                .map(|r| Some(Message::PartyJoinRequest(r))),
+            Message::PartyDataSend(req) => self.party_data_send(session, req).map(|()| None),
+            Message::PartyUpdate(req) => self.party_update(session, req).map(|()| None),
+            Message::PartyMatchmakerAdd(_) | Message::PartyMatchmakerRemove(_) => {
+                Err(unavailable("party matchmaking tickets"))
+            }
             Message::Rpc(rpc) => match self.rpc_handler() {
                 Some(handler) => {
                     handler

@@ -134,11 +134,16 @@ async fn unbuilt_feature_answers_an_error_and_stays_open() {
     let rt = &h.rt;
     let s = connect(rt, Uuid::new_v4(), false);
     let flow = rt
-        .handle(&s, env("2", Message::PartyCreate(Default::default())))
+        .handle(
+            &s,
+            env("2", Message::PartyMatchmakerAdd(Default::default())),
+        )
         .await;
     assert_eq!(flow, Flow::Continue);
     let got = drain(&s);
-    assert!(matches!(&got[0].message, Some(Message::Error(e)) if e.message.contains("parties")));
+    assert!(
+        matches!(&got[0].message, Some(Message::Error(e)) if e.message.contains("party matchmaking"))
+    );
 }
 
 #[tokio::test]

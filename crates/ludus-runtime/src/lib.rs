@@ -20,6 +20,7 @@ pub use error::{LoadError, RuntimeError};
 pub use ludus_core::Code;
 pub use native::{AfterHook, BeforeHook, NativeCall, NativeModule, RpcHandler, ShutdownHook};
 pub use runtime::{Runtime, RuntimeSettings};
+pub use services::PartyListing;
 pub use services::{
     Authenticated, ChannelMessageSent, HttpRequest, HttpResponse, RuntimeServices, StreamKey,
     StreamMeta, StreamPresence,

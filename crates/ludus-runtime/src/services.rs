@@ -202,6 +202,24 @@ pub trait RuntimeServices: Send + Sync + 'static {
         let _ = (stream, data, sessions, reliable);
     }
 
+    // Parties
+
+    /// Live parties for `nk.party_list`, in creation order: only open or
+    /// only closed ones when `open` says so, hidden ones with `show_hidden`;
+    /// `cursor` is the one the previous page returned (empty for the first).
+    /// Answers the page and the next cursor, `None` after the last page.
+    fn party_list(
+        &self,
+        limit: usize,
+        open: Option<bool>,
+        show_hidden: bool,
+        query: &str,
+        cursor: &str,
+    ) -> Result<(Vec<PartyListing>, Option<String>), ApiError> {
+        let _ = (limit, open, show_hidden, query, cursor);
+        Err(no_realtime())
+    }
+
     // SQL
 
     /// Runs one statement of the module's own SQL (`nk.sql_exec`), `$1, $2…`
@@ -231,4 +249,17 @@ fn no_realtime() -> ApiError {
         ludus_core::Code::Unimplemented,
         "this server offers modules no realtime layer",
     )
+}
+
+/// One live party as `nk.party_list` returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PartyListing {
+    pub party_id: String,
+    pub open: bool,
+    pub hidden: bool,
+    pub max_size: usize,
+    /// Members now.
+    pub size: usize,
+    /// The label (a JSON object), `{}` when none was set.
+    pub label: String,
 }

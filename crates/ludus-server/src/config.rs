@@ -47,6 +47,7 @@ pub struct Config {
     pub socket: SocketConfig,
     pub database: DatabaseConfig,
     pub runtime: crate::runtime::RuntimeConfig,
+    pub party: PartyConfig,
 }
 
 impl Default for Config {
@@ -59,6 +60,7 @@ impl Default for Config {
             socket: SocketConfig::default(),
             database: DatabaseConfig::default(),
             runtime: crate::runtime::RuntimeConfig::default(),
+            party: PartyConfig::default(),
         }
     }
 }
@@ -92,6 +94,9 @@ pub struct SessionConfig {
     pub bcrypt_cost: u32,
     /// A new socket of a user closes that user's older sockets.
     pub single_socket: bool,
+    /// A session that joins a party leaves its other parties (needs
+    /// `single_socket`, as in Nakama).
+    pub single_party: bool,
 }
 
 impl Default for SessionConfig {
@@ -104,6 +109,7 @@ impl Default for SessionConfig {
             refresh_token_expiry_sec: d.refresh_token_expiry_sec,
             bcrypt_cost: d.bcrypt_cost,
             single_socket: false,
+            single_party: false,
         }
     }
 }
@@ -155,6 +161,27 @@ impl Default for SocketConfig {
             write_wait_ms: 5_000,
             ws_idle_timeout_ms: 0,
             max_connections: 200_000,
+        }
+    }
+}
+
+/// Party limits. Nakama has no such keys: it caps every party at 256.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PartyConfig {
+    /// Largest party a client may create (`party_create` with `max_size`
+    /// 0 gets this size); also bounds each party's pending join requests.
+    pub max_size: usize,
+    /// Most parties one session may be in or have asked to join at once.
+    pub max_per_session: usize,
+}
+
+impl Default for PartyConfig {
+    fn default() -> Self {
+        let d = ludus_realtime::PartySettings::default();
+        PartyConfig {
+            max_size: d.max_size,
+            max_per_session: d.max_per_session,
         }
     }
 }
@@ -334,6 +361,18 @@ impl Config {
             return bad("database.max_open_conns", "must be at least 1");
         }
         self.runtime.validate()?;
+        if !(1..=i32::MAX as usize).contains(&self.party.max_size) {
+            return bad("party.max_size", "must be at least 1");
+        }
+        if self.session.single_party && !self.session.single_socket {
+            return bad(
+                "session.single_party",
+                "needs session.single_socket: a user's other sockets could keep other parties",
+            );
+        }
+        if self.party.max_per_session == 0 {
+            return bad("party.max_per_session", "must be at least 1");
+        }
         if self.database.acquire_timeout_ms == 0 {
             return bad("database.acquire_timeout_ms", "must be at least 1");
         }
@@ -350,6 +389,15 @@ impl Config {
                 (k, v)
             })
             .collect()
+    }
+
+    /// The realtime layer's party limits (`party.*`, `session.single_party`).
+    pub fn party_settings(&self) -> ludus_realtime::PartySettings {
+        ludus_realtime::PartySettings {
+            max_size: self.party.max_size,
+            max_per_session: self.party.max_per_session,
+            single_party: self.session.single_party,
+        }
     }
 
     pub fn session_settings(&self) -> ludus_core::accounts::SessionSettings {
@@ -594,6 +642,30 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("refresh_encryption_key"), "{err}");
+    }
+
+    #[test]
+    fn party_limits_are_checked_and_reach_the_realtime_layer() {
+        for key in ["party.max_size", "party.max_per_session"] {
+            let err = Config::load(None, [], &flags(&[(key, "0")])).unwrap_err();
+            assert!(err.to_string().contains(key), "{err}");
+        }
+        let c = Config::load(None, [], &flags(&[("party.max_size", "8")])).unwrap();
+        assert_eq!(c.party_settings().max_size, 8);
+        assert_eq!(c.party_settings().max_per_session, 32);
+        assert!(!c.party_settings().single_party);
+        let err = Config::load(None, [], &flags(&[("session.single_party", "true")])).unwrap_err();
+        assert!(err.to_string().contains("session.single_socket"), "{err}");
+        let c = Config::load(
+            None,
+            [],
+            &flags(&[
+                ("session.single_party", "true"),
+                ("session.single_socket", "true"),
+            ]),
+        )
+        .unwrap();
+        assert!(c.party_settings().single_party);
     }
 
     #[test]

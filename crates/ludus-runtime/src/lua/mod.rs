@@ -11,6 +11,7 @@ mod convert;
 mod modules;
 mod nk;
 mod nk_codec;
+mod nk_party;
 mod nk_realtime;
 mod nk_server;
 mod nk_sql;

@@ -5,6 +5,7 @@ mod account;
 mod authenticate;
 mod channel;
 mod notification;
+mod party;
 mod rpc;
 mod session;
 mod user;
@@ -68,6 +69,7 @@ pub fn router(state: AppState) -> Router {
             "/v2/notification",
             get(notification::list).delete(notification::delete),
         )
+        .route("/v2/party", get(party::list))
         .route("/ws", get(crate::socket::upgrade))
         .route("/v2/rpc/{id}", get(rpc::call).post(rpc::call))
         .fallback(not_found)

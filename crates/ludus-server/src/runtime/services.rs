@@ -25,6 +25,7 @@ use ludus_core::store::{SqlRow, SqlValue};
 use ludus_core::token::{self, SessionClaims};
 use ludus_core::{ApiError, Code, unix_now};
 use ludus_realtime::{CloseReason, Realtime, RtError, Stream, StreamMode};
+use ludus_runtime::PartyListing;
 use ludus_runtime::{
     Authenticated, ChannelMessageSent, HttpRequest, HttpResponse, RuntimeServices, StreamKey,
     StreamMeta, StreamPresence,
@@ -417,6 +418,33 @@ impl RuntimeServices for Services {
     fn stream_send(&self, stream: &StreamKey, data: String, sessions: Vec<Uuid>, reliable: bool) {
         let _ =
             self.with_realtime(|rt| rt.stream_send(&stream_of(stream), data, &sessions, reliable));
+    }
+
+    // Parties
+
+    fn party_list(
+        &self,
+        limit: usize,
+        open: Option<bool>,
+        show_hidden: bool,
+        query: &str,
+        cursor: &str,
+    ) -> Result<(Vec<PartyListing>, Option<String>), ApiError> {
+        let (page, next) = self
+            .with_realtime(|rt| rt.party_list(limit, open, show_hidden, query, cursor))?
+            .map_err(rt_error)?;
+        let listed = page
+            .into_iter()
+            .map(|p| PartyListing {
+                party_id: p.party_id,
+                open: p.open,
+                hidden: p.hidden,
+                max_size: p.max_size,
+                size: p.size,
+                label: p.label,
+            })
+            .collect();
+        Ok((listed, next))
     }
 
     // SQL

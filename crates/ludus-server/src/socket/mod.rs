@@ -85,6 +85,7 @@ impl Sockets {
                 outgoing_queue_size: config.socket.outgoing_queue_size,
                 single_socket: config.session.single_socket,
                 node: config.name.clone(),
+                party: config.party_settings(),
             },
             accounts.store().clone(),
         );

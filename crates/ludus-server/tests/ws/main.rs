@@ -12,6 +12,7 @@ mod chat;
 mod envelope;
 mod limits;
 mod notification;
+mod party;
 mod rpc;
 mod runtime_realtime;
 mod status;
