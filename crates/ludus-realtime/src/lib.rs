@@ -14,6 +14,9 @@
 //! - [`module_streams`]: streams as the server's modules drive them.
 //! - [`hooks`]: the module runtime's before and after hooks on socket
 //!   messages, behind the [`RtHooks`] trait.
+//! - [`query`]: the query language of match listing and the matchmaker.
+//! - [`matchmaker`] and [`matchmaker_socket`]: tickets, grouping, and the
+//!   `matchmaker_matched` push.
 //!
 //! [`Realtime`] ties them together. It knows nothing of HTTP or SQL: the
 //! WebSocket transport lives in `ludus-server`, persistence behind
@@ -25,10 +28,13 @@ pub mod codec;
 pub mod error;
 pub mod hooks;
 pub mod liveness;
+pub mod matchmaker;
+pub mod matchmaker_socket;
 pub mod module_streams;
 pub mod notify;
 pub mod outbound;
 pub mod pipeline;
+pub mod query;
 pub mod registry;
 pub mod router;
 pub mod status;
@@ -47,6 +53,8 @@ pub use bus::{Bus, LocalBus};
 pub use codec::{Encoded, Format};
 pub use error::{RtCode, RtError};
 pub use hooks::{Before, HookFuture, RtHooks};
+pub use matchmaker::{Matchmaker, MatchmakerConfig, MatchmakerPresence, TicketRequest};
+pub use matchmaker_socket::MatchmakerMatchedHook;
 pub use outbound::{CloseReason, Next, Outbound};
 pub use pipeline::Flow;
 pub use registry::{SessionHandle, SessionRegistry};
@@ -65,6 +73,10 @@ pub struct RealtimeConfig {
     /// This node's name (`name`): the suffix of authoritative match and
     /// party ids, `<uuid>.<node>`.
     pub node: String,
+    /// `session.encryption_key`: signs the matchmaker's match tokens.
+    pub encryption_key: String,
+    /// `matchmaker.*`.
+    pub matchmaker: MatchmakerConfig,
 }
 
 impl Default for RealtimeConfig {
@@ -73,6 +85,8 @@ impl Default for RealtimeConfig {
             outgoing_queue_size: 64,
             single_socket: false,
             node: "ludus".into(),
+            encryption_key: "defaultencryptionkey".into(),
+            matchmaker: MatchmakerConfig::default(),
         }
     }
 }
@@ -111,6 +125,8 @@ pub struct Realtime {
     store: Arc<dyn Store>,
     rpc: OnceLock<Arc<dyn RpcHandler>>,
     hooks: OnceLock<Arc<dyn RtHooks>>,
+    pub matchmaker: Arc<Matchmaker>,
+    matchmaker_hook: OnceLock<Arc<dyn MatchmakerMatchedHook>>,
 }
 
 impl std::fmt::Debug for Realtime {
@@ -139,6 +155,8 @@ impl Realtime {
         let tracker = Arc::new(PresenceTracker::new());
         Realtime {
             router: StreamRouter::new(tracker.clone(), bus),
+            matchmaker: Arc::new(Matchmaker::new(config.matchmaker.clone())),
+            matchmaker_hook: OnceLock::new(),
             config,
             registry,
             tracker,
@@ -195,6 +213,7 @@ impl Realtime {
     pub fn disconnect(&self, session: &SessionHandle) {
         self.registry.remove(session.id());
         self.status.unfollow_all(session.id());
+        self.matchmaker.remove_session_all(session.id());
         for (stream, presence) in self.tracker.untrack_all(session.id()) {
             self.emit_presence_event(&stream, &[], std::slice::from_ref(&presence));
         }

@@ -47,6 +47,7 @@ pub struct Config {
     pub socket: SocketConfig,
     pub database: DatabaseConfig,
     pub runtime: crate::runtime::RuntimeConfig,
+    pub matchmaker: crate::matchmaker::MatchmakerConfig,
 }
 
 impl Default for Config {
@@ -59,6 +60,7 @@ impl Default for Config {
             socket: SocketConfig::default(),
             database: DatabaseConfig::default(),
             runtime: crate::runtime::RuntimeConfig::default(),
+            matchmaker: crate::matchmaker::MatchmakerConfig::default(),
         }
     }
 }
@@ -334,6 +336,7 @@ impl Config {
             return bad("database.max_open_conns", "must be at least 1");
         }
         self.runtime.validate()?;
+        self.matchmaker.validate()?;
         if self.database.acquire_timeout_ms == 0 {
             return bad("database.acquire_timeout_ms", "must be at least 1");
         }

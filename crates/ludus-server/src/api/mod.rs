@@ -4,6 +4,7 @@
 mod account;
 mod authenticate;
 mod channel;
+mod matchmaker;
 mod notification;
 mod rpc;
 mod session;
@@ -68,6 +69,7 @@ pub fn router(state: AppState) -> Router {
             "/v2/notification",
             get(notification::list).delete(notification::delete),
         )
+        .route("/v2/matchmaker/stats", get(matchmaker::stats))
         .route("/ws", get(crate::socket::upgrade))
         .route("/v2/rpc/{id}", get(rpc::call).post(rpc::call))
         .fallback(not_found)

@@ -85,10 +85,13 @@ impl Sockets {
                 outgoing_queue_size: config.socket.outgoing_queue_size,
                 single_socket: config.session.single_socket,
                 node: config.name.clone(),
+                encryption_key: config.session.encryption_key.clone(),
+                matchmaker: config.matchmaker.realtime(),
             },
             accounts.store().clone(),
         );
         realtime.set_rpc_handler(Arc::new(rpc::SocketRpc(runtime.clone())));
+        realtime.set_matchmaker_hook(Arc::new(crate::matchmaker::MatchedHook(runtime.clone())));
         realtime.set_hooks(Arc::new(hooks::SocketHooks::new(runtime)));
         Sockets {
             realtime,

@@ -221,6 +221,9 @@ async fn every_member_is_answered_or_closes_as_nakama(backend: Backend) {
                 "rpc" => assert_eq!(error_of(&reply).code, 6),
                 // Empty requests of built features fail validation.
                 n if n.starts_with("channel_") => assert_eq!(error_of(&reply).code, 3, "{name}"),
+                "matchmaker_add" | "matchmaker_remove" => {
+                    assert_eq!(error_of(&reply).code, 3, "{name}")
+                }
                 // Features not built yet say so.
                 _ => {
                     let e = error_of(&reply);
