@@ -640,9 +640,14 @@ pub fn verify_match_token(key: &str, token: &str, now_secs: i64) -> Result<Strin
             "match token expired, it is valid for 30 seconds after matchmaking",
         ));
     }
-    if claims.mid.is_empty() {
+    // A match id is `<uuid>.<node>` (the node empty for a relayed match).
+    let well_formed = claims
+        .mid
+        .split_once('.')
+        .is_some_and(|(id, _)| Uuid::parse_str(id).is_ok());
+    if !well_formed {
         return Err(RtError::bad_input(
-            "invalid match token: it carries no match id",
+            "invalid match token: it carries no valid match id",
         ));
     }
     Ok(claims.mid)
@@ -1146,9 +1151,14 @@ mod tests {
 
     #[test]
     fn match_tokens() {
-        let token = match_token("key", "abc.", 100);
-        assert_eq!(verify_match_token("key", &token, 100).unwrap(), "abc.");
-        assert_eq!(verify_match_token("key", &token, 129).unwrap(), "abc.");
+        let mid = "6f1f8f5e-4c0e-4d8e-9a55-3b1c2a7d9e01.";
+        let token = match_token("key", mid, 100);
+        assert_eq!(verify_match_token("key", &token, 100).unwrap(), mid);
+        assert_eq!(verify_match_token("key", &token, 129).unwrap(), mid);
+        for bad in ["", "abc.", "6f1f8f5e-4c0e-4d8e-9a55-3b1c2a7d9e01"] {
+            let t = match_token("key", bad, 100);
+            assert!(verify_match_token("key", &t, 100).is_err(), "{bad:?}");
+        }
         assert!(
             verify_match_token("key", &token, 130)
                 .unwrap_err()
@@ -1164,6 +1174,6 @@ mod tests {
             .decode(payload)
             .unwrap();
         let v: Value = serde_json::from_slice(&raw).unwrap();
-        assert_eq!(v, json!({"mid": "abc.", "exp": 130}));
+        assert_eq!(v, json!({"mid": mid, "exp": 130}));
     }
 }

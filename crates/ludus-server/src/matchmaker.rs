@@ -84,3 +84,43 @@ impl MatchmakerMatchedHook for MatchedHook {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::Config;
+
+    fn flags(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn matchmaker_keys_have_nakamas_defaults_and_are_checked() {
+        let c = Config::load(None, [], &[]).unwrap();
+        assert_eq!(c.matchmaker.interval_sec, 15);
+        assert_eq!(c.matchmaker.max_tickets, 3);
+        assert_eq!(c.matchmaker.max_intervals, 2);
+        assert!(!c.matchmaker.rev_precision);
+        let c = Config::load(
+            None,
+            [],
+            &flags(&[
+                ("matchmaker.interval_sec", "1"),
+                ("matchmaker.max_tickets", "5"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.matchmaker.realtime().interval_sec, 1);
+        assert_eq!(c.matchmaker.realtime().max_tickets, 5);
+        for key in [
+            "matchmaker.interval_sec",
+            "matchmaker.max_tickets",
+            "matchmaker.max_intervals",
+        ] {
+            let err = Config::load(None, [], &flags(&[(key, "0")])).unwrap_err();
+            assert!(err.to_string().contains(key), "{err}");
+        }
+    }
+}
