@@ -43,7 +43,7 @@ use crate::query::{Query, QueryError};
 
 /// How long a matchmaker token is valid (Nakama: 30 seconds).
 pub const MATCH_TOKEN_TTL_SECS: i64 = 30;
-/// Completed matches the stats keep (Nakama keeps 10).
+/// Completions (one per matched user) the stats keep (Nakama keeps 10).
 const STATS_COMPLETIONS: usize = 10;
 
 /// The matchmaker's settings (`matchmaker.*`).
@@ -202,7 +202,7 @@ struct Inner {
     by_session: HashMap<Uuid, HashSet<String>>,
     by_party: HashMap<String, HashSet<String>>,
     next_seq: u64,
-    /// (created, completed) of the last matched tickets, nanoseconds.
+    /// (created, completed) of the last matched users, nanoseconds.
     completions: VecDeque<(i64, i64)>,
 }
 
@@ -549,10 +549,13 @@ impl Matchmaker {
             for id in group {
                 if let Some(t) = inner.remove(id) {
                     entries.extend(t.entries());
-                    if inner.completions.len() == STATS_COMPLETIONS {
-                        inner.completions.pop_front();
+                    // One completion per matched user, as Nakama counts them.
+                    for _ in 0..t.count() {
+                        if inner.completions.len() == STATS_COMPLETIONS {
+                            inner.completions.pop_front();
+                        }
+                        inner.completions.push_back((t.created_ns, now_ns));
                     }
-                    inner.completions.push_back((t.created_ns, now_ns));
                 }
             }
             out.push(entries);
@@ -1055,6 +1058,7 @@ mod tests {
         assert_eq!(groups.len(), 1);
         let g = &groups[0];
         assert_eq!(g.len(), 4);
+        assert_eq!(m.stats().completions.len(), 4, "one completion per user");
         assert!(sessions(g).contains(&a) && sessions(g).contains(&b));
         assert_eq!(
             g.iter()
