@@ -430,10 +430,16 @@ impl Matchmaker {
     /// meanwhile is dropped), so adds and removals never wait for the
     /// searching. Runs of one matchmaker must not overlap (one loop calls it).
     pub fn process(&self, now_ns: i64) -> Vec<MatchedGroup> {
+        let plan = self.search();
+        self.take_out(plan, now_ns)
+    }
+
+    /// The searching half of [`Matchmaker::process`], on a copy of the pool.
+    fn search(&self) -> Plan {
         let (order, pool) = {
             let inner = self.lock();
             if inner.active.is_empty() {
-                return Vec::new();
+                return Plan::default();
             }
             let mut order: Vec<Arc<Ticket>> = inner
                 .active
@@ -536,17 +542,28 @@ impl Matchmaker {
                 break;
             }
         }
+        let owned = |ids: Vec<&str>| ids.into_iter().map(str::to_owned).collect();
+        Plan {
+            expired: owned(expired),
+            groups: groups.into_iter().map(owned).collect(),
+        }
+    }
+
+    /// The locked half of [`Matchmaker::process`]: retires expired tickets
+    /// from searching and takes out every group whose tickets are all
+    /// still there.
+    fn take_out(&self, plan: Plan, now_ns: i64) -> Vec<MatchedGroup> {
         let mut inner = self.lock();
-        for id in expired {
+        for id in &plan.expired {
             inner.active.remove(id);
         }
-        let mut out = Vec::with_capacity(groups.len());
-        for group in groups {
-            if !group.iter().all(|id| inner.tickets.contains_key(*id)) {
+        let mut out = Vec::with_capacity(plan.groups.len());
+        for group in plan.groups {
+            if !group.iter().all(|id| inner.tickets.contains_key(id)) {
                 continue;
             }
             let mut entries = Vec::new();
-            for id in group {
+            for id in &group {
                 if let Some(t) = inner.remove(id) {
                     entries.extend(t.entries());
                     // One completion per matched user, as Nakama counts them.
@@ -562,6 +579,13 @@ impl Matchmaker {
         }
         out
     }
+}
+
+/// What a search decided: tickets that stop searching, and groups to form.
+#[derive(Debug, Default)]
+struct Plan {
+    expired: Vec<String>,
+    groups: Vec<Vec<String>>,
 }
 
 /// The tickets to drop so a group shrinks by exactly `rem` users: among
@@ -1114,6 +1138,22 @@ mod tests {
         .unwrap();
         assert_eq!(m.remove_session_all(members[1].session_id), 1);
         assert_eq!(m.ticket_count(), 0);
+    }
+
+    /// Regression guard for the unlocked search: a ticket removed (its
+    /// socket went) between the search and the take-out must not be
+    /// matched, and the rest of its group stays in the pool.
+    #[test]
+    fn a_group_whose_ticket_left_during_the_search_is_dropped() {
+        let m = mm(2);
+        let (a, _) = solo(&m, req("*", 2, 2));
+        solo(&m, req("*", 2, 2));
+        let plan = m.search();
+        assert_eq!(plan.groups.len(), 1);
+        assert_eq!(m.remove_session_all(a), 1);
+        assert!(m.take_out(plan, 1).is_empty());
+        assert_eq!(m.ticket_count(), 1);
+        assert!(m.stats().completions.is_empty());
     }
 
     #[test]

@@ -178,8 +178,21 @@ impl Realtime {
             }
         };
         let formed = groups.len();
-        for group in groups {
-            self.announce_match(group).await;
+        // The hook runs for every group at once (each call is its own task,
+        // as Nakama runs one goroutine per group), then each group hears.
+        let hook = self.matchmaker_hook.get();
+        let calls: Vec<_> = groups
+            .iter()
+            .map(|g| hook.map(|h| tokio::spawn(h.matchmaker_matched(hook_entries(g)))))
+            .collect();
+        for (group, call) in groups.into_iter().zip(calls) {
+            let answer = match call {
+                Some(task) => task
+                    .await
+                    .unwrap_or_else(|e| Err(format!("the hook's task failed: {e}"))),
+                None => Ok(None),
+            };
+            self.announce_match(group, answer);
         }
         formed
     }
@@ -204,19 +217,19 @@ impl Realtime {
         }
     }
 
-    async fn announce_match(&self, group: Vec<MatchedEntry>) {
+    /// Sends `matchmaker_matched` to every member of `group`, with the
+    /// hook's match id if it gave a valid one, else a new token.
+    fn announce_match(&self, group: Vec<MatchedEntry>, hook: Result<Option<String>, String>) {
         let mut id = None;
-        if let Some(hook) = self.matchmaker_hook.get() {
-            match hook.matchmaker_matched(hook_entries(&group)).await {
-                Ok(Some(match_id)) if is_match_id(&match_id) => id = Some(Id::MatchId(match_id)),
-                Ok(Some(other)) => tracing::error!(
-                    returned = %other,
-                    "matchmaker matched hook returned an invalid match id, sending a token instead"
-                ),
-                Ok(None) => {}
-                Err(error) => {
-                    tracing::error!(%error, "matchmaker matched hook failed, sending a token instead")
-                }
+        match hook {
+            Ok(Some(match_id)) if is_match_id(&match_id) => id = Some(Id::MatchId(match_id)),
+            Ok(Some(other)) => tracing::error!(
+                returned = %other,
+                "matchmaker matched hook returned an invalid match id, sending a token instead"
+            ),
+            Ok(None) => {}
+            Err(error) => {
+                tracing::error!(%error, "matchmaker matched hook failed, sending a token instead")
             }
         }
         let id = id.unwrap_or_else(|| {
