@@ -125,7 +125,9 @@ pub struct Realtime {
     store: Arc<dyn Store>,
     rpc: OnceLock<Arc<dyn RpcHandler>>,
     hooks: OnceLock<Arc<dyn RtHooks>>,
+    /// This node's matchmaker tickets (`matchmaker_socket` serves them).
     pub matchmaker: Arc<Matchmaker>,
+    /// `register_matchmaker_matched`, when the runtime has one.
     matchmaker_hook: OnceLock<Arc<dyn MatchmakerMatchedHook>>,
 }
 
