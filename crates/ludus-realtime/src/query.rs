@@ -80,7 +80,7 @@ enum Test {
     /// A number: equal as a number, or the same text.
     Number { text: String, value: f64 },
     /// A word with `*` (any run) and `?` (one character).
-    Wildcard(Vec<char>),
+    Wildcard(String),
     /// A numeric range; `None` is unbounded.
     Range {
         min: Option<(f64, bool)>,
@@ -186,7 +186,15 @@ impl Test {
             }
             (Test::Number { text, .. }, Value::String(s)) => text == s,
             (Test::Number { value, .. }, Value::Number(n)) => n.as_f64() == Some(*value),
-            (Test::Wildcard(p), Value::String(s)) => glob(p, &s.chars().collect::<Vec<_>>()),
+            (Test::Wildcard(p), Value::String(s)) => {
+                // Bytes when both are ASCII (no allocation), else characters.
+                if p.is_ascii() && s.is_ascii() {
+                    glob(p.as_bytes(), s.as_bytes(), b'*', b'?')
+                } else {
+                    let (p, s): (Vec<char>, Vec<char>) = (p.chars().collect(), s.chars().collect());
+                    glob(&p, &s, '*', '?')
+                }
+            }
             (Test::Range { min, max }, Value::Number(n)) => {
                 let Some(x) = n.as_f64() else { return false };
                 let above = match min {
@@ -223,15 +231,15 @@ fn any_leaf(v: &Value, path: &[Box<str>], f: &mut dyn FnMut(&Value) -> bool) -> 
     }
 }
 
-/// `*` matches any run of characters, `?` exactly one.
-fn glob(pattern: &[char], text: &[char]) -> bool {
+/// `any` (`*`) matches any run of characters, `one` (`?`) exactly one.
+fn glob<T: Copy + PartialEq>(pattern: &[T], text: &[T], any: T, one: T) -> bool {
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
+        if p < pattern.len() && (pattern[p] == one || pattern[p] == text[t]) {
             p += 1;
             t += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
+        } else if p < pattern.len() && pattern[p] == any {
             star = Some((p, t));
             p += 1;
         } else if let Some((sp, st)) = star {
@@ -242,7 +250,7 @@ fn glob(pattern: &[char], text: &[char]) -> bool {
             return false;
         }
     }
-    pattern[p..].iter().all(|c| *c == '*')
+    pattern[p..].iter().all(|c| *c == any)
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -510,7 +518,7 @@ impl Parser {
                     return err(value_at, "regular expressions are not supported");
                 }
                 if s.contains(['*', '?']) {
-                    Test::Wildcard(s.chars().collect())
+                    Test::Wildcard(s)
                 } else {
                     Test::Text(s)
                 }
@@ -720,8 +728,15 @@ mod tests {
         assert_eq!(score("+label.mode:*x*"), None);
         assert_eq!(score("+label.missing:*"), None);
         assert_eq!(score("+label.mode:*"), Some(1.0));
-        assert!(glob(&['a', '*', 'c'], &['a', 'b', 'b', 'c']));
-        assert!(!glob(&['a', '*', 'c'], &['a', 'b', 'b']));
+        assert!(glob(b"a*c", b"abbc", b'*', b'?'));
+        assert!(!glob(b"a*c", b"abb", b'*', b'?'));
+        assert!(glob(b"*a?c*", b"xxabcyy", b'*', b'?'));
+        let q = Query::parse("+x:h?llo*").unwrap();
+        assert!(
+            q.matches(&json!({"x": "héllo wörld"})),
+            "? is one character"
+        );
+        assert!(!q.matches(&json!({"x": "hllo"})));
     }
 
     #[test]
