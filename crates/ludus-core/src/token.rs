@@ -71,6 +71,12 @@ pub enum TokenError {
 
 /// Signs claims into a compact JWT.
 pub fn sign(key: &[u8], claims: &SessionClaims) -> String {
+    sign_claims(key, claims)
+}
+
+/// Signs any claims into a compact HS256 JWT (e.g. the matchmaker's match
+/// token, `{"mid", "exp"}`).
+pub fn sign_claims<T: Serialize>(key: &[u8], claims: &T) -> String {
     let payload = serde_json::to_vec(claims).expect("claims always serialize");
     let mut token = String::with_capacity(HEADER_B64.len() + payload.len() * 4 / 3 + 48);
     token.push_str(HEADER_B64);
@@ -101,6 +107,15 @@ pub fn verify(key: &[u8], token: &str, now: i64) -> Result<SessionClaims, TokenE
 
 /// Checks algorithm and signature only, for tokens whose expiry does not matter.
 pub fn verify_signature(key: &[u8], token: &str) -> Result<SessionClaims, TokenError> {
+    verify_claims(key, token)
+}
+
+/// Checks algorithm and signature of a token with any claims and decodes
+/// them; the caller checks expiry.
+pub fn verify_claims<T: serde::de::DeserializeOwned>(
+    key: &[u8],
+    token: &str,
+) -> Result<T, TokenError> {
     if token.len() > 8192 {
         return Err(TokenError::Malformed);
     }

@@ -15,6 +15,9 @@
 //! - [`module_streams`]: streams as the server's modules drive them.
 //! - [`hooks`]: the module runtime's before and after hooks on socket
 //!   messages, behind the [`RtHooks`] trait.
+//! - [`query`]: the query language of match listing and the matchmaker.
+//! - [`matchmaker`] and [`matchmaker_socket`]: tickets, grouping, and the
+//!   `matchmaker_matched` push.
 //!
 //! [`Realtime`] ties them together. It knows nothing of HTTP or SQL: the
 //! WebSocket transport lives in `ludus-server`, persistence behind
@@ -26,11 +29,14 @@ pub mod codec;
 pub mod error;
 pub mod hooks;
 pub mod liveness;
+pub mod matchmaker;
+pub mod matchmaker_socket;
 pub mod module_streams;
 pub mod notify;
 pub mod outbound;
 pub mod party;
 pub mod pipeline;
+pub mod query;
 pub mod registry;
 pub mod router;
 pub mod status;
@@ -49,6 +55,8 @@ pub use bus::{Bus, LocalBus};
 pub use codec::{Encoded, Format};
 pub use error::{RtCode, RtError};
 pub use hooks::{Before, HookFuture, RtHooks};
+pub use matchmaker::{Matchmaker, MatchmakerConfig, MatchmakerPresence, TicketRequest};
+pub use matchmaker_socket::MatchmakerMatchedHook;
 pub use outbound::{CloseReason, Next, Outbound};
 pub use party::{PartyInfo, PartyRegistry, PartySettings};
 pub use pipeline::Flow;
@@ -70,6 +78,10 @@ pub struct RealtimeConfig {
     pub node: String,
     /// Party limits (`party.*`).
     pub party: PartySettings,
+    /// `session.encryption_key`: signs the matchmaker's match tokens.
+    pub encryption_key: String,
+    /// `matchmaker.*`.
+    pub matchmaker: MatchmakerConfig,
 }
 
 impl Default for RealtimeConfig {
@@ -79,6 +91,8 @@ impl Default for RealtimeConfig {
             single_socket: false,
             node: "ludus".into(),
             party: PartySettings::default(),
+            encryption_key: "defaultencryptionkey".into(),
+            matchmaker: MatchmakerConfig::default(),
         }
     }
 }
@@ -118,6 +132,10 @@ pub struct Realtime {
     store: Arc<dyn Store>,
     rpc: OnceLock<Arc<dyn RpcHandler>>,
     hooks: OnceLock<Arc<dyn RtHooks>>,
+    /// This node's matchmaker tickets (`matchmaker_socket` serves them).
+    pub matchmaker: Arc<Matchmaker>,
+    /// `register_matchmaker_matched`, when the runtime has one.
+    matchmaker_hook: OnceLock<Arc<dyn MatchmakerMatchedHook>>,
 }
 
 impl std::fmt::Debug for Realtime {
@@ -146,6 +164,8 @@ impl Realtime {
         let tracker = Arc::new(PresenceTracker::new());
         Realtime {
             router: StreamRouter::new(tracker.clone(), bus),
+            matchmaker: Arc::new(Matchmaker::new(config.matchmaker.clone())),
+            matchmaker_hook: OnceLock::new(),
             config,
             registry,
             tracker,
@@ -205,6 +225,7 @@ impl Realtime {
         self.registry.remove(session.id());
         self.status.unfollow_all(session.id());
         self.party_disconnect(session.id());
+        self.matchmaker.remove_session_all(session.id());
         for (stream, presence) in self.tracker.untrack_all(session.id()) {
             self.emit_presence_event(&stream, &[], std::slice::from_ref(&presence));
         }

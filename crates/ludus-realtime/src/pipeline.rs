@@ -156,9 +156,10 @@ impl Realtime {
             | Message::MatchDataSend(_)
             | Message::MatchJoin(_)
             | Message::MatchLeave(_) => Err(unavailable("matches")),
-            Message::MatchmakerAdd(_) | Message::MatchmakerRemove(_) => {
-                Err(unavailable("matchmaking tickets"))
-            }
+            Message::MatchmakerAdd(req) => self
+                .matchmaker_add(session, req)
+                .map(|t| Some(Message::MatchmakerTicket(t))),
+            Message::MatchmakerRemove(req) => self.matchmaker_remove(session, req).map(|()| None),
             Message::PartyCreate(req) => self
                 .party_create(session, req)
                 .map(|p| Some(Message::Party(p))),

@@ -48,6 +48,7 @@ pub struct Config {
     pub database: DatabaseConfig,
     pub runtime: crate::runtime::RuntimeConfig,
     pub party: PartyConfig,
+    pub matchmaker: crate::matchmaker::MatchmakerConfig,
 }
 
 impl Default for Config {
@@ -61,6 +62,7 @@ impl Default for Config {
             database: DatabaseConfig::default(),
             runtime: crate::runtime::RuntimeConfig::default(),
             party: PartyConfig::default(),
+            matchmaker: crate::matchmaker::MatchmakerConfig::default(),
         }
     }
 }
@@ -373,6 +375,7 @@ impl Config {
         if self.party.max_per_session == 0 {
             return bad("party.max_per_session", "must be at least 1");
         }
+        self.matchmaker.validate()?;
         if self.database.acquire_timeout_ms == 0 {
             return bad("database.acquire_timeout_ms", "must be at least 1");
         }

@@ -8,6 +8,7 @@ mod convert;
 mod error;
 mod extract;
 pub mod logging;
+pub mod matchmaker;
 pub mod runtime;
 mod serve;
 mod server;

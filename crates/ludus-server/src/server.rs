@@ -39,6 +39,8 @@ pub struct RunningServer {
     local_addr: SocketAddr,
     stop: watch::Sender<bool>,
     task: JoinHandle<std::io::Result<()>>,
+    /// The matchmaker's processing loop; ends when `stop` is sent.
+    matchmaker: JoinHandle<()>,
     state: AppState,
 }
 
@@ -88,6 +90,11 @@ pub async fn start_with(
     };
     let app = crate::api::router(state.clone());
     let (stop, stopped) = watch::channel(false);
+    let matchmaker = {
+        let sockets = state.sockets.clone();
+        let stopped = stopped.clone();
+        tokio::spawn(async move { sockets.realtime.run_matchmaker(stopped).await })
+    };
     let handshake_timeout = Duration::from_millis(state.config.socket.handshake_timeout_ms);
     let task = tokio::spawn(async move {
         crate::serve::serve(listener, app, handshake_timeout, stopped).await;
@@ -98,6 +105,7 @@ pub async fn start_with(
         local_addr,
         stop,
         task,
+        matchmaker,
         state,
     })
 }
@@ -111,6 +119,13 @@ impl RunningServer {
     /// and closes the database.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
+        // The matchmaker loop sees `stop` at once (a run in progress finishes).
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.matchmaker)
+            .await
+            .is_err()
+        {
+            tracing::warn!("matchmaker still running after the grace period");
+        }
         // Upgraded sockets outlive their HTTP request: close them explicitly.
         self.state.sockets.close_all(SHUTDOWN_GRACE).await;
         let mut task = self.task;

@@ -4,6 +4,7 @@
 mod account;
 mod authenticate;
 mod channel;
+mod matchmaker;
 mod notification;
 mod party;
 mod rpc;
@@ -70,6 +71,7 @@ pub fn router(state: AppState) -> Router {
             get(notification::list).delete(notification::delete),
         )
         .route("/v2/party", get(party::list))
+        .route("/v2/matchmaker/stats", get(matchmaker::stats))
         .route("/ws", get(crate::socket::upgrade))
         .route("/v2/rpc/{id}", get(rpc::call).post(rpc::call))
         .fallback(not_found)

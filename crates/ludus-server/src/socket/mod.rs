@@ -86,10 +86,13 @@ impl Sockets {
                 single_socket: config.session.single_socket,
                 node: config.name.clone(),
                 party: config.party_settings(),
+                encryption_key: config.session.encryption_key.clone(),
+                matchmaker: config.matchmaker.realtime(),
             },
             accounts.store().clone(),
         );
         realtime.set_rpc_handler(Arc::new(rpc::SocketRpc(runtime.clone())));
+        realtime.set_matchmaker_hook(Arc::new(crate::matchmaker::MatchedHook(runtime.clone())));
         realtime.set_hooks(Arc::new(hooks::SocketHooks::new(runtime)));
         Sockets {
             realtime,
