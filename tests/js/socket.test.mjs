@@ -2,7 +2,9 @@
 // (@heroiclabs/nakama-js) in both of its wire formats: JSON text frames (the
 // default adapter) and protobuf binary frames (@heroiclabs/nakama-js-protobuf).
 // It checks what games do first on a socket: ping, follow a friend's status,
-// join a room, chat, read the room's history, and play in a party.
+// join a room, chat, read the room's history, play in a party, and play
+// relayed and authoritative matches (the server runs
+// crates/ludus-server/tests/lua_match).
 //
 // Node 20 has no global WebSocket; the client expects one, so the `ws`
 // package stands in, as it does for games that run the client on Node.
@@ -107,6 +109,65 @@ for (const [format, adapter] of Object.entries(FORMATS)) {
       assert.equal(history.messages[0].sender_id, ann.user_id);
 
       await benSocket.leaveChat(benChannel.id);
+    });
+
+    test("relayed match: create, join, data to others, leave", async () => {
+      const match = await annSocket.createMatch(`relay-${unique().slice(0, 8)}`);
+      assert.ok(!match.authoritative, "relayed (protojson leaves false out)");
+      assert.ok(match.match_id.endsWith("."));
+      const presence = nextEvent((done) => {
+        annSocket.onmatchpresence = (e) => {
+          if (e.joins?.some((p) => p.user_id === ben.user_id)) done(e);
+        };
+      }, "match presence event");
+      const joined = await benSocket.joinMatch(match.match_id);
+      assert.equal(joined.match_id, match.match_id);
+      assert.ok(joined.presences.some((p) => p.user_id === ann.user_id));
+      await presence;
+      const data = nextEvent((done) => {
+        annSocket.onmatchdata = (d) => done(d);
+      }, "match data");
+      await benSocket.sendMatchState(match.match_id, 7, "hello match");
+      const d = await data;
+      assert.equal(d.op_code, 7);
+      assert.equal(new TextDecoder().decode(d.data), "hello match");
+      assert.equal(d.presence.user_id, ben.user_id);
+      await benSocket.leaveMatch(match.match_id);
+      await annSocket.leaveMatch(match.match_id);
+    });
+
+    test("authoritative match from a Lua module: join, echo, broadcast, list", async () => {
+      const created = await client.rpc(ann, "create_match_json", { module: "match_test", params: { mode: format } });
+      const matchId = created.payload.match_id;
+      assert.ok(matchId.endsWith(".ludus"), matchId);
+      const listed = await client.listMatches(ann, 10, true, undefined, undefined, undefined, `+label.mode:${format}`);
+      assert.ok(listed.matches.some((m) => m.match_id === matchId && m.handler_name === "match_test"));
+      const joinedAnn = await annSocket.joinMatch(matchId);
+      assert.equal(joinedAnn.authoritative, true);
+      assert.equal(JSON.parse(joinedAnn.label).mode, format);
+      await benSocket.joinMatch(matchId);
+
+      const echo = nextEvent((done) => {
+        benSocket.onmatchdata = (d) => {
+          if (d.op_code === 1) done(d);
+        };
+      }, "echo");
+      await benSocket.sendMatchState(matchId, 1, "echo me");
+      assert.equal(new TextDecoder().decode((await echo).data), "echo me");
+
+      const broadcast = nextEvent((done) => {
+        annSocket.onmatchdata = (d) => {
+          if (d.op_code === 2) done(d);
+        };
+      }, "broadcast");
+      await benSocket.sendMatchState(matchId, 2, JSON.stringify({ x: 1 }));
+      const b = await broadcast;
+      assert.deepEqual(JSON.parse(new TextDecoder().decode(b.data)), { x: 1 });
+      assert.equal(b.presence.user_id, ben.user_id);
+
+      await assert.rejects(annSocket.joinMatch(`${randomUUID()}.ludus`), (e) => e.code === 4);
+      await annSocket.leaveMatch(matchId);
+      await benSocket.leaveMatch(matchId);
     });
 
     test("an invalid request is an error and the socket stays usable", async () => {

@@ -115,4 +115,31 @@ async fn example_binary_serves_native_rpcs_and_hooks() {
         account["user"]["username"], "native-player-0001",
         "the before hook named the user"
     );
+
+    // The native match handler: created by a native RPC, then listed.
+    let res = http
+        .post(format!("{base}/v2/rpc/native_create_duel?unwrap"))
+        .bearer_auth(token)
+        .body(r#"{"arena":"pit"}"#)
+        .send()
+        .await
+        .unwrap();
+    // `?unwrap`: the body goes in and the payload comes back as is.
+    let match_id = res.text().await.unwrap();
+    assert!(match_id.ends_with(".ludus"), "{match_id}");
+    let list: Value = http
+        .get(format!("{base}/v2/match?limit=10&authoritative=true"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed = &list["matches"][0];
+    assert_eq!(listed["match_id"], match_id.as_str());
+    assert_eq!(listed["handler_name"], "native_duel");
+    assert_eq!(listed["tick_rate"], 10);
+    let label: Value = serde_json::from_str(listed["label"].as_str().unwrap()).unwrap();
+    assert_eq!(label["arena"], "pit");
 }

@@ -29,6 +29,7 @@ pub mod codec;
 pub mod error;
 pub mod hooks;
 pub mod liveness;
+pub mod matches;
 pub mod matchmaker;
 pub mod matchmaker_socket;
 pub mod module_streams;
@@ -55,6 +56,7 @@ pub use bus::{Bus, LocalBus};
 pub use codec::{Encoded, Format};
 pub use error::{RtCode, RtError};
 pub use hooks::{Before, HookFuture, RtHooks};
+pub use matches::{MatchConfig, MatchRegistry};
 pub use matchmaker::{Matchmaker, MatchmakerConfig, MatchmakerPresence, TicketRequest};
 pub use matchmaker_socket::MatchmakerMatchedHook;
 pub use outbound::{CloseReason, Next, Outbound};
@@ -82,6 +84,10 @@ pub struct RealtimeConfig {
     pub encryption_key: String,
     /// `matchmaker.*`.
     pub matchmaker: MatchmakerConfig,
+    /// The match engine's settings (`match.*`).
+    pub matches: MatchConfig,
+    /// Where authoritative matches run; `None`: the current runtime.
+    pub match_spawner: Option<tokio::runtime::Handle>,
 }
 
 impl Default for RealtimeConfig {
@@ -93,6 +99,8 @@ impl Default for RealtimeConfig {
             party: PartySettings::default(),
             encryption_key: "defaultencryptionkey".into(),
             matchmaker: MatchmakerConfig::default(),
+            matches: MatchConfig::default(),
+            match_spawner: None,
         }
     }
 }
@@ -129,6 +137,8 @@ pub struct Realtime {
     pub router: StreamRouter,
     pub status: StatusRegistry,
     pub parties: PartyRegistry,
+    /// The authoritative matches of this node.
+    pub matches: Arc<MatchRegistry>,
     store: Arc<dyn Store>,
     rpc: OnceLock<Arc<dyn RpcHandler>>,
     hooks: OnceLock<Arc<dyn RtHooks>>,
@@ -162,8 +172,21 @@ impl Realtime {
         bus: Arc<dyn Bus>,
     ) -> Realtime {
         let tracker = Arc::new(PresenceTracker::new());
+        let router = StreamRouter::new(tracker.clone(), bus);
+        let spawner = config
+            .match_spawner
+            .clone()
+            .unwrap_or_else(tokio::runtime::Handle::current);
+        let matches = Arc::new(MatchRegistry::new(
+            config.matches.clone(),
+            &config.node,
+            spawner,
+            tracker.clone(),
+            router.clone(),
+        ));
         Realtime {
-            router: StreamRouter::new(tracker.clone(), bus),
+            router,
+            matches,
             matchmaker: Arc::new(Matchmaker::new(config.matchmaker.clone())),
             matchmaker_hook: OnceLock::new(),
             config,
@@ -228,6 +251,7 @@ impl Realtime {
         self.matchmaker.remove_session_all(session.id());
         for (stream, presence) in self.tracker.untrack_all(session.id()) {
             self.emit_presence_event(&stream, &[], std::slice::from_ref(&presence));
+            self.matches.left(&stream, &presence);
         }
         tracing::debug!(session_id = %session.id(), user_id = %session.user_id(), "session disconnected");
     }
@@ -272,6 +296,7 @@ impl Realtime {
         match self.tracker.untrack(session, stream) {
             Some(p) => {
                 self.emit_presence_event(stream, &[], std::slice::from_ref(&p));
+                self.matches.left(stream, &p);
                 true
             }
             None => false,
@@ -295,8 +320,18 @@ impl Realtime {
             }
             StreamMode::Custom(_) => self.emit_stream_event(stream, &joins, &leaves),
             StreamMode::Party => self.emit_party_event(stream, &joins, &leaves),
+            StreamMode::MatchRelayed | StreamMode::MatchAuthoritative => {
+                let wire = |ps: Vec<Presence>| ps.iter().map(|p| p.to_wire(false)).collect();
+                self.matches
+                    .presence_event(stream, wire(joins), wire(leaves))
+            }
             _ => {}
         }
+    }
+
+    /// The match id a matchmaker token carries (checked and unexpired).
+    pub(crate) fn match_token_id(&self, token: &str) -> Result<String, RtError> {
+        matchmaker::verify_match_token(&self.config.encryption_key, token, ludus_core::unix_now())
     }
 
     /// Which of these ids and usernames belong to existing users.

@@ -141,7 +141,7 @@ impl Realtime {
 
     /// A party's ticket, for the party feature: all its members in one
     /// ticket (they match together), limited per party and per member.
-    pub fn party_matchmaker_add(
+    pub fn party_matchmaker_add_ticket(
         &self,
         party_id: &str,
         members: Vec<MatchmakerPresence>,
@@ -153,7 +153,11 @@ impl Realtime {
     }
 
     /// Removes one of a party's tickets.
-    pub fn party_matchmaker_remove(&self, party_id: &str, ticket: &str) -> Result<(), RtError> {
+    pub fn party_matchmaker_remove_ticket(
+        &self,
+        party_id: &str,
+        ticket: &str,
+    ) -> Result<(), RtError> {
         if ticket.is_empty() {
             return Err(RtError::bad_input("invalid matchmaker ticket: it is empty"));
         }
@@ -387,10 +391,13 @@ mod tests {
             ..Default::default()
         };
         let t = rt
-            .party_matchmaker_add("party.ludus", vec![member(&a), member(&b)], request)
+            .party_matchmaker_add_ticket("party.ludus", vec![member(&a), member(&b)], request)
             .unwrap();
-        assert!(rt.party_matchmaker_remove("other", &t).is_err());
-        assert!(rt.party_matchmaker_remove("party.ludus", "").is_err());
+        assert!(rt.party_matchmaker_remove_ticket("other", &t).is_err());
+        assert!(
+            rt.party_matchmaker_remove_ticket("party.ludus", "")
+                .is_err()
+        );
         add_n(&rt, &c, 3).await;
         assert_eq!(rt.matchmaker_process().await, 1);
         for s in [&a, &b, &c] {
@@ -411,7 +418,7 @@ mod tests {
             ..Default::default()
         };
         let e = rt
-            .party_matchmaker_add("party.ludus", vec![member(&a)], bad)
+            .party_matchmaker_add_ticket("party.ludus", vec![member(&a)], bad)
             .unwrap_err();
         assert_eq!(e.code, crate::RtCode::BadInput);
         assert_eq!(rt.party_matchmaker_remove_all("party.ludus"), 0);

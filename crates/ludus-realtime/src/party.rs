@@ -298,11 +298,10 @@ impl Realtime {
     }
 
     /// Called after every change of a party's members (joins, leaves,
-    /// removals, the end of the party). Nothing depends on it yet: it is
-    /// where the matchmaker will drop the party's tickets, which no longer
-    /// describe its members (Nakama does so on the same changes).
+    /// removals, the end of the party): the party's matchmaker tickets no
+    /// longer describe its members and are dropped (as Nakama does).
     fn party_members_changed(&self, id: Uuid) {
-        let _ = id;
+        self.party_matchmaker_remove_all(&self.party_id(id));
     }
 
     /// Makes `presence` a member: sent the party, then tracked on the
@@ -816,6 +815,65 @@ fn party_presence(session: &SessionHandle) -> Presence {
             persistence: false,
             status: std::sync::Arc::from(""),
         },
+    }
+}
+
+/// Party matchmaking: the leader puts the whole party in the matchmaker as
+/// one ticket (Nakama's `party_matchmaker_add|remove`); the ticket goes when
+/// the party's members change.
+impl Realtime {
+    pub(crate) fn party_matchmaker_add(
+        &self,
+        session: &SessionHandle,
+        req: ludus_proto::realtime::PartyMatchmakerAdd,
+    ) -> Result<ludus_proto::realtime::PartyMatchmakerTicket, RtError> {
+        let id = self.parse_party_id(&req.party_id)?;
+        let members = self
+            .parties
+            .members(id)
+            .ok_or_else(|| RtError::bad_input("party not found"))?;
+        if !self.parties.is_leader(id, session.id()) {
+            return Err(RtError::bad_input(
+                "only the party leader may add the party to the matchmaker",
+            ));
+        }
+        let party_id = self.party_id(id);
+        let members = members
+            .into_iter()
+            .map(|p| crate::matchmaker::MatchmakerPresence {
+                user_id: p.user_id,
+                session_id: p.session_id,
+                username: p.meta.username.to_string(),
+                node: self.config.node.clone(),
+            })
+            .collect();
+        let ticket = self.party_matchmaker_add_ticket(
+            &party_id,
+            members,
+            crate::matchmaker::TicketRequest {
+                query: req.query,
+                min_count: req.min_count,
+                max_count: req.max_count,
+                count_multiple: req.count_multiple.map(|c| c.value),
+                string_properties: req.string_properties.into_iter().collect(),
+                numeric_properties: req.numeric_properties.into_iter().collect(),
+            },
+        )?;
+        Ok(ludus_proto::realtime::PartyMatchmakerTicket { party_id, ticket })
+    }
+
+    pub(crate) fn party_matchmaker_remove(
+        &self,
+        session: &SessionHandle,
+        req: ludus_proto::realtime::PartyMatchmakerRemove,
+    ) -> Result<(), RtError> {
+        let id = self.parse_party_id(&req.party_id)?;
+        if !self.parties.is_leader(id, session.id()) {
+            return Err(RtError::bad_input(
+                "only the party leader may remove the party's matchmaker tickets",
+            ));
+        }
+        self.party_matchmaker_remove_ticket(&self.party_id(id), &req.ticket)
     }
 }
 

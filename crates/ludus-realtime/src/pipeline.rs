@@ -3,8 +3,6 @@
 //! Every one of the envelope's 50 members lands in exactly one arm below:
 //! - requests Ludus serves get their reply (same `cid`) or an `error`
 //!   envelope; a validation error keeps the socket open;
-//! - requests for features not built yet get an `error` saying so, and keep
-//!   the socket open;
 //! - an envelope with no message, or with a server-to-client message, is
 //!   answered with `MISSING_PAYLOAD` / `UNRECOGNIZED_PAYLOAD` and closes the
 //!   socket, as Nakama does.
@@ -23,14 +21,6 @@ use crate::registry::SessionHandle;
 pub enum Flow {
     Continue,
     Close,
-}
-
-/// A request that was understood but not served: which feature is missing.
-fn unavailable(feature: &str) -> RtError {
-    RtError::new(
-        RtCode::RuntimeException,
-        format!("{feature} are not available on this server yet"),
-    )
 }
 
 impl Realtime {
@@ -152,10 +142,20 @@ impl Realtime {
                 .channel_message_remove(session, req)
                 .await
                 .map(|a| Some(Message::ChannelMessageAck(a))),
-            Message::MatchCreate(_)
-            | Message::MatchDataSend(_)
-            | Message::MatchJoin(_)
-            | Message::MatchLeave(_) => Err(unavailable("matches")),
+            Message::MatchCreate(req) => self
+                .match_create(session, req)
+                .map(|m| Some(Message::Match(m))),
+            Message::MatchJoin(req) => self
+                .match_join(session, req)
+                .await
+                .map(|m| Some(Message::Match(m))),
+            // Acknowledged with an empty envelope, as Nakama does.
+            Message::MatchLeave(req) => self.match_leave(session, req).map(|()| None),
+            Message::MatchDataSend(req) => match self.match_data_send(session, req) {
+                // No reply on success, as Nakama.
+                Ok(()) => return (Flow::Continue, None),
+                Err(e) => Err(e),
+            },
             Message::MatchmakerAdd(req) => self
                 .matchmaker_add(session, req)
                 .map(|t| Some(Message::MatchmakerTicket(t))),
@@ -174,8 +174,11 @@ impl Realtime {
                 .map(|r| Some(Message::PartyJoinRequest(r))),
             Message::PartyDataSend(req) => self.party_data_send(session, req).map(|()| None),
             Message::PartyUpdate(req) => self.party_update(session, req).map(|()| None),
-            Message::PartyMatchmakerAdd(_) | Message::PartyMatchmakerRemove(_) => {
-                Err(unavailable("party matchmaking tickets"))
+            Message::PartyMatchmakerAdd(req) => self
+                .party_matchmaker_add(session, req)
+                .map(|t| Some(Message::PartyMatchmakerTicket(t))),
+            Message::PartyMatchmakerRemove(req) => {
+                self.party_matchmaker_remove(session, req).map(|()| None)
             }
             Message::Rpc(rpc) => match self.rpc_handler() {
                 Some(handler) => {

@@ -13,6 +13,7 @@ use crate::codec::Encoded;
 use crate::stream::Stream;
 use crate::tracker::PresenceTracker;
 
+#[derive(Clone)]
 pub struct StreamRouter {
     tracker: Arc<PresenceTracker>,
     bus: Arc<dyn Bus>,

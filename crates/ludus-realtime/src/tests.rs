@@ -129,21 +129,106 @@ async fn server_only_message_closes() {
 }
 
 #[tokio::test]
-async fn unbuilt_feature_answers_an_error_and_stays_open() {
+async fn party_matchmaking_is_for_the_leader_and_ends_when_members_change() {
+    use ludus_proto::realtime::{
+        PartyCreate, PartyJoin, PartyLeave, PartyMatchmakerAdd, PartyMatchmakerRemove,
+    };
     let h = realtime(false).await;
     let rt = &h.rt;
-    let s = connect(rt, Uuid::new_v4(), false);
-    let flow = rt
-        .handle(
-            &s,
-            env("2", Message::PartyMatchmakerAdd(Default::default())),
-        )
-        .await;
-    assert_eq!(flow, Flow::Continue);
-    let got = drain(&s);
-    assert!(
-        matches!(&got[0].message, Some(Message::Error(e)) if e.message.contains("party matchmaking"))
+    let (leader, member) = (
+        connect(rt, Uuid::new_v4(), false),
+        connect(rt, Uuid::new_v4(), false),
     );
+    rt.handle(
+        &leader,
+        env(
+            "1",
+            Message::PartyCreate(PartyCreate {
+                open: true,
+                max_size: 4,
+                ..Default::default()
+            }),
+        ),
+    )
+    .await;
+    let party_id = drain(&leader)
+        .into_iter()
+        .find_map(|e| match e.message {
+            Some(Message::Party(p)) => Some(p.party_id),
+            _ => None,
+        })
+        .expect("a party");
+    rt.handle(
+        &member,
+        env(
+            "2",
+            Message::PartyJoin(PartyJoin {
+                party_id: party_id.clone(),
+            }),
+        ),
+    )
+    .await;
+    drain(&member);
+    let add = |id: &str| {
+        Message::PartyMatchmakerAdd(PartyMatchmakerAdd {
+            party_id: id.into(),
+            min_count: 2,
+            max_count: 4,
+            query: "*".into(),
+            ..Default::default()
+        })
+    };
+    // Only the leader may add; a bad party id is an error; the socket stays open.
+    assert_eq!(
+        rt.handle(&member, env("3", add(&party_id))).await,
+        Flow::Continue
+    );
+    assert!(drain(&member).iter().any(|e| matches!(&e.message,
+        Some(Message::Error(e)) if e.message.contains("leader"))));
+    drain(&leader);
+    rt.handle(&leader, env("4", add("nope"))).await;
+    assert!(
+        drain(&leader)
+            .iter()
+            .any(|e| matches!(&e.message, Some(Message::Error(_))))
+    );
+    rt.handle(&leader, env("5", add(&party_id))).await;
+    let ticket = drain(&leader)
+        .into_iter()
+        .find_map(|e| match e.message {
+            Some(Message::PartyMatchmakerTicket(t)) => Some(t),
+            _ => None,
+        })
+        .expect("a party ticket");
+    assert_eq!(ticket.party_id, party_id);
+    assert_eq!(rt.matchmaker.ticket_count(), 1);
+    // Removed by the leader…
+    rt.handle(
+        &leader,
+        env(
+            "6",
+            Message::PartyMatchmakerRemove(PartyMatchmakerRemove {
+                party_id: party_id.clone(),
+                ticket: ticket.ticket.clone(),
+            }),
+        ),
+    )
+    .await;
+    assert_eq!(rt.matchmaker.ticket_count(), 0);
+    // …or dropped when the members change.
+    rt.handle(&leader, env("7", add(&party_id))).await;
+    assert_eq!(rt.matchmaker.ticket_count(), 1);
+    rt.handle(
+        &member,
+        env(
+            "8",
+            Message::PartyLeave(PartyLeave {
+                party_id: party_id.clone(),
+            }),
+        ),
+    )
+    .await;
+    assert_eq!(rt.matchmaker.ticket_count(), 0);
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use ludus_proto::realtime::UserPresence;
 use uuid::Uuid;
 
 use crate::codec::Format;
-use crate::stream::Stream;
+use crate::stream::{Stream, StreamMode};
 
 /// What a presence carries besides its ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,6 +171,25 @@ impl PresenceTracker {
         self.lock().by_stream.get(stream).map_or(0, HashMap::len)
     }
 
+    /// Whether a session is on a stream.
+    pub fn contains(&self, stream: &Stream, session: Uuid) -> bool {
+        self.lock()
+            .by_stream
+            .get(stream)
+            .is_some_and(|m| m.contains_key(&session))
+    }
+
+    /// Up to `limit` streams of one mode, with their presence counts.
+    pub fn streams_of_mode(&self, mode: StreamMode, limit: usize) -> Vec<(Stream, usize)> {
+        self.lock()
+            .by_stream
+            .iter()
+            .filter(|(s, _)| s.mode == mode)
+            .take(limit)
+            .map(|(s, m)| (s.clone(), m.len()))
+            .collect()
+    }
+
     /// Streams one session is on.
     pub fn streams_of(&self, session: Uuid) -> Vec<Stream> {
         self.lock()
@@ -184,7 +203,6 @@ impl PresenceTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::StreamMode;
 
     fn presence(session: Uuid, status: &str, hidden: bool) -> Presence {
         Presence {

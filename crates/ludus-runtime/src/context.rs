@@ -13,6 +13,8 @@ pub enum ExecutionMode {
     RunOnce,
     Matchmaker,
     Shutdown,
+    /// An authoritative match's callbacks.
+    Match,
 }
 
 impl ExecutionMode {
@@ -25,6 +27,7 @@ impl ExecutionMode {
             ExecutionMode::RunOnce => "run_once",
             ExecutionMode::Matchmaker => "matchmaker",
             ExecutionMode::Shutdown => "shutdown",
+            ExecutionMode::Match => "match",
         }
     }
 }

@@ -18,7 +18,11 @@ mod services;
 pub use context::{CallContext, ExecutionMode};
 pub use error::{LoadError, RuntimeError};
 pub use ludus_core::Code;
-pub use native::{AfterHook, BeforeHook, NativeCall, NativeModule, RpcHandler, ShutdownHook};
+/// The match handler interface, for native match handlers.
+pub use ludus_realtime::matches;
+pub use native::{
+    AfterHook, BeforeHook, MatchFactory, NativeCall, NativeModule, RpcHandler, ShutdownHook,
+};
 pub use runtime::{Runtime, RuntimeSettings};
 pub use services::PartyListing;
 pub use services::{

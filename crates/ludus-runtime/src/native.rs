@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use ludus_realtime::matches::MatchHandler;
 use serde_json::Value;
 
 use crate::context::CallContext;
@@ -41,6 +42,8 @@ pub type BeforeHook =
 pub type AfterHook =
     Arc<dyn Fn(NativeCall, Value, Value) -> BoxFuture<Result<(), RuntimeError>> + Send + Sync>;
 pub type ShutdownHook = Arc<dyn Fn(NativeCall) -> BoxFuture<()> + Send + Sync>;
+/// Makes the handler of one new authoritative match.
+pub type MatchFactory = Arc<dyn Fn(NativeCall) -> Box<dyn MatchHandler> + Send + Sync>;
 
 /// Registrations of a native module. Names are matched case-insensitively,
 /// as Nakama does: `rpc("Echo", …)` answers `/v2/rpc/echo`.
@@ -50,6 +53,7 @@ pub struct NativeModule {
     pub(crate) before: HashMap<String, BeforeHook>,
     pub(crate) after: HashMap<String, AfterHook>,
     pub(crate) shutdown: Vec<ShutdownHook>,
+    pub(crate) matches: HashMap<String, MatchFactory>,
 }
 
 impl std::fmt::Debug for NativeModule {
@@ -58,6 +62,7 @@ impl std::fmt::Debug for NativeModule {
             .field("rpcs", &self.rpcs.keys().collect::<Vec<_>>())
             .field("before", &self.before.keys().collect::<Vec<_>>())
             .field("after", &self.after.keys().collect::<Vec<_>>())
+            .field("matches", &self.matches.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -119,12 +124,28 @@ impl NativeModule {
         self
     }
 
+    /// Registers an authoritative match handler under `name`, the name
+    /// `nk.match_create` and native code create matches with. `factory` is
+    /// called once per match.
+    pub fn match_handler<F, H>(mut self, name: &str, factory: F) -> Self
+    where
+        F: Fn(NativeCall) -> H + Send + Sync + 'static,
+        H: MatchHandler,
+    {
+        self.matches.insert(
+            name.to_owned(),
+            Arc::new(move |call| Box::new(factory(call)) as Box<dyn MatchHandler>),
+        );
+        self
+    }
+
     /// Adds another module's registrations; later ones win on a clash.
     pub fn merge(mut self, other: NativeModule) -> Self {
         self.rpcs.extend(other.rpcs);
         self.before.extend(other.before);
         self.after.extend(other.after);
         self.shutdown.extend(other.shutdown);
+        self.matches.extend(other.matches);
         self
     }
 }

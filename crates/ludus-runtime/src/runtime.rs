@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ludus_core::Code;
+use ludus_realtime::matches::{HandlerError, MatchHandler, MatchModules};
 use serde_json::Value;
 
 use crate::context::{CallContext, ExecutionMode};
@@ -321,10 +322,35 @@ impl Runtime {
         }
     }
 
+    /// Names a match can be created with: native registrations and Lua
+    /// modules.
+    pub fn has_match_handler(&self, name: &str) -> bool {
+        self.native.matches.contains_key(name)
+            || self.lua.as_ref().is_some_and(|l| l.has_module(name))
+    }
+
     fn native_call(&self, ctx: CallContext) -> NativeCall {
         NativeCall {
             ctx,
             services: self.services.clone(),
+        }
+    }
+}
+
+/// Authoritative matches are created by name: a native registration first,
+/// then a Lua module (one VM per match).
+impl MatchModules for Runtime {
+    fn create(&self, name: &str) -> Result<Box<dyn MatchHandler>, HandlerError> {
+        if let Some(factory) = self.native.matches.get(name) {
+            return Ok(factory(
+                self.native_call(CallContext::new(ExecutionMode::Match)),
+            ));
+        }
+        match &self.lua {
+            Some(lua) => lua.create_match(name),
+            None => Err(format!(
+                "no match handler named {name:?}: register one natively or add {name}.lua under runtime.path"
+            )),
         }
     }
 }

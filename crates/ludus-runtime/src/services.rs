@@ -12,6 +12,7 @@ use ludus_core::accounts::Credential;
 use ludus_core::model::{Account, AccountUpdate, User};
 use ludus_core::notification::Notification;
 use ludus_core::store::{SqlRow, SqlValue};
+use ludus_realtime::matches::{ListRequest, MatchListing};
 use uuid::Uuid;
 
 /// The result of a sign-in made by a module.
@@ -217,6 +218,37 @@ pub trait RuntimeServices: Send + Sync + 'static {
         cursor: &str,
     ) -> Result<(Vec<PartyListing>, Option<String>), ApiError> {
         let _ = (limit, open, show_hidden, query, cursor);
+        Err(no_realtime())
+    }
+
+    // Matches
+
+    /// Creates an authoritative match run by the handler `module` (a native
+    /// registration or a Lua module); answers its id after `match_init`.
+    async fn match_create(
+        &self,
+        module: &str,
+        params: serde_json::Value,
+    ) -> Result<String, ApiError> {
+        let _ = (module, params);
+        Err(no_realtime())
+    }
+
+    /// One match by id; `None` when it does not exist.
+    fn match_get(&self, match_id: &str) -> Option<MatchListing> {
+        let _ = match_id;
+        None
+    }
+
+    /// Matches as `GET /v2/match` lists them.
+    fn match_list(&self, request: ListRequest) -> Result<Vec<MatchListing>, ApiError> {
+        let _ = request;
+        Ok(Vec::new())
+    }
+
+    /// Sends `match_signal` data to a match; answers what it returned.
+    async fn match_signal(&self, match_id: &str, data: String) -> Result<String, ApiError> {
+        let _ = (match_id, data);
         Err(no_realtime())
     }
 

@@ -42,6 +42,9 @@ pub struct Config {
     pub name: String,
     /// Folder for the embedded database and modules.
     pub data_dir: PathBuf,
+    /// At shutdown, how long authoritative matches may go on after
+    /// `match_terminate` (Nakama's key; 0 ends them at once).
+    pub shutdown_grace_sec: u64,
     pub logger: LoggerConfig,
     pub session: SessionConfig,
     pub socket: SocketConfig,
@@ -49,6 +52,8 @@ pub struct Config {
     pub runtime: crate::runtime::RuntimeConfig,
     pub party: PartyConfig,
     pub matchmaker: crate::matchmaker::MatchmakerConfig,
+    #[serde(rename = "match")]
+    pub matches: MatchSettings,
 }
 
 impl Default for Config {
@@ -56,6 +61,7 @@ impl Default for Config {
         Config {
             name: "ludus".into(),
             data_dir: PathBuf::from("./data"),
+            shutdown_grace_sec: 0,
             logger: LoggerConfig::default(),
             session: SessionConfig::default(),
             socket: SocketConfig::default(),
@@ -63,6 +69,7 @@ impl Default for Config {
             runtime: crate::runtime::RuntimeConfig::default(),
             party: PartyConfig::default(),
             matchmaker: crate::matchmaker::MatchmakerConfig::default(),
+            matches: MatchSettings::default(),
         }
     }
 }
@@ -184,6 +191,59 @@ impl Default for PartyConfig {
         PartyConfig {
             max_size: d.max_size,
             max_per_session: d.max_per_session,
+        }
+    }
+}
+
+/// The match engine (`match.*`, Nakama's key names where Nakama has one).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MatchSettings {
+    /// Data messages waiting for a match's next tick; more are refused.
+    pub input_queue_size: usize,
+    /// Join attempts and signals waiting for a match; more are refused.
+    pub call_queue_size: usize,
+    /// Deferred broadcasts one tick may queue.
+    pub deferred_queue_size: usize,
+    /// How long an accepted join may take to complete before it is dropped.
+    pub join_marker_deadline_ms: u64,
+    /// End a match that has been empty this long; 0 never.
+    pub max_empty_sec: u64,
+    /// Most live authoritative matches on this node.
+    pub max_matches: usize,
+    /// Longest a join or signal waits for a busy match.
+    pub call_timeout_ms: u64,
+    /// Threads that run match handlers; 0 for one per core.
+    pub executor_threads: usize,
+}
+
+impl Default for MatchSettings {
+    fn default() -> Self {
+        let d = ludus_realtime::MatchConfig::default();
+        MatchSettings {
+            input_queue_size: d.input_queue_size,
+            call_queue_size: d.call_queue_size,
+            deferred_queue_size: d.deferred_queue_size,
+            join_marker_deadline_ms: d.join_marker_deadline.as_millis() as u64,
+            max_empty_sec: 0,
+            max_matches: d.max_matches,
+            call_timeout_ms: d.call_timeout.as_millis() as u64,
+            executor_threads: 0,
+        }
+    }
+}
+
+impl MatchSettings {
+    pub fn engine(&self) -> ludus_realtime::MatchConfig {
+        ludus_realtime::MatchConfig {
+            input_queue_size: self.input_queue_size.max(1),
+            call_queue_size: self.call_queue_size.max(1),
+            deferred_queue_size: self.deferred_queue_size,
+            join_marker_deadline: std::time::Duration::from_millis(self.join_marker_deadline_ms),
+            max_empty: (self.max_empty_sec > 0)
+                .then(|| std::time::Duration::from_secs(self.max_empty_sec)),
+            max_matches: self.max_matches,
+            call_timeout: std::time::Duration::from_millis(self.call_timeout_ms.max(1)),
         }
     }
 }

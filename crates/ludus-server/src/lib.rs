@@ -16,5 +16,5 @@ mod socket;
 mod state;
 
 pub use config::Config;
-pub use ludus_runtime::{NativeCall, NativeModule, RuntimeError};
+pub use ludus_runtime::{NativeCall, NativeModule, RuntimeError, RuntimeServices, matches};
 pub use server::{RunningServer, StartError, start, start_with};

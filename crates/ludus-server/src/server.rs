@@ -126,6 +126,13 @@ impl RunningServer {
         {
             tracing::warn!("matchmaker still running after the grace period");
         }
+        // Matches get their match_terminate while their players are still there.
+        self.state
+            .sockets
+            .realtime
+            .matches
+            .shutdown(Duration::from_secs(self.state.config.shutdown_grace_sec))
+            .await;
         // Upgraded sockets outlive their HTTP request: close them explicitly.
         self.state.sockets.close_all(SHUTDOWN_GRACE).await;
         let mut task = self.task;

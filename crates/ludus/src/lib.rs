@@ -18,7 +18,10 @@ mod cli;
 use std::future::Future;
 use std::process::ExitCode;
 
-pub use ludus_runtime::{CallContext, Code, ExecutionMode, NativeCall, NativeModule, RuntimeError};
+pub use ludus_runtime::{
+    CallContext, Code, ExecutionMode, NativeCall, NativeModule, RuntimeError, RuntimeServices,
+    matches,
+};
 pub use serde_json::Value;
 
 /// Entry point of a binary built on Ludus.
@@ -77,6 +80,18 @@ impl ServerBuilder {
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.module = self.module.shutdown(hook);
+        self
+    }
+
+    /// Registers an authoritative match handler under `name`: `factory`
+    /// makes the handler of each new match (`nk.match_create(name, params)`
+    /// or `call.services.match_create(name, params)` start one).
+    pub fn match_handler<F, H>(mut self, name: &str, factory: F) -> Self
+    where
+        F: Fn(NativeCall) -> H + Send + Sync + 'static,
+        H: matches::MatchHandler,
+    {
+        self.module = self.module.match_handler(name, factory);
         self
     }
 

@@ -8,9 +8,11 @@
 //! as in Nakama.
 
 mod convert;
+mod matches;
 mod modules;
 mod nk;
 mod nk_codec;
+mod nk_match;
 mod nk_party;
 mod nk_realtime;
 mod nk_server;
@@ -34,7 +36,8 @@ use vm::Vm;
 pub struct LuaRuntime {
     pool: VmPool,
     registered: Registered,
-    modules: usize,
+    shared: Arc<LuaShared>,
+    sources: Arc<Vec<modules::ModuleSource>>,
 }
 
 impl LuaRuntime {
@@ -74,7 +77,8 @@ impl LuaRuntime {
         Ok(Some(LuaRuntime {
             pool,
             registered,
-            modules: modules.len(),
+            shared,
+            sources: modules,
         }))
     }
 
@@ -83,7 +87,21 @@ impl LuaRuntime {
     }
 
     pub fn module_count(&self) -> usize {
-        self.modules
+        self.sources.len()
+    }
+
+    /// Whether a module of this name exists (a match handler candidate).
+    pub fn has_module(&self, name: &str) -> bool {
+        self.sources.iter().any(|m| m.name == name)
+    }
+
+    /// A match handler running module `name` in a VM of its own.
+    pub fn create_match(
+        &self,
+        name: &str,
+    ) -> Result<Box<dyn ludus_realtime::matches::MatchHandler>, String> {
+        matches::LuaMatch::new(self.shared.clone(), &self.sources, name)
+            .map(|m| Box::new(m) as Box<dyn ludus_realtime::matches::MatchHandler>)
     }
 
     /// Calls the callback stored under `key` (`rpc/<id>`, `before/<api>`…).

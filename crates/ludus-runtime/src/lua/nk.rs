@@ -12,7 +12,7 @@ use mlua::{Function, Lua, Table, Value as LuaValue};
 use super::convert;
 use super::shared::LuaShared;
 use super::vm::CallState;
-use super::{nk_codec, nk_realtime, nk_server, nk_sql};
+use super::{nk_codec, nk_match, nk_realtime, nk_server, nk_sql};
 use crate::context::{CallContext, ExecutionMode};
 use crate::cron::Cron;
 
@@ -31,6 +31,7 @@ pub fn install(lua: &Lua, shared: &Arc<LuaShared>, callbacks: &Table) -> mlua::R
     nk_realtime::install(lua, shared, &nk)?;
     nk_sql::install(lua, shared, &nk)?;
     super::nk_party::install(lua, shared, &nk)?;
+    nk_match::install(lua, shared, &nk)?;
     Ok(nk)
 }
 

@@ -252,6 +252,11 @@ pub(super) fn block_on<T>(
     shared: &LuaShared,
     fut: impl Future<Output = Result<T, ApiError>>,
 ) -> mlua::Result<T> {
+    if super::matches::in_match_callback() {
+        // A match callback runs on a worker of the match runtime, where
+        // blocking on a future is only allowed after stepping off the worker.
+        return tokio::task::block_in_place(|| shared.handle.block_on(fut)).map_err(api_error);
+    }
     shared.handle.block_on(fut).map_err(api_error)
 }
 

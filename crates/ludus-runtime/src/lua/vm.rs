@@ -57,9 +57,93 @@ impl Vm {
     /// Builds a VM and loads every module into it, in name order.
     pub fn new(
         shared: Arc<LuaShared>,
-        modules: &[ModuleSource],
+        modules: &Arc<Vec<ModuleSource>>,
         first: bool,
     ) -> Result<(Vm, Registered), LoadError> {
+        let vm = Vm::build(shared, modules, first)?;
+        vm.load_modules(modules)?;
+        let registered = {
+            let state = vm.state();
+            state.loading.set(false);
+            state.registered.borrow().clone()
+        };
+        vm.collect_setup_garbage();
+        Ok((vm, registered))
+    }
+
+    /// A VM for one authoritative match: only the match module (and what it
+    /// requires) is loaded; answers the table of callbacks it returned.
+    pub fn for_match(
+        shared: Arc<LuaShared>,
+        modules: &Arc<Vec<ModuleSource>>,
+        name: &str,
+    ) -> Result<(Vm, Table), String> {
+        if !modules.iter().any(|m| m.name == name) {
+            return Err(format!("no lua module named {name:?} under runtime.path"));
+        }
+        let vm = Vm::build(shared, modules, false).map_err(|e| e.to_string())?;
+        let require: Function = vm.lua.globals().get("require").map_err(|e| e.to_string())?;
+        vm.reset_budget();
+        let result: mlua::Result<(bool, LuaValue)> = vm.invoke.call((require, name));
+        let loaded = match result {
+            Ok((true, value)) => value,
+            Ok((false, err)) => return Err(vm.describe(&err).message),
+            Err(e) => return Err(vm.classify(e).message),
+        };
+        vm.state().loading.set(false);
+        vm.collect_setup_garbage();
+        match loaded {
+            LuaValue::Table(t) => Ok((vm, t)),
+            _ => Err(
+                "match module must return a table containing the match callback functions".into(),
+            ),
+        }
+    }
+
+    /// Building a VM leaves compiler and set-up garbage behind (about a
+    /// third of a fresh VM); a full collection returns it before the VM
+    /// starts serving, which matters with one VM per match.
+    fn collect_setup_garbage(&self) {
+        let _ = self.lua.gc_collect();
+        let _ = self.lua.gc_collect();
+    }
+
+    pub fn lua(&self) -> &Lua {
+        &self.lua
+    }
+
+    /// Calls `f` with `args` under the instruction budget, protected but
+    /// without the trampoline (error values become messages): the fast path
+    /// of match callbacks, which pass and return a fixed number of values
+    /// without allocating. Answers the first four values returned.
+    pub fn call_direct<A: mlua::IntoLuaMulti>(
+        &self,
+        f: &Function,
+        args: A,
+    ) -> Result<(LuaValue, LuaValue, LuaValue, LuaValue), RuntimeError> {
+        self.reset_budget();
+        let result = f.call::<(LuaValue, LuaValue, LuaValue, LuaValue)>(args);
+        if self.state().exceeded.get() {
+            return Err(RuntimeError::busy(budget_message(
+                self.shared.settings.instruction_budget,
+            )));
+        }
+        result.map_err(|e| {
+            let mut e = self.classify(e);
+            if matches!(&e.code, Code::ResourceExhausted) {
+                let _ = self.lua.gc_collect();
+            }
+            e.message = strip_position(&e.message).to_owned();
+            e
+        })
+    }
+
+    /// The sandboxed state with `nk`, before any module is loaded.
+    fn build(
+        shared: Arc<LuaShared>,
+        modules: &Arc<Vec<ModuleSource>>,
+        first: bool,
+    ) -> Result<Vm, LoadError> {
         let setup = |e: mlua::Error| LoadError::Setup(e.to_string());
         let libs = StdLib::TABLE
             | StdLib::STRING
@@ -112,19 +196,12 @@ impl Vm {
             lua.set_memory_limit(shared.settings.memory_limit_bytes)
                 .map_err(setup)?;
         }
-        let vm = Vm {
+        Ok(Vm {
             lua,
             callbacks,
             invoke,
             shared,
-        };
-        vm.load_modules(modules)?;
-        let registered = {
-            let state = vm.state();
-            state.loading.set(false);
-            state.registered.borrow().clone()
-        };
-        Ok((vm, registered))
+        })
     }
 
     fn state(&self) -> mlua::AppDataRef<'_, CallState> {
@@ -330,22 +407,28 @@ fn strip_position(message: &str) -> &str {
 /// Calls `fn(...)` under `xpcall`; answers `ok, result_or_error`. Error
 /// tables pass through untouched so `error({"msg", code})` keeps its code.
 const INVOKE: &str = r#"
-local xpcall, type = xpcall, type
+local xpcall = xpcall
+local function keep(e) return e end
 return function(fn, ...)
-  return xpcall(fn, function(e) return e end, ...)
+  return xpcall(fn, keep, ...)
 end
 "#;
 
 /// Removes what modules must not reach (files, processes, the debug library,
 /// bytecode) and points `require` at the module sources only.
-fn sandbox(lua: &Lua, modules: &[ModuleSource]) -> mlua::Result<()> {
-    let sources = lua.create_table()?;
-    for m in modules {
-        let entry = lua.create_table()?;
-        entry.set("source", lua.create_string(&m.source)?)?;
-        entry.set("chunk", format!("@{}", m.display_path))?;
-        sources.set(m.name.as_str(), entry)?;
-    }
+fn sandbox(lua: &Lua, modules: &Arc<Vec<ModuleSource>>) -> mlua::Result<()> {
+    // Sources stay on the Rust side, shared by every VM: a VM copies a
+    // module's text only while it loads it.
+    let modules = modules.clone();
+    let sources = lua.create_function(move |lua, name: String| {
+        match modules.iter().find(|m| m.name == name) {
+            Some(m) => Ok((
+                Some(lua.create_string(&m.source)?),
+                Some(format!("@{}", m.display_path)),
+            )),
+            None => Ok((None, None)),
+        }
+    })?;
     let exhausted = lua.create_function(|lua, ()| {
         Ok(lua
             .app_data_ref::<CallState>()
@@ -430,9 +513,9 @@ return function(sources, exhausted, errtext)
       return "\n\tno preloaded module '" .. name .. "'"
     end,
     function(name)
-      local m = sources[name]
-      if not m then return "\n\tno server module '" .. name .. "'" end
-      local f, err = loadstring(m.source, m.chunk)
+      local source, chunk = sources(name)
+      if not source then return "\n\tno server module '" .. name .. "'" end
+      local f, err = loadstring(source, chunk)
       if not f then error(err, 0) end
       return f
     end,

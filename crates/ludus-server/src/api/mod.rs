@@ -4,6 +4,7 @@
 mod account;
 mod authenticate;
 mod channel;
+mod matches;
 mod matchmaker;
 mod notification;
 mod party;
@@ -72,6 +73,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v2/party", get(party::list))
         .route("/v2/matchmaker/stats", get(matchmaker::stats))
+        .route("/v2/match", get(matches::list))
         .route("/ws", get(crate::socket::upgrade))
         .route("/v2/rpc/{id}", get(rpc::call).post(rpc::call))
         .fallback(not_found)

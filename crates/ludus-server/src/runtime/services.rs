@@ -24,6 +24,7 @@ use ludus_core::notification::Notification;
 use ludus_core::store::{SqlRow, SqlValue};
 use ludus_core::token::{self, SessionClaims};
 use ludus_core::{ApiError, Code, unix_now};
+use ludus_realtime::matches::{ListRequest, MatchListing};
 use ludus_realtime::{CloseReason, Realtime, RtError, Stream, StreamMode};
 use ludus_runtime::PartyListing;
 use ludus_runtime::{
@@ -138,6 +139,7 @@ fn stream_of(key: &StreamKey) -> Stream {
 fn rt_error(e: RtError) -> ApiError {
     let code = match e.code {
         ludus_realtime::RtCode::BadInput => Code::InvalidArgument,
+        ludus_realtime::RtCode::MatchNotFound => Code::NotFound,
         _ => Code::Internal,
     };
     ApiError::new(code, e.message)
@@ -445,6 +447,33 @@ impl RuntimeServices for Services {
             })
             .collect();
         Ok((listed, next))
+    }
+
+    // Matches
+
+    async fn match_create(
+        &self,
+        module: &str,
+        params: serde_json::Value,
+    ) -> Result<String, ApiError> {
+        let matches = self.with_realtime(|rt| rt.matches.clone())?;
+        matches.create(module, params).await.map_err(rt_error)
+    }
+
+    fn match_get(&self, match_id: &str) -> Option<MatchListing> {
+        self.with_realtime(|rt| rt.matches.get(match_id))
+            .ok()
+            .flatten()
+    }
+
+    fn match_list(&self, request: ListRequest) -> Result<Vec<MatchListing>, ApiError> {
+        self.with_realtime(|rt| rt.matches.list(&request))?
+            .map_err(rt_error)
+    }
+
+    async fn match_signal(&self, match_id: &str, data: String) -> Result<String, ApiError> {
+        let matches = self.with_realtime(|rt| rt.matches.clone())?;
+        matches.signal(match_id, data).await.map_err(rt_error)
     }
 
     // SQL

@@ -68,6 +68,8 @@ impl SocketSettings {
 /// The realtime side of the server.
 pub struct Sockets {
     pub realtime: Realtime,
+    /// Declared after `realtime`, so match tasks stop after it is gone.
+    _match_runtime: MatchRuntime,
     settings: SocketSettings,
     open: AtomicUsize,
     closing: AtomicBool,
@@ -80,6 +82,7 @@ impl Sockets {
         accounts: Arc<AccountService>,
         runtime: Arc<ludus_runtime::Runtime>,
     ) -> Sockets {
+        let match_runtime = MatchRuntime::start(config.matches.executor_threads);
         let realtime = Realtime::new(
             RealtimeConfig {
                 outgoing_queue_size: config.socket.outgoing_queue_size,
@@ -88,14 +91,18 @@ impl Sockets {
                 party: config.party_settings(),
                 encryption_key: config.session.encryption_key.clone(),
                 matchmaker: config.matchmaker.realtime(),
+                matches: config.matches.engine(),
+                match_spawner: Some(match_runtime.handle()),
             },
             accounts.store().clone(),
         );
+        realtime.matches.set_modules(runtime.clone());
         realtime.set_rpc_handler(Arc::new(rpc::SocketRpc(runtime.clone())));
         realtime.set_matchmaker_hook(Arc::new(crate::matchmaker::MatchedHook(runtime.clone())));
         realtime.set_hooks(Arc::new(hooks::SocketHooks::new(runtime)));
         Sockets {
             realtime,
+            _match_runtime: match_runtime,
             settings: SocketSettings::from_config(config),
             open: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
@@ -235,4 +242,42 @@ fn bearer(headers: &HeaderMap) -> Option<String> {
     scheme
         .eq_ignore_ascii_case("Bearer")
         .then(|| rest.trim().to_owned())
+}
+
+/// The threads authoritative matches run on: a runtime of their own, so a
+/// slow match handler never holds up socket I/O.
+struct MatchRuntime(Option<tokio::runtime::Runtime>);
+
+impl MatchRuntime {
+    fn start(threads: usize) -> MatchRuntime {
+        let threads = if threads == 0 {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        } else {
+            threads
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("ludus-match")
+            .enable_time()
+            .build()
+            .expect("cannot start the match threads: the system refused new threads");
+        MatchRuntime(Some(runtime))
+    }
+
+    fn handle(&self) -> tokio::runtime::Handle {
+        self.0
+            .as_ref()
+            .expect("the match runtime lives as long as the sockets")
+            .handle()
+            .clone()
+    }
+}
+
+impl Drop for MatchRuntime {
+    fn drop(&mut self) {
+        // Dropping a runtime from async code would block; let it go quietly.
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }

@@ -54,6 +54,15 @@ impl TestServer {
     }
 
     pub async fn start_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> TestServer {
+        Self::start_native(backend, ludus_server::NativeModule::new(), tweak).await
+    }
+
+    /// A server with native registrations compiled in.
+    pub async fn start_native(
+        backend: Backend,
+        native: ludus_server::NativeModule,
+        tweak: impl FnOnce(&mut Config),
+    ) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config {
             data_dir: dir.path().join("data"),
@@ -71,7 +80,9 @@ impl TestServer {
             config.database.address = vec![url];
         }
         tweak(&mut config);
-        let server = ludus_server::start(config.clone()).await.unwrap();
+        let server = ludus_server::start_with(config.clone(), native)
+            .await
+            .unwrap();
         let base = format!("http://{}", server.local_addr());
         TestServer {
             server: Some(server),

@@ -11,6 +11,7 @@ mod client;
 mod chat;
 mod envelope;
 mod limits;
+mod matches;
 mod matchmaker;
 mod notification;
 mod party;

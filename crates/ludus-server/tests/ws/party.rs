@@ -519,17 +519,26 @@ async fn bad_requests(fmt: Fmt) {
     let e = refused(&mut cat.c, leave(&elsewhere)).await;
     assert!(e.contains("party not found"), "{e}");
 
-    // Party matchmaking is not built yet: a clear error, socket open.
-    let reply = ann
-        .c
-        .request(Message::PartyMatchmakerAdd(PartyMatchmakerAdd {
+    // Party matchmaking: the leader (Ann) gets a party ticket; anyone else
+    // is refused with a clear error and keeps the socket.
+    let add = || {
+        Message::PartyMatchmakerAdd(PartyMatchmakerAdd {
             party_id: id.clone(),
             min_count: 2,
             max_count: 2,
             ..Default::default()
-        }))
-        .await;
-    assert!(error_of(&reply).message.contains("not available"));
+        })
+    };
+    let e = refused(&mut ben.c, add()).await;
+    assert!(e.contains("leader"), "{e}");
+    let reply = ann.c.request(add()).await;
+    match reply.message {
+        Some(Message::PartyMatchmakerTicket(t)) => {
+            assert_eq!(t.party_id, id);
+            assert!(!t.ticket.is_empty());
+        }
+        other => panic!("expected a party ticket, got {other:?}"),
+    }
 
     for m in [&mut ann, &mut ben, &mut cat] {
         sync(&mut m.c).await;

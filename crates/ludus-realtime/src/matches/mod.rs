@@ -1,0 +1,582 @@
+//! Matches: relayed (the server only forwards data between players) and
+//! authoritative (a [`MatchHandler`] owns the game loop).
+//!
+//! - [`handler`]: the handler trait, its values and the [`Dispatcher`].
+//! - `task.rs`: one task per authoritative match, ticking at its rate and
+//!   serving calls (join attempts, joins, leaves, signals) between ticks.
+//! - `socket.rs`: the `match_create|join|leave|data_send` envelopes.
+//! - [`MatchRegistry`]: the live authoritative matches of this node, their
+//!   labels for listing, and where their tasks run.
+//!
+//! A match's players are presences on its stream (`MatchRelayed` with the
+//! match uuid, or `MatchAuthoritative` with the uuid and the node as label),
+//! so delivery and presence events reuse the tracker and the router.
+//!
+//! Invariants: a handler's callbacks run one at a time on its own task; a
+//! failing or ending handler ends only its match, which leaves the registry
+//! and untracks its players; inputs are bounded (`match.input_queue_size`,
+//! `match.call_queue_size`), a full queue refuses, never blocks.
+
+pub mod handler;
+mod socket;
+mod task;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
+
+use ludus_proto::pbjson_types::StringValue;
+use ludus_proto::realtime::envelope::Message;
+use ludus_proto::realtime::{Envelope, MatchPresenceEvent, UserPresence};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+pub use handler::{
+    Dispatcher, Effect, HandlerError, JoinDecision, MAX_LABEL_BYTES, MatchHandler, MatchInfo,
+    MatchInit, MatchMessage, MatchPresence, Step, check_init, check_label,
+};
+
+use crate::error::{RtCode, RtError};
+use crate::query::Query;
+use crate::router::StreamRouter;
+use crate::stream::{Stream, StreamMode};
+use crate::tracker::{Presence, PresenceTracker};
+
+/// Settings of the match engine (`match.*`, Nakama's key names).
+#[derive(Debug, Clone)]
+pub struct MatchConfig {
+    /// Data messages waiting for a match's next tick; more are refused.
+    pub input_queue_size: usize,
+    /// Join attempts and signals waiting for a match; more are refused.
+    pub call_queue_size: usize,
+    /// Deferred broadcasts one tick may queue.
+    pub deferred_queue_size: usize,
+    /// How long an accepted join may take to complete before it is dropped.
+    pub join_marker_deadline: Duration,
+    /// End a match after it has been empty this long; `None`: never.
+    pub max_empty: Option<Duration>,
+    /// Most live authoritative matches on this node.
+    pub max_matches: usize,
+    /// Longest a caller waits for a busy match to answer a join attempt or a
+    /// signal.
+    pub call_timeout: Duration,
+}
+
+impl Default for MatchConfig {
+    fn default() -> Self {
+        MatchConfig {
+            input_queue_size: 128,
+            call_queue_size: 128,
+            deferred_queue_size: 128,
+            join_marker_deadline: Duration::from_secs(15),
+            max_empty: None,
+            max_matches: 100_000,
+            call_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Makes handlers by name: the module runtime (Lua modules and native
+/// registrations) implements it.
+pub trait MatchModules: Send + Sync + 'static {
+    /// A fresh handler for `name`; an error names what is missing. Called on
+    /// the match's own task, so it may take a while (a Lua VM loads there).
+    fn create(&self, name: &str) -> Result<Box<dyn MatchHandler>, HandlerError>;
+}
+
+/// A match as listings show it (`GET /v2/match`, `nk.match_list|get`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchListing {
+    pub match_id: String,
+    pub authoritative: bool,
+    /// Authoritative matches only.
+    pub label: Option<String>,
+    pub size: usize,
+    pub tick_rate: u32,
+    pub handler_name: String,
+}
+
+impl MatchListing {
+    pub fn to_api(&self) -> ludus_proto::api::Match {
+        ludus_proto::api::Match {
+            match_id: self.match_id.clone(),
+            authoritative: self.authoritative,
+            label: self.label.clone().map(|value| StringValue { value }),
+            size: self.size as i32,
+            tick_rate: self.tick_rate as i32,
+            handler_name: self.handler_name.clone(),
+        }
+    }
+}
+
+/// A listing request; `None` fields do not filter.
+#[derive(Debug, Clone, Default)]
+pub struct ListRequest {
+    pub limit: usize,
+    pub authoritative: Option<bool>,
+    /// Exact label (authoritative matches).
+    pub label: Option<String>,
+    pub min_size: Option<usize>,
+    pub max_size: Option<usize>,
+    /// Query over the JSON label, e.g. `+label.mode:duel`.
+    pub query: Option<String>,
+}
+
+/// Most matches one listing returns.
+pub const MAX_LIST_LIMIT: usize = 100;
+
+/// Calls that wait for the match's answer.
+pub(crate) enum Call {
+    JoinAttempt {
+        presence: MatchPresence,
+        metadata: std::collections::BTreeMap<String, String>,
+        reply: oneshot::Sender<JoinReply>,
+    },
+    Signal {
+        data: String,
+        reply: oneshot::Sender<Result<String, RtError>>,
+    },
+}
+
+pub(crate) enum Inbox {
+    Call(Call),
+    Event(Event),
+}
+
+/// Notices that must not be lost: they never wait on a full queue.
+pub(crate) enum Event {
+    Joined(MatchPresence),
+    Left(MatchPresence),
+    Terminate(Duration),
+}
+
+pub(crate) enum JoinReply {
+    /// `new` is false when the session was already in the match.
+    Accepted {
+        label: String,
+        new: bool,
+    },
+    Rejected(String),
+    Ended,
+}
+
+pub(crate) struct Entry {
+    /// Calls and events in one channel (one poll per wake-up); calls are
+    /// bounded by `pending_calls`, events never wait.
+    inbox: mpsc::UnboundedSender<Inbox>,
+    pending_calls: AtomicUsize,
+    call_queue_size: usize,
+    input: mpsc::Sender<MatchMessage>,
+    listing: Mutex<Labelled>,
+    size: AtomicUsize,
+    tick_rate: u32,
+    handler_name: Arc<str>,
+}
+
+struct Labelled {
+    label: Arc<str>,
+    /// `{"label": <the label parsed as JSON>}`, what queries search.
+    doc: Value,
+}
+
+impl Labelled {
+    fn new(label: &str) -> Labelled {
+        let parsed = serde_json::from_str::<Value>(label).unwrap_or(Value::Null);
+        Labelled {
+            label: Arc::from(label),
+            doc: serde_json::json!({ "label": parsed }),
+        }
+    }
+}
+
+/// The authoritative matches of this node.
+pub struct MatchRegistry {
+    config: MatchConfig,
+    node: Arc<str>,
+    spawner: tokio::runtime::Handle,
+    tracker: Arc<PresenceTracker>,
+    router: StreamRouter,
+    modules: OnceLock<Arc<dyn MatchModules>>,
+    matches: RwLock<HashMap<Uuid, Arc<Entry>>>,
+    /// Matches being created (counted against `max_matches`).
+    starting: AtomicUsize,
+}
+
+impl std::fmt::Debug for MatchRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatchRegistry")
+            .field("matches", &self.count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MatchRegistry {
+    /// A registry whose match tasks run on `spawner` (a runtime of their own
+    /// in the server, so match logic never holds up sockets).
+    pub fn new(
+        config: MatchConfig,
+        node: &str,
+        spawner: tokio::runtime::Handle,
+        tracker: Arc<PresenceTracker>,
+        router: StreamRouter,
+    ) -> MatchRegistry {
+        MatchRegistry {
+            config,
+            node: Arc::from(node),
+            spawner,
+            tracker,
+            router,
+            modules: OnceLock::new(),
+            matches: RwLock::new(HashMap::new()),
+            starting: AtomicUsize::new(0),
+        }
+    }
+
+    /// Sets who makes handlers; only the first call counts.
+    pub fn set_modules(&self, modules: Arc<dyn MatchModules>) {
+        let _ = self.modules.set(modules);
+    }
+
+    pub fn config(&self) -> &MatchConfig {
+        &self.config
+    }
+
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Live authoritative matches.
+    pub fn count(&self) -> usize {
+        self.read().len()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Uuid, Arc<Entry>>> {
+        self.matches.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Uuid, Arc<Entry>>> {
+        self.matches.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn entry(&self, id: Uuid) -> Option<Arc<Entry>> {
+        self.read().get(&id).cloned()
+    }
+
+    /// The stream of an authoritative match of this node.
+    pub fn stream(&self, id: Uuid) -> Stream {
+        Stream::new(StreamMode::MatchAuthoritative, id, Uuid::nil(), &self.node)
+    }
+
+    /// Creates an authoritative match run by the handler `name`; answers its
+    /// id once `match_init` has run.
+    pub async fn create(self: &Arc<Self>, name: &str, params: Value) -> Result<String, RtError> {
+        let Some(modules) = self.modules.get().cloned() else {
+            return Err(RtError::new(
+                RtCode::RuntimeException,
+                "authoritative matches need a match handler, and this server runs no modules",
+            ));
+        };
+        let starting = self.starting.fetch_add(1, Ordering::AcqRel);
+        let _undo = Undo(&self.starting);
+        if self.count() + starting >= self.config.max_matches {
+            return Err(RtError::new(
+                RtCode::RuntimeException,
+                format!(
+                    "too many matches on this node (limit {}, match.max_matches)",
+                    self.config.max_matches
+                ),
+            ));
+        }
+        let (reply, answer) = oneshot::channel();
+        let registry = self.clone();
+        let name = name.to_owned();
+        self.spawner
+            .spawn(task::start(registry, modules, name, params, reply));
+        match answer.await {
+            Ok(result) => result,
+            Err(_) => Err(RtError::internal("the match stopped while it started")),
+        }
+    }
+
+    /// Registers a started match; the task calls it after `match_init`.
+    pub(crate) fn insert(&self, id: Uuid, entry: Arc<Entry>) {
+        self.write().insert(id, entry);
+    }
+
+    pub(crate) fn remove(&self, id: Uuid) {
+        self.write().remove(&id);
+    }
+
+    /// One match by id (`<uuid>.<node>` or `<uuid>.` for relayed ones).
+    pub fn get(&self, match_id: &str) -> Option<MatchListing> {
+        let (id, node) = parse_id(match_id).ok()?;
+        if node.is_empty() {
+            let stream = relayed_stream(id);
+            let size = self.tracker.count(&stream);
+            return (size > 0).then(|| relayed_listing(id, size));
+        }
+        if node != &*self.node {
+            return None;
+        }
+        self.entry(id).map(|e| self.listing(id, &e))
+    }
+
+    fn listing(&self, id: Uuid, e: &Entry) -> MatchListing {
+        MatchListing {
+            match_id: format!("{id}.{}", self.node),
+            authoritative: true,
+            label: Some(e.label().to_string()),
+            size: e.size.load(Ordering::Acquire),
+            tick_rate: e.tick_rate,
+            handler_name: e.handler_name.to_string(),
+        }
+    }
+
+    /// Lists matches as Nakama does: with a query or a label, authoritative
+    /// matches only (best query score first; none when `authoritative` is
+    /// false); otherwise authoritative ones unless `authoritative` is false,
+    /// then relayed ones unless it is true.
+    pub fn list(&self, req: &ListRequest) -> Result<Vec<MatchListing>, RtError> {
+        let limit = req.limit.clamp(1, MAX_LIST_LIMIT);
+        let size_ok =
+            |n: usize| req.min_size.is_none_or(|m| n >= m) && req.max_size.is_none_or(|m| n <= m);
+        let query = match req.query.as_deref().map(str::trim) {
+            Some(q) if !q.is_empty() => Some(
+                Query::parse(q)
+                    .map_err(|e| RtError::bad_input(format!("invalid match listing query: {e}")))?,
+            ),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        let filtered = query.is_some() || req.label.is_some();
+        if filtered && req.authoritative == Some(false) {
+            // Labels and queries only exist on authoritative matches.
+            return Ok(out);
+        }
+        if req.authoritative != Some(false) {
+            let matches = self.read();
+            let mut scored: Vec<(f64, MatchListing)> = Vec::new();
+            for (id, e) in matches.iter() {
+                if !size_ok(e.size.load(Ordering::Acquire)) {
+                    continue;
+                }
+                let score = {
+                    let l = e.lock_listing();
+                    if let Some(label) = &req.label
+                        && *l.label != **label
+                    {
+                        continue;
+                    }
+                    match &query {
+                        Some(q) => match q.score(&l.doc) {
+                            Some(s) => s,
+                            None => continue,
+                        },
+                        None => 0.0,
+                    }
+                };
+                scored.push((score, self.listing(*id, e)));
+                if query.is_none() && scored.len() >= limit {
+                    break;
+                }
+            }
+            drop(matches);
+            if query.is_some() {
+                scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+            }
+            out.extend(scored.into_iter().take(limit).map(|(_, l)| l));
+        }
+        if out.len() < limit
+            && req.authoritative != Some(true)
+            && query.is_none()
+            && req.label.is_none()
+        {
+            for (stream, size) in self
+                .tracker
+                .streams_of_mode(StreamMode::MatchRelayed, usize::MAX)
+            {
+                if out.len() >= limit {
+                    break;
+                }
+                if size_ok(size) {
+                    out.push(relayed_listing(stream.subject, size));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Sends `match_signal` data to a match and answers what it returned.
+    pub async fn signal(&self, match_id: &str, data: String) -> Result<String, RtError> {
+        let entry = self.local_entry(match_id)?;
+        let (reply, answer) = oneshot::channel();
+        entry
+            .call(Call::Signal { data, reply })
+            .map_err(|()| busy(match_id))?;
+        match tokio::time::timeout(self.config.call_timeout, answer).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(not_found()),
+            Err(_) => Err(RtError::new(
+                RtCode::RuntimeException,
+                format!("match {match_id} did not answer the signal in time"),
+            )),
+        }
+    }
+
+    /// The entry of a local authoritative match by its full id.
+    fn local_entry(&self, match_id: &str) -> Result<Arc<Entry>, RtError> {
+        let (id, node) = parse_id(match_id)?;
+        if node != &*self.node {
+            return Err(not_found());
+        }
+        self.entry(id).ok_or_else(not_found)
+    }
+
+    /// A presence left a match stream (leave, disconnect): tells the match.
+    pub(crate) fn left(&self, stream: &Stream, presence: &Presence) {
+        if stream.mode != StreamMode::MatchAuthoritative || *stream.label != *self.node {
+            return;
+        }
+        if let Some(e) = self.entry(stream.subject) {
+            e.event(Event::Left(self.presence_of(presence)));
+        }
+    }
+
+    pub(crate) fn presence_of(&self, p: &Presence) -> MatchPresence {
+        MatchPresence {
+            user_id: p.user_id,
+            session_id: p.session_id,
+            username: p.meta.username.clone(),
+            node: self.node.clone(),
+        }
+    }
+
+    /// Asks every match to terminate with `grace`, then waits (at most the
+    /// grace and a second) for them to end.
+    pub async fn shutdown(&self, grace: Duration) {
+        let entries: Vec<Arc<Entry>> = self.read().values().cloned().collect();
+        if entries.is_empty() {
+            return;
+        }
+        tracing::info!(
+            matches = entries.len(),
+            grace_ms = grace.as_millis() as u64,
+            "terminating matches"
+        );
+        for e in &entries {
+            e.event(Event::Terminate(grace));
+        }
+        drop(entries);
+        let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(1);
+        while self.count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Sends a `match_presence_event` to everyone on a match stream.
+    pub(crate) fn presence_event(
+        &self,
+        stream: &Stream,
+        joins: Vec<UserPresence>,
+        leaves: Vec<UserPresence>,
+    ) {
+        let match_id = stream_match_id(stream);
+        self.router.send_to_stream(
+            stream,
+            Envelope {
+                cid: String::new(),
+                message: Some(Message::MatchPresenceEvent(MatchPresenceEvent {
+                    match_id,
+                    joins,
+                    leaves,
+                })),
+            },
+            None,
+        );
+    }
+}
+
+impl Entry {
+    /// Queues a call unless `match.call_queue_size` calls already wait.
+    pub(crate) fn call(&self, call: Call) -> Result<(), ()> {
+        if self.pending_calls.fetch_add(1, Ordering::AcqRel) >= self.call_queue_size {
+            self.pending_calls.fetch_sub(1, Ordering::AcqRel);
+            return Err(());
+        }
+        self.inbox.send(Inbox::Call(call)).map_err(|_| {
+            self.pending_calls.fetch_sub(1, Ordering::AcqRel);
+        })
+    }
+
+    pub(crate) fn event(&self, event: Event) {
+        let _ = self.inbox.send(Inbox::Event(event));
+    }
+
+    fn lock_listing(&self) -> std::sync::MutexGuard<'_, Labelled> {
+        self.listing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn label(&self) -> Arc<str> {
+        self.lock_listing().label.clone()
+    }
+
+    fn set_label(&self, label: &str) {
+        *self.lock_listing() = Labelled::new(label);
+    }
+}
+
+struct Undo<'a>(&'a AtomicUsize);
+
+impl Drop for Undo<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// `<uuid>.<node>` → (uuid, node); the node is empty for relayed matches.
+pub fn parse_id(match_id: &str) -> Result<(Uuid, &str), RtError> {
+    let (id, node) = match_id
+        .split_once('.')
+        .ok_or_else(|| RtError::bad_input("Invalid match ID"))?;
+    let id = Uuid::parse_str(id).map_err(|_| RtError::bad_input("Invalid match ID"))?;
+    Ok((id, node))
+}
+
+/// The stream of a relayed match.
+pub fn relayed_stream(id: Uuid) -> Stream {
+    Stream::new(StreamMode::MatchRelayed, id, Uuid::nil(), "")
+}
+
+/// The match id a match stream stands for.
+pub fn stream_match_id(stream: &Stream) -> String {
+    format!("{}.{}", stream.subject, stream.label)
+}
+
+fn relayed_listing(id: Uuid, size: usize) -> MatchListing {
+    MatchListing {
+        match_id: format!("{id}."),
+        authoritative: false,
+        label: None,
+        size,
+        tick_rate: 0,
+        handler_name: String::new(),
+    }
+}
+
+fn not_found() -> RtError {
+    RtError::new(RtCode::MatchNotFound, "Match not found")
+}
+
+fn busy(match_id: &str) -> RtError {
+    RtError::new(
+        RtCode::RuntimeException,
+        format!(
+            "match {match_id} is busy: its call queue is full (match.call_queue_size), try again"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests;

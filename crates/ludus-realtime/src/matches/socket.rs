@@ -1,0 +1,246 @@
+//! The match envelopes on the socket: `match_create` (relayed), `match_join`
+//! (relayed or authoritative, by id or matchmaker token), `match_leave` and
+//! `match_data_send`, with Nakama's replies and error codes.
+
+use std::sync::Arc;
+
+use ludus_proto::pbjson_types::StringValue;
+use ludus_proto::realtime::envelope::Message;
+use ludus_proto::realtime::match_join::Id;
+use ludus_proto::realtime::{
+    Envelope, Match, MatchCreate, MatchData, MatchDataSend, MatchJoin, MatchLeave, UserPresence,
+};
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::{Call, Event, JoinReply, MatchMessage, MatchPresence, not_found, parse_id};
+use crate::Realtime;
+use crate::error::{RtCode, RtError};
+use crate::registry::SessionHandle;
+use crate::stream::Stream;
+
+impl Realtime {
+    /// `match_create`: a relayed match, named (a deterministic id) or not.
+    pub(crate) fn match_create(
+        &self,
+        session: &SessionHandle,
+        req: MatchCreate,
+    ) -> Result<Match, RtError> {
+        let id = if req.name.is_empty() {
+            Uuid::new_v4()
+        } else {
+            Uuid::new_v5(&Uuid::NAMESPACE_DNS, req.name.as_bytes())
+        };
+        let stream = super::relayed_stream(id);
+        self.track(session, &stream, false, false, "");
+        let others = self.others(&stream, session.id());
+        Ok(Match {
+            match_id: format!("{id}."),
+            authoritative: false,
+            label: None,
+            size: others.len() as i32 + 1,
+            presences: others,
+            self_: Some(self_presence(session)),
+        })
+    }
+
+    /// `match_join` by id or by a matchmaker token.
+    pub(crate) async fn match_join(
+        &self,
+        session: &SessionHandle,
+        req: MatchJoin,
+    ) -> Result<Match, RtError> {
+        let (match_id, from_token) = match req.id {
+            Some(Id::MatchId(id)) if !id.is_empty() => (id, false),
+            Some(Id::Token(token)) if !token.is_empty() => (self.match_token_id(&token)?, true),
+            _ => return Err(RtError::bad_input("No match ID or token found")),
+        };
+        let (id, node) = parse_id(&match_id)?;
+        if node.is_empty() {
+            let stream = super::relayed_stream(id);
+            // Joining by token may be the first join; by id the match must exist.
+            if !from_token && self.tracker.count(&stream) == 0 {
+                return Err(not_found());
+            }
+            self.track(session, &stream, false, false, "");
+            let others = self.others(&stream, session.id());
+            return Ok(Match {
+                match_id,
+                authoritative: false,
+                label: None,
+                size: others.len() as i32,
+                presences: others,
+                self_: Some(self_presence(session)),
+            });
+        }
+        if node != self.matches.node() {
+            return Err(not_found());
+        }
+        let entry = self.matches.entry(id).ok_or_else(not_found)?;
+        let presence = MatchPresence {
+            user_id: session.user_id(),
+            session_id: session.id(),
+            username: Arc::from(session.username()),
+            node: Arc::from(node),
+        };
+        let (reply, answer) = oneshot::channel();
+        entry
+            .call(Call::JoinAttempt {
+                presence: presence.clone(),
+                metadata: req.metadata,
+                reply,
+            })
+            .map_err(|()| super::busy(&match_id))?;
+        let timeout = self.matches.config().call_timeout;
+        let (label, new) = match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(JoinReply::Accepted { label, new })) => (label, new),
+            Ok(Ok(JoinReply::Rejected(reason))) => {
+                let reason = if reason.is_empty() {
+                    "Match join rejected".to_owned()
+                } else {
+                    reason
+                };
+                return Err(RtError::new(RtCode::MatchJoinRejected, reason));
+            }
+            Ok(Ok(JoinReply::Ended) | Err(_)) => return Err(not_found()),
+            Err(_) => {
+                return Err(RtError::new(
+                    RtCode::RuntimeException,
+                    format!("match {match_id} did not answer the join in time, try again"),
+                ));
+            }
+        };
+        let stream = self.matches.stream(id);
+        if new {
+            self.track(session, &stream, false, false, "");
+            entry.event(Event::Joined(presence));
+        }
+        let others = self.others(&stream, session.id());
+        Ok(Match {
+            match_id,
+            authoritative: true,
+            label: Some(StringValue { value: label }),
+            size: others.len() as i32,
+            presences: others,
+            self_: Some(self_presence(session)),
+        })
+    }
+
+    /// `match_leave`: leaving a match one is not in is not an error.
+    pub(crate) fn match_leave(
+        &self,
+        session: &SessionHandle,
+        req: MatchLeave,
+    ) -> Result<(), RtError> {
+        let (id, node) = parse_id(&req.match_id)?;
+        let stream = if node.is_empty() {
+            super::relayed_stream(id)
+        } else {
+            Stream::new(
+                crate::stream::StreamMode::MatchAuthoritative,
+                id,
+                Uuid::nil(),
+                node,
+            )
+        };
+        self.untrack(session.id(), &stream);
+        Ok(())
+    }
+
+    /// `match_data_send`: relayed data goes straight to the other players (or
+    /// the listed ones); authoritative data waits for the match's next tick.
+    pub(crate) fn match_data_send(
+        &self,
+        session: &SessionHandle,
+        req: MatchDataSend,
+    ) -> Result<(), RtError> {
+        let (id, node) = parse_id(&req.match_id)?;
+        if !node.is_empty() {
+            let stream = self.matches.stream(id);
+            if node != self.matches.node() || !self.tracker.contains(&stream, session.id()) {
+                return Err(not_in_match(&req.match_id));
+            }
+            let Some(entry) = self.matches.entry(id) else {
+                return Err(not_found());
+            };
+            let message = MatchMessage {
+                sender: MatchPresence {
+                    user_id: session.user_id(),
+                    session_id: session.id(),
+                    username: Arc::from(session.username()),
+                    node: Arc::from(node),
+                },
+                op_code: req.op_code,
+                data: req.data.to_vec(),
+                reliable: req.reliable,
+                receive_time_ms: ludus_core::chat::now_us() / 1000,
+            };
+            return entry.input.try_send(message).map_err(|_| {
+                RtError::new(
+                    RtCode::RuntimeException,
+                    format!(
+                        "match {} is not keeping up: its input queue is full (match.input_queue_size), message dropped",
+                        req.match_id
+                    ),
+                )
+            });
+        }
+        let stream = super::relayed_stream(id);
+        let mut sessions = self.tracker.session_ids(&stream);
+        if !sessions.contains(&session.id()) {
+            return Err(not_in_match(&req.match_id));
+        }
+        if req.presences.is_empty() {
+            sessions.retain(|s| *s != session.id());
+        } else {
+            let wanted: Vec<Uuid> = req
+                .presences
+                .iter()
+                .map(|p| Uuid::parse_str(&p.session_id))
+                .collect::<Result<_, _>>()
+                .map_err(|_| RtError::bad_input("Invalid presence session ID in the filter"))?;
+            sessions.retain(|s| wanted.contains(s));
+        }
+        self.router.send_to_sessions(
+            &sessions,
+            Envelope {
+                cid: String::new(),
+                message: Some(Message::MatchData(MatchData {
+                    match_id: req.match_id,
+                    presence: Some(self_presence(session)),
+                    op_code: req.op_code,
+                    data: req.data,
+                    reliable: req.reliable,
+                })),
+            },
+        );
+        Ok(())
+    }
+
+    /// Visible presences on a match stream except `me`.
+    fn others(&self, stream: &Stream, me: Uuid) -> Vec<UserPresence> {
+        self.tracker
+            .list(stream, false)
+            .into_iter()
+            .filter(|p| p.session_id != me)
+            .map(|p| p.to_wire(false))
+            .collect()
+    }
+}
+
+fn self_presence(session: &SessionHandle) -> UserPresence {
+    UserPresence {
+        user_id: session.user_id().to_string(),
+        session_id: session.id().to_string(),
+        username: session.username().to_owned(),
+        persistence: false,
+        status: None,
+    }
+}
+
+fn not_in_match(match_id: &str) -> RtError {
+    RtError::new(
+        RtCode::MatchNotFound,
+        format!("not in match {match_id}: join it before sending data"),
+    )
+}

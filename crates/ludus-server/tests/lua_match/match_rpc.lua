@@ -1,0 +1,41 @@
+-- RPCs that drive the match `nk` functions from tests.
+local nk = require("nakama")
+
+nk.register_rpc(function(context, payload)
+  local req = nk.json_decode(payload)
+  return nk.match_create(req.module or "match_test", req.params)
+end, "create_match")
+
+nk.register_rpc(function(context, payload)
+  local m = nk.match_get(payload)
+  if m == nil then
+    return "null"
+  end
+  return nk.json_encode(m)
+end, "get_match")
+
+nk.register_rpc(function(context, payload)
+  local req = nk.json_decode(payload)
+  local found = nk.match_list(req.limit, req.authoritative, req.label, req.min_size, req.max_size, req.query)
+  return nk.json_encode({ matches = found })
+end, "list_matches")
+
+nk.register_rpc(function(context, payload)
+  local req = nk.json_decode(payload)
+  return nk.match_signal(req.match_id, req.data)
+end, "signal_match")
+
+-- The benchmark's find-or-create pattern: a non-full open match, or a new one.
+nk.register_rpc(function(context, payload)
+  local found = nk.match_list(1, true, nil, 0, 3, "+label.open:true")
+  if #found > 0 then
+    return found[1].match_id
+  end
+  return nk.match_create("match_test", { max = 4 })
+end, "find_or_create")
+
+-- As create_match, answering JSON for SDKs that parse RPC payloads.
+nk.register_rpc(function(context, payload)
+  local req = nk.json_decode(payload)
+  return nk.json_encode({ match_id = nk.match_create(req.module or "match_test", req.params) })
+end, "create_match_json")
