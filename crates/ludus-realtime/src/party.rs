@@ -727,9 +727,8 @@ impl Realtime {
 
     /// Live parties in creation order for `nk.party_list`: open or closed
     /// only when `open` says so, hidden ones only with `show_hidden`. The
-    /// cursor is the one a previous page returned. Label queries other than
-    /// empty or `*` are refused until the listing query language is shared
-    /// with matches.
+    /// cursor is the one a previous page returned. `query` searches the
+    /// JSON label with the match listing's language (`+label.mode:duo`).
     pub fn party_list(
         &self,
         limit: usize,
@@ -738,12 +737,13 @@ impl Realtime {
         query: &str,
         cursor: &str,
     ) -> Result<(Vec<PartyInfo>, Option<String>), RtError> {
-        let query = query.trim();
-        if !(query.is_empty() || query == "*") {
-            return Err(RtError::bad_input(
-                "party list queries are not supported yet, pass an empty query or \"*\"",
-            ));
-        }
+        let query = match query.trim() {
+            "" | "*" => None,
+            q => Some(
+                crate::query::Query::parse(q)
+                    .map_err(|e| RtError::bad_input(format!("invalid party listing query: {e}")))?,
+            ),
+        };
         let after = match cursor {
             "" => None,
             c => Some(c.parse::<u64>().map_err(|_| {
@@ -764,6 +764,13 @@ impl Realtime {
             };
             if open.is_some_and(|o| o != p.open) || (p.hidden && !show_hidden) {
                 continue;
+            }
+            if let Some(q) = &query {
+                let label = serde_json::from_str::<serde_json::Value>(&p.label)
+                    .unwrap_or(serde_json::Value::Null);
+                if q.score(&serde_json::json!({ "label": label })).is_none() {
+                    continue;
+                }
             }
             if page.len() == limit {
                 next = last.map(|l: u64| l.to_string());

@@ -693,12 +693,20 @@ async fn rest_party_list_filters_pages_and_refuses_bad_input() {
         "/v2/party?limit=x",
         "/v2/party?open=maybe",
         "/v2/party?cursor=nope",
-        "/v2/party?query=%2Blabel.mode%3Aduo",
+        "/v2/party?query=%2Blabel.mode%3A",
     ] {
         let r = server.get_bearer(bad, &token).await;
         assert_eq!(r.status, 400, "{bad}: {:?}", r.body);
         assert_eq!(r.body["code"], 3, "{bad}");
     }
+    // A query over the JSON label finds only the duo party.
+    let found = server
+        .get_bearer("/v2/party?query=%2Blabel.mode%3Aduo", &token)
+        .await;
+    assert_eq!(found.status, 200, "{:?}", found.body);
+    let found = found.body["parties"].as_array().unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["party_id"], closed.party_id.as_str());
     let r = server.get_bearer("/v2/party", "not-a-token").await;
     assert_eq!(r.status, 401);
 }
