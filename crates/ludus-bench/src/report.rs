@@ -13,6 +13,8 @@ pub struct RunResult {
     pub workload: String,
     pub target: String,
     pub concurrency: usize,
+    /// Whether the workload drove sockets (adds the socket figures to the table).
+    pub socket: bool,
     pub summary: Summary,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -48,6 +50,43 @@ pub fn table(r: &RunResult) -> String {
         s.total_errors
     );
     let _ = writeln!(out, "bytes in {} out {}", r.bytes_in, r.bytes_out);
+    if r.socket {
+        let secs = s.duration_secs.max(1e-9);
+        let _ = writeln!(
+            out,
+            "| peak users | users at end | sent/s | received/s | highest received/s | sent | received | bytes in/s | bytes out/s |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {:.0} | {:.0} |",
+            s.peak_users,
+            s.final_users,
+            s.mean_sent_rate,
+            s.mean_received_rate,
+            s.highest_received_rate,
+            s.messages_sent,
+            s.messages_received,
+            r.bytes_in as f64 / secs,
+            r.bytes_out as f64 / secs
+        );
+        let step = r.seconds.len().div_ceil(10).max(1);
+        let users: Vec<String> = r
+            .seconds
+            .iter()
+            .enumerate()
+            .step_by(step)
+            .map(|(i, sec)| format!("{i}s {}", sec.users))
+            .collect();
+        let _ = writeln!(out, "connected users over time: {}", users.join(", "));
+    }
+    if let Some(f) = &s.above_floor {
+        let _ = writeln!(
+            out,
+            "latency above the {:.0} ms tick floor: mean {:.2} ms, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            f.floor_ms, f.mean_ms, f.p50_ms, f.p99_ms, f.max_ms
+        );
+    }
     if !s.errors.is_empty() {
         let kinds: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let _ = writeln!(out, "errors by kind: {}", kinds.join(", "));
@@ -162,6 +201,7 @@ mod tests {
             workload: "register".into(),
             target: "127.0.0.1:7350".into(),
             concurrency: 4,
+            socket: true,
             summary: Summary::of(&rec, 2.0),
             bytes_in: 10,
             bytes_out: 20,
@@ -177,6 +217,8 @@ mod tests {
         ));
         assert!(t.contains("| 2.00 ms |"), "{t}");
         assert!(t.contains("errors by kind: status 401: 1"), "{t}");
+        assert!(t.contains("| peak users |"), "{t}");
+        assert!(t.contains("connected users over time: 0s 0, 1s 4"), "{t}");
     }
 
     #[test]

@@ -2,3 +2,4 @@
 //! deadline and returns what they measured.
 
 pub mod http;
+pub mod socket;
