@@ -46,6 +46,22 @@ impl Workload {
     }
 }
 
+/// The realtime socket's wire format (`/ws?format=…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Protobuf,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::Protobuf => "protobuf",
+        }
+    }
+}
+
 pub const HELP: &str = "\
 usage: ludus bench WORKLOAD [flags]
 
@@ -78,7 +94,7 @@ flags:
   --interval-ms MS     match: time between a player's messages (500)
   --match-rpc ID       match: the find-or-create RPC (ludus_bench_find_match)
   --tick-floor-ms MS   match: also report echo latency above this floor (100)
-  --format json        socket message format (json; protobuf is not driven yet)
+  --format F           socket message format: json or protobuf (json)
   --payload-size N     RPC payload size in bytes (40)
   --sources N|IP,IP    source addresses: N uses 127.0.0.1..127.0.0.N (1, or
                        enough for 25,000 sockets each on a loopback target)
@@ -115,6 +131,7 @@ pub struct Options {
     /// The echo workload calls this socket RPC instead of sending pings.
     pub echo_rpc: Option<String>,
     pub tick_floor: Duration,
+    pub format: Format,
     pub threads: usize,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
@@ -157,6 +174,7 @@ impl Options {
             match_rpc: "ludus_bench_find_match".into(),
             echo_rpc: None,
             tick_floor: Duration::from_millis(100),
+            format: Format::Json,
             threads: 1,
             json: None,
             svg: None,
@@ -214,10 +232,10 @@ impl Options {
                 "--match-rpc" => o.match_rpc = value,
                 "--tick-floor-ms" => o.tick_floor = Duration::from_millis(num(&value)?),
                 "--format" => {
-                    if value != "json" {
-                        return Err(bad(
-                            "only json is driven by this version (protobuf is not yet)",
-                        ));
+                    o.format = match value.as_str() {
+                        "json" => Format::Json,
+                        "protobuf" => Format::Protobuf,
+                        _ => return Err(bad("must be json or protobuf")),
                     }
                 }
                 "--json" => o.json = Some(value.into()),
@@ -326,8 +344,10 @@ mod tests {
         let e = Options::parse(&args("login --target https://x")).unwrap_err();
         assert!(e.to_string().contains("http://"), "{e}");
         assert!(Options::parse(&args("login --concurrency many")).is_err());
-        let e = Options::parse(&args("echo --format protobuf")).unwrap_err();
-        assert!(e.to_string().contains("json"), "{e}");
+        let e = Options::parse(&args("echo --format xml")).unwrap_err();
+        assert!(e.to_string().contains("json or protobuf"), "{e}");
+        let o = Options::parse(&args("echo --format protobuf")).unwrap();
+        assert_eq!(o.format, Format::Protobuf);
         assert!(Options::parse(&args("ccu --rate 0")).is_err());
     }
 

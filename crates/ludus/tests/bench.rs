@@ -149,7 +149,13 @@ async fn ccu_holds_every_socket_to_the_end() {
 async fn echo_round_trips_by_ping_and_by_rpc() {
     let (srv, _dir) = server().await;
     let target = format!("http://{}", srv.local_addr());
-    for extra in ["", "--in-flight 4", "--rpc ludus_bench_echo"] {
+    for extra in [
+        "",
+        "--in-flight 4",
+        "--rpc ludus_bench_echo",
+        "--format protobuf --in-flight 2",
+        "--format protobuf --rpc ludus_bench_echo",
+    ] {
         let r = ludus_bench::run(opts(&format!(
             "echo --target {target} --duration 2 --concurrency 4 --quiet {extra}"
         )))
@@ -161,7 +167,13 @@ async fn echo_round_trips_by_ping_and_by_rpc() {
         // Every answer was timed; at most the window per user is unanswered
         // when the deadline stops the run.
         assert_eq!(s.messages_received, s.total_ok, "{extra}");
-        let in_flight = if extra.contains("in-flight") { 4 } else { 1 };
+        let in_flight = if extra.contains("in-flight 4") {
+            4
+        } else if extra.contains("in-flight 2") {
+            2
+        } else {
+            1
+        };
         assert!(s.messages_sent >= s.total_ok, "{extra}");
         assert!(
             s.messages_sent - s.total_ok <= 4 * in_flight,
@@ -177,24 +189,30 @@ async fn fanout_delivers_every_message_to_every_member() {
     let (srv, _dir) = server().await;
     let target = format!("http://{}", srv.local_addr());
     let (users, rooms) = (40u64, 4u64);
-    let r = ludus_bench::run(opts(&format!(
-        "fanout --target {target} --duration 3 --concurrency {users} --rooms {rooms} --rate 100 --quiet"
-    )))
-    .await
-    .unwrap();
-    let s = &r.summary;
-    assert_eq!(s.total_errors, 0, "{:?}", s.errors);
-    // Sent: one join per user, then the publishes.
-    let published = s.messages_sent - users;
-    assert!(published > 20, "{s:?}");
-    assert_eq!(
-        s.total_ok,
-        published * (users / rooms),
-        "each publish reaches every member of its room"
-    );
-    // Received: the deliveries, one ack per publish and one reply per join.
-    assert_eq!(s.messages_received, s.total_ok + published + users);
-    assert_counts_add_up(&r);
+    for format in ["json", "protobuf"] {
+        let r = ludus_bench::run(opts(&format!(
+            "fanout --target {target} --duration 3 --concurrency {users} --rooms {rooms} --rate 100 --format {format} --quiet"
+        )))
+        .await
+        .unwrap();
+        let s = &r.summary;
+        assert_eq!(s.total_errors, 0, "{format}: {:?}", s.errors);
+        // Sent: one join per user, then the publishes.
+        let published = s.messages_sent - users;
+        assert!(published > 20, "{format}: {s:?}");
+        assert_eq!(
+            s.total_ok,
+            published * (users / rooms),
+            "{format}: each publish reaches every member of its room"
+        );
+        // Received: the deliveries, one ack per publish and one reply per join.
+        assert_eq!(
+            s.messages_received,
+            s.total_ok + published + users,
+            "{format}"
+        );
+        assert_counts_add_up(&r);
+    }
     srv.shutdown().await;
 }
 

@@ -13,12 +13,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use tokio::time::{Instant as TokioInstant, sleep_until, timeout_at};
 
 use crate::http::Conn;
-use crate::options::{Options, Workload};
+use crate::options::{Format, Options, Workload};
 use crate::stats::Recorder;
+use crate::workload::envelope::{self, Incoming, Writer};
 use crate::workload::http::{Progress, basic};
 use crate::ws::{self, WsConn, WsError};
 
@@ -221,7 +221,7 @@ impl<'a> Vu<'a> {
                 t
             }
         };
-        let path = format!("/ws?token={token}&format=json");
+        let path = format!("/ws?token={token}&format={}", self.opts.format.name());
         let conn = ws::connect(
             self.opts.target,
             Some(self.source()),
@@ -292,7 +292,8 @@ impl<'a> Vu<'a> {
         loop {
             match self.next(conn, self.deadline).await? {
                 Some(m) => {
-                    if let Some(kind) = server_error(conn.payload(&m)) {
+                    let inc = envelope::read(self.opts.format, conn.payload(&m), false);
+                    if let Some(kind) = inc.error {
                         self.error(&kind);
                     }
                     self.bytes(conn);
@@ -305,31 +306,21 @@ impl<'a> Vu<'a> {
     /// `echo`: round trips by cid, `--in-flight` at a time.
     async fn echo(&mut self, conn: &mut WsConn) -> Result<End, String> {
         let window = self.opts.in_flight;
+        let format = self.opts.format;
         let mut sent_at = vec![Instant::now(); window];
         let mut next_cid: u64 = 0;
         let mut outstanding = 0usize;
-        let rpc_payload = self.opts.echo_rpc.as_ref().map(|_| {
-            let pad = self.opts.payload_size.saturating_sub(30);
-            "x".repeat(pad)
-        });
-        let mut msg = Vec::with_capacity(128);
+        let pad = "x".repeat(self.opts.payload_size.saturating_sub(24));
+        let mut w = Writer::new(format);
         let mut queue = |vu: &mut Vu, conn: &mut WsConn, cid: u64, sent_at: &mut [Instant]| {
-            msg.clear();
-            match (&vu.opts.echo_rpc, &rpc_payload) {
-                (Some(id), Some(pad)) => {
-                    let payload = format!(r#"{{\"ts\":{},\"pad\":\"{pad}\"}}"#, vu.now_us());
-                    msg.extend_from_slice(
-                        format!(r#"{{"cid":"{cid}","rpc":{{"id":"{id}","payload":"{payload}"}}}}"#)
-                            .as_bytes(),
-                    );
+            let msg = match &vu.opts.echo_rpc {
+                Some(id) => {
+                    let payload = format!(r#"{{"ts":{},"pad":"{pad}"}}"#, vu.now_us());
+                    w.rpc(cid, id, &payload)
                 }
-                _ => {
-                    msg.extend_from_slice(b"{\"cid\":\"");
-                    msg.extend_from_slice(cid.to_string().as_bytes());
-                    msg.extend_from_slice(b"\",\"ping\":{}}");
-                }
-            }
-            conn.queue_text(&msg);
+                None => w.ping(cid),
+            };
+            queue_in(conn, format, msg);
             sent_at[cid as usize % window] = Instant::now();
         };
         for _ in 0..window {
@@ -348,11 +339,11 @@ impl<'a> Vu<'a> {
                 return Err("timeout".into());
             };
             let now = Instant::now();
-            let body = conn.payload(&m);
-            if let Some(kind) = server_error(body) {
+            let inc = envelope::read(format, conn.payload(&m), false);
+            if let Some(kind) = inc.error {
                 return Err(kind);
             }
-            let Some(cid) = cid_of(body) else {
+            let Some(cid) = inc.cid else {
                 continue; // a notification or other push: counted, not timed
             };
             if cid >= next_cid || outstanding == 0 {
@@ -374,34 +365,40 @@ impl<'a> Vu<'a> {
         }
     }
 
+    /// Sends one envelope now.
+    async fn send(&mut self, conn: &mut WsConn, msg: &[u8]) -> Result<(), String> {
+        queue_in(conn, self.opts.format, msg);
+        conn.flush().await.map_err(|e| e.kind())?;
+        self.sent(1);
+        Ok(())
+    }
+
+    /// Waits for the reply to a join (cid `j`); returns it read.
+    async fn join_reply(&mut self, conn: &mut WsConn, what: &str) -> Result<Incoming, String> {
+        let until = Instant::now() + self.opts.timeout;
+        loop {
+            let Some(m) = self.next(conn, until).await? else {
+                return Err(format!("timeout ({what})"));
+            };
+            let inc = envelope::read(self.opts.format, conn.payload(&m), true);
+            if inc.join_reply {
+                return Ok(inc);
+            }
+        }
+    }
+
     /// `fanout`: join a room; publishers also send at their share of `--rate`.
     async fn fanout(&mut self, conn: &mut WsConn) -> Result<End, String> {
+        let format = self.opts.format;
+        let mut w = Writer::new(format);
         let room = format!("bench-{}-room-{}", self.tag, self.i % self.opts.rooms);
-        conn.send_text(
-            format!(
-                r#"{{"cid":"j","channel_join":{{"target":"{room}","type":1,"persistence":false,"hidden":true}}}}"#
-            )
-            .as_bytes(),
-        )
-        .await
-        .map_err(|e| e.kind())?;
-        self.sent(1);
-        let join_until = Instant::now() + self.opts.timeout;
-        let channel_id = loop {
-            let Some(m) = self.next(conn, join_until).await? else {
-                return Err("timeout (channel join)".into());
-            };
-            let body = conn.payload(&m);
-            if let Some(kind) = server_error(body) {
-                return Err(kind);
-            }
-            if cid_is(body, "j") {
-                let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
-                match v["channel"]["id"].as_str() {
-                    Some(id) => break id.to_owned(),
-                    None => return Err("channel join reply without a channel".into()),
-                }
-            }
+        self.send(conn, w.channel_join(&room)).await?;
+        let reply = self.join_reply(conn, "channel join").await?;
+        if let Some(kind) = reply.error {
+            return Err(kind);
+        }
+        let Some(channel_id) = reply.channel_id else {
+            return Err("channel join reply without a channel".into());
         };
         self.progress.ready.fetch_add(1, Ordering::Relaxed);
         let publisher = self.i < self.opts.publishers;
@@ -421,7 +418,6 @@ impl<'a> Vu<'a> {
             self.deadline + DRAIN
         };
         let stop = self.deadline + DRAIN;
-        let mut content = Vec::with_capacity(160);
         loop {
             let until = if next_send < self.deadline {
                 next_send
@@ -431,12 +427,10 @@ impl<'a> Vu<'a> {
             match self.next(conn, until).await? {
                 Some(m) => {
                     let now_us = self.now_us();
-                    let body = conn.payload(&m);
-                    if let Some(kind) = server_error(body) {
+                    let inc = envelope::read(format, conn.payload(&m), true);
+                    if let Some(kind) = inc.error {
                         self.error(&kind);
-                    } else if find(body, b"\"channel_message\":").is_some()
-                        && let Some(ts) = number_after(body, b"bench_ts")
-                    {
+                    } else if let Some(ts) = inc.delivery_ts {
                         self.ok(now_us.saturating_sub(ts));
                     }
                     if !conn.has_buffered_frame() {
@@ -445,17 +439,9 @@ impl<'a> Vu<'a> {
                 }
                 None if Instant::now() >= stop => return Ok(End::Deadline),
                 None if next_send < self.deadline && Instant::now() >= next_send => {
-                    content.clear();
-                    content.extend_from_slice(
-                        format!(
-                            r#"{{"channel_message_send":{{"channel_id":"{channel_id}","content":"{{\"bench_ts\":{}}}"}}}}"#,
-                            self.now_us()
-                        )
-                        .as_bytes(),
-                    );
-                    conn.queue_text(&content);
-                    conn.flush().await.map_err(|e| e.kind())?;
-                    self.sent(1);
+                    let now_us = self.now_us();
+                    self.send(conn, w.channel_message(&channel_id, now_us))
+                        .await?;
                     next_send += period;
                 }
                 None => {}
@@ -466,36 +452,19 @@ impl<'a> Vu<'a> {
     /// `match`: find or create a match through the RPC, join it, then
     /// alternate op 1 (echo) and op 2 (broadcast) every `--interval-ms`.
     async fn play(&mut self, conn: &mut WsConn) -> Result<End, String> {
+        let format = self.opts.format;
+        let mut w = Writer::new(format);
         let mut attempts = 0;
         let match_id = loop {
             let id = self.find_match().await?;
-            conn.send_text(
-                format!(r#"{{"cid":"j","match_join":{{"match_id":"{id}"}}}}"#).as_bytes(),
-            )
-            .await
-            .map_err(|e| e.kind())?;
-            self.sent(1);
-            let until = Instant::now() + self.opts.timeout;
-            let joined = loop {
-                let Some(m) = self.next(conn, until).await? else {
-                    return Err("timeout (match join)".into());
-                };
-                let body = conn.payload(&m);
-                if cid_is(body, "j") {
-                    break server_error(body);
-                }
-            };
-            match joined {
+            self.send(conn, w.match_join(&id)).await?;
+            match self.join_reply(conn, "match join").await?.error {
                 None => break id,
                 // Full, or gone between the RPC and the join: look again.
-                Some(kind) if attempts < 5 => {
-                    attempts += 1;
-                    let _ = kind;
-                }
+                Some(_) if attempts < 5 => attempts += 1,
                 Some(kind) => return Err(format!("match join: {kind}")),
             }
         };
-        let b64 = base64::engine::general_purpose::STANDARD;
         let floor_us = self.opts.tick_floor.as_micros() as u64;
         let mut next_send = Instant::now();
         let mut op_echo = true;
@@ -504,30 +473,15 @@ impl<'a> Vu<'a> {
             match self.next(conn, until).await? {
                 Some(m) => {
                     let now_us = self.now_us();
-                    let body = conn.payload(&m);
-                    if let Some(kind) = server_error(body) {
+                    let inc = envelope::read(format, conn.payload(&m), true);
+                    if let Some(kind) = inc.error {
                         self.error(&kind);
-                        continue;
-                    }
-                    if find(body, b"\"match_data\"").is_none() {
-                        continue;
-                    }
-                    let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
-                    let data = &v["match_data"];
-                    let op = match &data["op_code"] {
-                        serde_json::Value::String(s) => s.parse::<i64>().unwrap_or(0),
-                        other => other.as_i64().unwrap_or(0),
-                    };
-                    if op == 1 {
-                        let ts = data["data"]
-                            .as_str()
-                            .and_then(|d| b64.decode(d).ok())
-                            .and_then(|d| number_after(&d, b"t="));
-                        if let Some(ts) = ts {
-                            let lat = now_us.saturating_sub(ts);
-                            self.ok(lat);
-                            self.rec.above_floor.record(lat.saturating_sub(floor_us));
-                        }
+                    } else if let Some((1, data)) = inc.match_data
+                        && let Some(ts) = envelope::number_after(&data, b"t=")
+                    {
+                        let lat = now_us.saturating_sub(ts);
+                        self.ok(lat);
+                        self.rec.above_floor.record(lat.saturating_sub(floor_us));
                     }
                     if !conn.has_buffered_frame() {
                         self.bytes(conn);
@@ -541,16 +495,8 @@ impl<'a> Vu<'a> {
                         (2, BROADCAST_PAYLOAD)
                     };
                     op_echo = !op_echo;
-                    let data = b64.encode(match_payload(self.now_us(), size));
-                    conn.send_text(
-                        format!(
-                            r#"{{"match_data_send":{{"match_id":"{match_id}","op_code":"{op}","data":"{data}"}}}}"#
-                        )
-                        .as_bytes(),
-                    )
-                    .await
-                    .map_err(|e| e.kind())?;
-                    self.sent(1);
+                    let data = match_payload(self.now_us(), size);
+                    self.send(conn, w.match_data(&match_id, op, &data)).await?;
                     next_send += self.opts.interval;
                 }
             }
@@ -606,58 +552,12 @@ pub fn match_payload(now_us: u64, size: usize) -> Vec<u8> {
     p
 }
 
-/// The kind of an `error` envelope, or `None` for any other message.
-pub fn server_error(body: &[u8]) -> Option<String> {
-    let at = find(body, b"\"error\":{")?;
-    let code = number_after(&body[at..], b"\"code\":").unwrap_or(0);
-    Some(format!("server error {code}"))
-}
-
-/// The numeric cid of an envelope (the workloads' own cids are numbers).
-pub fn cid_of(body: &[u8]) -> Option<u64> {
-    let at = find(body, b"\"cid\":\"")? + 7;
-    let digits = body[at..].iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 || body.get(at + digits) != Some(&b'"') {
-        return None;
+/// Queues an envelope as a text (JSON) or binary (protobuf) message.
+fn queue_in(conn: &mut WsConn, format: Format, msg: &[u8]) {
+    match format {
+        Format::Json => conn.queue_text(msg),
+        Format::Protobuf => conn.queue_binary(msg),
     }
-    std::str::from_utf8(&body[at..at + digits])
-        .ok()?
-        .parse()
-        .ok()
-}
-
-fn cid_is(body: &[u8], cid: &str) -> bool {
-    let needle = format!("\"cid\":\"{cid}\"");
-    find(body, needle.as_bytes()).is_some()
-}
-
-/// The first run of digits after `key` (skipping quotes, colons, escapes).
-pub fn number_after(body: &[u8], key: &[u8]) -> Option<u64> {
-    let at = find(body, key)? + key.len();
-    let rest = &body[at..];
-    let skip = rest
-        .iter()
-        .take(4)
-        .take_while(|b| matches!(b, b'"' | b':' | b'\\' | b' ' | b'='))
-        .count();
-    let digits = rest[skip..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .count();
-    if digits == 0 {
-        return None;
-    }
-    std::str::from_utf8(&rest[skip..skip + digits])
-        .ok()?
-        .parse()
-        .ok()
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || hay.len() < needle.len() {
-        return None;
-    }
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]
@@ -665,26 +565,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scanners_read_the_fields_the_workloads_need() {
-        assert_eq!(cid_of(br#"{"cid":"42","pong":{}}"#), Some(42));
-        assert_eq!(cid_of(br#"{"cid":"j","channel":{}}"#), None);
-        assert_eq!(cid_of(br#"{"pong":{}}"#), None);
-        let msg = br#"{"channel_message":{"content":"{\"bench_ts\":123456}"}}"#;
-        assert_eq!(number_after(msg, b"bench_ts"), Some(123456));
-        assert_eq!(number_after(b"t=77;xxxx", b"t="), Some(77));
-        assert_eq!(
-            server_error(br#"{"cid":"3","error":{"code":3,"message":"bad"}}"#).as_deref(),
-            Some("server error 3")
-        );
-        assert_eq!(server_error(br#"{"cid":"3","pong":{}}"#), None);
-        assert!(cid_is(br#"{"cid":"j","match":{}}"#, "j"));
-    }
-
-    #[test]
     fn match_payloads_have_the_published_sizes() {
         let p = match_payload(123_456_789, ECHO_PAYLOAD);
         assert_eq!(p.len(), 44);
-        assert_eq!(number_after(&p, b"t="), Some(123_456_789));
+        assert_eq!(envelope::number_after(&p, b"t="), Some(123_456_789));
         assert_eq!(match_payload(5, BROADCAST_PAYLOAD).len(), 35);
     }
 }
