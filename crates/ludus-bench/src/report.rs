@@ -94,15 +94,16 @@ pub fn table(r: &RunResult) -> String {
     out
 }
 
-/// A chart of operations/s, mean latency (ms) and users per second, each
-/// scaled to its own height and labelled with its maximum.
+/// A chart of operations/s, mean latency (ms), users and (for socket
+/// workloads) messages received per second, each scaled to its own height
+/// and labelled with its maximum.
 pub fn svg(r: &RunResult) -> String {
     const W: f64 = 800.0;
     const H: f64 = 360.0;
     const PAD: f64 = 48.0;
     let n = r.seconds.len().max(2);
     let x = |i: usize| PAD + (W - 2.0 * PAD) * i as f64 / (n - 1) as f64;
-    let series: [(&str, &str, Vec<f64>); 3] = [
+    let mut series: Vec<(&str, &str, Vec<f64>)> = vec![
         (
             "ops/s",
             "#1f77b4",
@@ -128,6 +129,16 @@ pub fn svg(r: &RunResult) -> String {
             r.seconds.iter().map(|s| s.users as f64).collect(),
         ),
     ];
+    if r.socket {
+        series.push((
+            "received/s",
+            "#9467bd",
+            r.seconds
+                .iter()
+                .map(|s| s.messages_received as f64)
+                .collect(),
+        ));
+    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -222,10 +233,17 @@ mod tests {
     }
 
     #[test]
-    fn svg_draws_three_series() {
-        let s = svg(&result());
+    fn svg_draws_three_series_and_received_for_sockets() {
+        let mut r = result();
+        r.socket = false;
+        let s = svg(&r);
         assert!(s.starts_with("<svg"));
         assert_eq!(s.matches("<polyline").count(), 3);
         assert!(s.contains("users (max 4.0)"));
+        r.socket = true;
+        r.seconds[1].messages_received = 7;
+        let s = svg(&r);
+        assert_eq!(s.matches("<polyline").count(), 4);
+        assert!(s.contains("received/s (max 7.0)"));
     }
 }
