@@ -150,8 +150,12 @@ impl<'a> Vu<'a> {
         sec.bytes_out += conn.bytes_out;
     }
 
-    fn source(&self) -> std::net::IpAddr {
-        self.opts.sources[self.i % self.opts.sources.len()]
+    /// The socket's source address. With one address the kernel picks the
+    /// port at connect time (by the whole address pair, reusing TIME_WAIT
+    /// ports on loopback); binding first would take a port per socket from
+    /// a single pool, TIME_WAIT ones included.
+    fn source(&self) -> Option<std::net::IpAddr> {
+        (self.opts.sources.len() > 1).then(|| self.opts.sources[self.i % self.opts.sources.len()])
     }
 
     /// When this user starts: evenly over `--ramp`, or at `--rate` users/s
@@ -222,27 +226,24 @@ impl<'a> Vu<'a> {
             }
         };
         let path = format!("/ws?token={token}&format={}", self.opts.format.name());
-        let conn = ws::connect(
-            self.opts.target,
-            Some(self.source()),
-            &path,
-            self.opts.timeout,
-        )
-        .await
-        .map_err(|e| {
-            if matches!(e, WsError::Status(401)) {
-                // The token may have expired: sign in again next time.
-                self.token = None;
-            }
-            e.kind()
-        })?;
+        let conn = ws::connect(self.opts.target, self.source(), &path, self.opts.timeout)
+            .await
+            .map_err(|e| {
+                if matches!(e, WsError::Status(401)) {
+                    // The token may have expired: sign in again next time.
+                    self.token = None;
+                }
+                e.kind()
+            })?;
         self.seen_in = 0;
         self.seen_out = 0;
         Ok(conn)
     }
 
     async fn sign_in(&mut self) -> Result<String, String> {
-        let mut conn = Conn::new(self.opts.target, Some(self.source()), self.opts.timeout);
+        // Short-lived, so never bound: its TIME_WAIT port must not count
+        // against the socket's source address.
+        let mut conn = Conn::new(self.opts.target, None, self.opts.timeout);
         let body = format!(
             r#"{{"id":"{}-{}-{:07}"}}"#,
             self.opts.workload.name(),
@@ -506,7 +507,7 @@ impl<'a> Vu<'a> {
     /// Calls the find-or-create RPC over HTTP; returns the match id.
     async fn find_match(&mut self) -> Result<String, String> {
         let token = self.token.clone().unwrap_or_default();
-        let mut http = Conn::new(self.opts.target, Some(self.source()), self.opts.timeout);
+        let mut http = Conn::new(self.opts.target, None, self.opts.timeout);
         let r = http
             .request(
                 "POST",
