@@ -142,6 +142,14 @@ async fn ccu_holds_every_socket_to_the_end() {
     assert_eq!(r.summary.final_users, 40, "all still connected at the end");
     assert!(r.socket);
     assert_counts_add_up(&r);
+    // Spread over two loopback source addresses (bound, one port pool each).
+    let r = ludus_bench::run(opts(&format!(
+        "ccu --target {target} --duration 1 --concurrency 10 --rate 100 --sources 2 --quiet"
+    )))
+    .await
+    .unwrap();
+    assert_eq!(r.summary.total_errors, 0, "{:?}", r.summary.errors);
+    assert_eq!(r.summary.total_ok, 10);
     srv.shutdown().await;
 }
 
