@@ -58,8 +58,8 @@ impl WsError {
             WsError::Status(401) => "socket 401 (bad token or key)".into(),
             WsError::Status(s) => format!("socket status {s}"),
             WsError::Handshake(_) => "bad handshake".into(),
-            WsError::ClosedByServer(_) => "closed by server".into(),
-            WsError::Eof => "closed by server".into(),
+            WsError::ClosedByServer(code) => format!("closed by server ({code})"),
+            WsError::Eof => "closed by server (no close frame)".into(),
             WsError::Protocol(what) => format!("protocol ({what})"),
             WsError::Timeout => "timeout".into(),
         }

@@ -277,11 +277,14 @@ async fn sockets_closed_by_the_server_are_counted() {
     .await
     .unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert!(
-        r.summary.errors["closed by server"] >= 3,
-        "{:?}",
-        r.summary.errors
-    );
+    let closed: u64 = r
+        .summary
+        .errors
+        .iter()
+        .filter(|(k, _)| k.starts_with("closed by server"))
+        .map(|(_, v)| v)
+        .sum();
+    assert!(closed >= 3, "{:?}", r.summary.errors);
     // Each user reconnected after being closed.
     assert!(r.summary.total_ok > 3, "{:?}", r.summary);
     assert_counts_add_up(&r);

@@ -40,10 +40,12 @@ pub async fn run(
     start: Instant,
 ) -> (Recorder, u64, u64) {
     let mut tasks = Vec::with_capacity(opts.concurrency);
+    let pool = Arc::new(HttpPool::default());
     for i in 0..opts.concurrency {
-        let (opts, tag, progress) = (opts.clone(), tag.clone(), progress.clone());
+        let (opts, tag, progress, pool) =
+            (opts.clone(), tag.clone(), progress.clone(), pool.clone());
         tasks.push(tokio::spawn(async move {
-            let mut vu = Vu::new(i, &opts, &tag, &progress, start);
+            let mut vu = Vu::new(i, &opts, &tag, &progress, &pool, start);
             vu.run().await;
             vu.rec
         }));
@@ -59,6 +61,34 @@ pub async fn run(
     (total, bytes_in, bytes_out)
 }
 
+/// Keep-alive HTTP connections shared by the users' sign-ins and RPC
+/// calls. One connection per user would leave a TIME_WAIT port behind for
+/// every socket (half of one address's ports in a 14,000-socket run, and
+/// slow connects as the kernel searches for a free one).
+#[derive(Default)]
+struct HttpPool {
+    idle: std::sync::Mutex<Vec<Conn>>,
+}
+
+/// Idle pooled connections kept at most.
+const POOL_MAX: usize = 256;
+
+impl HttpPool {
+    fn take(&self, opts: &Options) -> Conn {
+        let pooled = self.idle.lock().ok().and_then(|mut v| v.pop());
+        // Never bound to a source address: these are few and short-lived.
+        pooled.unwrap_or_else(|| Conn::new(opts.target, None, opts.timeout))
+    }
+
+    fn give(&self, conn: Conn) {
+        if let Ok(mut v) = self.idle.lock()
+            && v.len() < POOL_MAX
+        {
+            v.push(conn);
+        }
+    }
+}
+
 /// Why a session ended without an error.
 enum End {
     Deadline,
@@ -69,6 +99,7 @@ struct Vu<'a> {
     opts: &'a Options,
     tag: &'a str,
     progress: &'a Progress,
+    pool: &'a HttpPool,
     start: Instant,
     deadline: Instant,
     last_second: usize,
@@ -85,6 +116,7 @@ impl<'a> Vu<'a> {
         opts: &'a Options,
         tag: &'a str,
         progress: &'a Progress,
+        pool: &'a HttpPool,
         start: Instant,
     ) -> Vu<'a> {
         Vu {
@@ -92,6 +124,7 @@ impl<'a> Vu<'a> {
             opts,
             tag,
             progress,
+            pool,
             start,
             deadline: start + opts.duration,
             last_second: (opts.duration.as_secs() as usize).saturating_sub(1),
@@ -143,11 +176,34 @@ impl<'a> Vu<'a> {
         self.seen_out = conn.bytes_out;
     }
 
-    fn http_bytes(&mut self, conn: &Conn) {
+    /// One HTTP request over a pooled keep-alive connection.
+    async fn http(
+        &mut self,
+        path: &str,
+        auth: &str,
+        body: &[u8],
+    ) -> Result<crate::http::Response, crate::http::HttpError> {
+        let mut conn = self.pool.take(self.opts);
+        let (before_in, before_out) = (conn.bytes_in, conn.bytes_out);
+        let mut r = conn.request("POST", path, Some(auth), body).await;
+        // A pooled connection the server closed while it sat idle: once
+        // more on a fresh one (the failed one is dropped by `request`).
+        if before_out > 0
+            && matches!(
+                r,
+                Err(crate::http::HttpError::Closed | crate::http::HttpError::Io(_))
+            )
+        {
+            r = conn.request("POST", path, Some(auth), body).await;
+        }
         let s = self.second();
         let sec = self.rec.second(s);
-        sec.bytes_in += conn.bytes_in;
-        sec.bytes_out += conn.bytes_out;
+        sec.bytes_in += conn.bytes_in - before_in;
+        sec.bytes_out += conn.bytes_out - before_out;
+        if r.is_ok() {
+            self.pool.give(conn);
+        }
+        r
     }
 
     /// The socket's source address. With one address the kernel picks the
@@ -241,24 +297,20 @@ impl<'a> Vu<'a> {
     }
 
     async fn sign_in(&mut self) -> Result<String, String> {
-        // Short-lived, so never bound: its TIME_WAIT port must not count
-        // against the socket's source address.
-        let mut conn = Conn::new(self.opts.target, None, self.opts.timeout);
         let body = format!(
             r#"{{"id":"{}-{}-{:07}"}}"#,
             self.opts.workload.name(),
             self.tag,
             self.i
         );
-        let r = conn
-            .request(
-                "POST",
+        let auth = basic(&self.opts.server_key);
+        let r = self
+            .http(
                 "/v2/account/authenticate/device?create=true",
-                Some(&basic(&self.opts.server_key)),
+                &auth,
                 body.as_bytes(),
             )
             .await;
-        self.http_bytes(&conn);
         let r = r.map_err(|e| match e.kind() {
             "connect" => "refused or unreachable (sign-in)".to_string(),
             k => format!("sign-in {k}"),
@@ -507,16 +559,10 @@ impl<'a> Vu<'a> {
     /// Calls the find-or-create RPC over HTTP; returns the match id.
     async fn find_match(&mut self) -> Result<String, String> {
         let token = self.token.clone().unwrap_or_default();
-        let mut http = Conn::new(self.opts.target, None, self.opts.timeout);
-        let r = http
-            .request(
-                "POST",
-                &format!("/v2/rpc/{}", self.opts.match_rpc),
-                Some(&format!("Bearer {token}")),
-                br#""{}""#,
-            )
+        let path = format!("/v2/rpc/{}", self.opts.match_rpc);
+        let r = self
+            .http(&path, &format!("Bearer {token}"), br#""{}""#)
             .await;
-        self.http_bytes(&http);
         let r = r.map_err(|e| format!("match rpc {}", e.kind()))?;
         if r.status == 404 {
             return Err(format!(
