@@ -68,6 +68,9 @@ pub struct Conn {
     buf: Vec<u8>,
     out: Vec<u8>,
     timeout: Duration,
+    /// One timer per connection, pushed forward for each request: extending
+    /// a tokio timer is an atomic store, creating one touches the wheel.
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     /// Bytes written and read, for the report.
     pub bytes_out: u64,
     pub bytes_in: u64,
@@ -83,6 +86,7 @@ impl Conn {
             buf: Vec::with_capacity(4096),
             out: Vec::with_capacity(1024),
             timeout,
+            timer: None,
             bytes_out: 0,
             bytes_in: 0,
         }
@@ -97,17 +101,24 @@ impl Conn {
         auth: Option<&str>,
         body: &[u8],
     ) -> Result<Response, HttpError> {
-        match tokio::time::timeout(self.timeout, self.exchange(method, path, auth, body)).await {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(e)) => {
-                self.stream = None;
-                Err(e)
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let mut timer = match self.timer.take() {
+            Some(mut t) => {
+                t.as_mut().reset(deadline);
+                t
             }
-            Err(_) => {
-                self.stream = None;
-                Err(HttpError::Timeout)
-            }
+            None => Box::pin(tokio::time::sleep_until(deadline)),
+        };
+        let result = tokio::select! {
+            biased;
+            r = self.exchange(method, path, auth, body) => r,
+            _ = timer.as_mut() => Err(HttpError::Timeout),
+        };
+        self.timer = Some(timer);
+        if result.is_err() {
+            self.stream = None;
         }
+        result
     }
 
     async fn exchange(
@@ -153,10 +164,11 @@ async fn fill(
     buf: &mut Vec<u8>,
     bytes_in: &mut u64,
 ) -> Result<(), HttpError> {
-    let start = buf.len();
-    buf.resize(start + 8192, 0);
-    let n = stream.read(&mut buf[start..]).await?;
-    buf.truncate(start + n);
+    // `read_buf` fills spare capacity without zeroing it first.
+    if buf.capacity() - buf.len() < 4096 {
+        buf.reserve(8192);
+    }
+    let n = stream.read_buf(buf).await?;
     if n == 0 {
         return Err(HttpError::Closed);
     }
@@ -197,15 +209,22 @@ async fn read_response(
                         close = h.value.eq_ignore_ascii_case(b"close");
                     }
                 }
-                buf.drain(..head_len);
                 let body = if chunked {
+                    buf.drain(..head_len);
                     read_chunked(stream, buf, bytes_in).await?
                 } else {
-                    let len = length.unwrap_or(0);
-                    while buf.len() < len {
+                    let end = head_len + length.unwrap_or(0);
+                    while buf.len() < end {
                         fill(stream, buf, bytes_in).await?;
                     }
-                    buf.drain(..len).collect()
+                    let body = buf[head_len..end].to_vec();
+                    // The usual case, one response per read: no bytes to move.
+                    if buf.len() == end {
+                        buf.clear();
+                    } else {
+                        buf.drain(..end);
+                    }
+                    body
                 };
                 return Ok((Response { status, body }, close));
             }

@@ -10,6 +10,7 @@ pub mod options;
 pub mod report;
 pub mod stats;
 pub mod workload;
+pub mod ws;
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -69,17 +70,12 @@ pub async fn run(opts: Options) -> Result<RunResult, String> {
     let tag = workload::http::run_tag();
     match opts.workload {
         Workload::Register | Workload::Rpc => {}
+        Workload::Ccu | Workload::Echo | Workload::Fanout | Workload::Match => {}
         Workload::Login => {
             if !opts.quiet {
                 eprintln!("registering {} devices for the login run…", opts.users);
             }
             workload::http::seed_logins(&opts, &tag).await?;
-        }
-        other => {
-            return Err(format!(
-                "workload `{}` needs the realtime socket, which this version of ludus bench does not drive yet",
-                other.name()
-            ));
         }
     }
     let opts = Arc::new(opts);
@@ -89,11 +85,19 @@ pub async fn run(opts: Options) -> Result<RunResult, String> {
         (!opts.quiet).then(|| tokio::spawn(show_progress(progress.clone(), start, opts.duration)));
     // A hard stop: requests in flight at the deadline get their timeout, no more.
     let limit = opts.duration + opts.ramp + opts.timeout + Duration::from_secs(2);
-    let outcome = tokio::time::timeout(
-        limit,
-        workload::http::run(opts.clone(), tag, progress, start),
-    )
-    .await;
+    let outcome = if opts.is_socket_workload() {
+        tokio::time::timeout(
+            limit,
+            workload::socket::run(opts.clone(), tag, progress, start),
+        )
+        .await
+    } else {
+        tokio::time::timeout(
+            limit,
+            workload::http::run(opts.clone(), tag, progress, start),
+        )
+        .await
+    };
     if let Some(t) = ticker {
         t.abort();
         eprintln!();
@@ -102,14 +106,28 @@ pub async fn run(opts: Options) -> Result<RunResult, String> {
         outcome.map_err(|_| "run did not finish by its deadline".to_string())?;
     rec.seconds.truncate(opts.duration.as_secs() as usize);
     let summary = Summary::of(&rec, opts.duration.as_secs_f64());
+    let summary = if opts.workload == Workload::Match {
+        summary.with_floor(&rec, opts.tick_floor.as_micros() as u64)
+    } else {
+        summary
+    };
     if summary.total_ok == 0 && summary.total_errors > 0 {
         let kinds: Vec<String> = summary
             .errors
             .iter()
             .map(|(k, v)| format!("{k}: {v}"))
             .collect();
+        let hint = if summary
+            .errors
+            .keys()
+            .any(|k| k.contains("401") || k.contains("refused") || k.contains("connect"))
+        {
+            "; check --target and --server-key"
+        } else {
+            ""
+        };
         eprintln!(
-            "ludus bench: every request failed ({}); check --target and --server-key",
+            "ludus bench: every attempt failed ({}){hint}",
             kinds.join(", ")
         );
     }
@@ -117,6 +135,7 @@ pub async fn run(opts: Options) -> Result<RunResult, String> {
         workload: opts.workload.name().into(),
         target: opts.target_text.clone(),
         concurrency: opts.concurrency,
+        socket: opts.is_socket_workload(),
         summary,
         bytes_in,
         bytes_out,
@@ -134,22 +153,25 @@ pub async fn run(opts: Options) -> Result<RunResult, String> {
 }
 
 async fn show_progress(p: Arc<Progress>, start: Instant, duration: Duration) {
-    let mut last_ok = 0;
+    let (mut last_ok, mut last_received) = (0, 0);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.tick().await;
     loop {
         tick.tick().await;
         let ok = p.ok.load(Ordering::Relaxed);
+        let received = p.received.load(Ordering::Relaxed);
         eprint!(
-            "\r[{:>3}s/{}s] ok {} ({}/s) errors {} users {}   ",
+            "\r[{:>3}s/{}s] ok {} ({}/s) received {}/s errors {} users {}   ",
             start.elapsed().as_secs(),
             duration.as_secs(),
             ok,
             ok - last_ok,
+            received - last_received,
             p.errors.load(Ordering::Relaxed),
             p.users.load(Ordering::Relaxed)
         );
         let _ = std::io::stderr().flush();
         last_ok = ok;
+        last_received = received;
     }
 }

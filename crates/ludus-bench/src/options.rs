@@ -46,6 +46,25 @@ impl Workload {
     }
 }
 
+/// The realtime socket's wire format (`/ws?format=…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Protobuf,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::Protobuf => "protobuf",
+        }
+    }
+}
+
+/// Sockets per loopback source address when `--sources` is not given.
+pub const SOCKETS_PER_SOURCE: usize = 10_000;
+
 pub const HELP: &str = "\
 usage: ludus bench WORKLOAD [flags]
 
@@ -53,7 +72,13 @@ workloads:
   register   new device sign-ups (POST /v2/account/authenticate/device)
   login      sign-ins of devices registered before the clock starts
   rpc        RPC calls with a JSON payload (--rpc-id, default echo)
-  ccu, echo, fanout, match   socket workloads (need the realtime socket)
+  ccu        open and hold --concurrency sockets, ramping at --rate per second
+  echo       socket round trips: ping/pong by cid, or --rpc ID with a timestamp
+  fanout     --concurrency subscribers in --rooms chat rooms; --publishers send
+             channel_message_send at --rate messages/s in total
+  match      authoritative matches: find-or-create RPC (--match-rpc), join, then
+             every --interval-ms alternate op 1 (echo, 44 chars) and op 2
+             (broadcast, 35 chars); needs bench/modules on the server
 
 flags:
   --target URL         server base URL (http://127.0.0.1:7350)
@@ -64,8 +89,18 @@ flags:
   --timeout-ms MS      per-request timeout (10000)
   --users N            devices registered before a login run (10000)
   --rpc-id ID          RPC function name (echo)
+  --rpc ID             echo workload: call this socket RPC instead of ping
+  --rate N             ccu: sockets opened per second; fanout: messages/s (100)
+  --rooms N            fanout: chat rooms (10)
+  --publishers N       fanout: sockets that publish, one room each in turn (rooms)
+  --in-flight N        echo: round trips in flight per socket (1)
+  --interval-ms MS     match: time between a player's messages (500)
+  --match-rpc ID       match: the find-or-create RPC (ludus_bench_find_match)
+  --tick-floor-ms MS   match: also report echo latency above this floor (100)
+  --format F           socket message format: json or protobuf (json)
   --payload-size N     RPC payload size in bytes (40)
-  --sources N|IP,IP    source addresses: N uses 127.0.0.1..127.0.0.N (1)
+  --sources N|IP,IP    source addresses: N uses 127.0.0.1..127.0.0.N (1, or
+                       one per 10,000 sockets on a loopback target)
   --threads N          worker threads of the load generator (1)
   --json FILE          write the full result as JSON
   --svg FILE           draw rate, latency and users over time
@@ -86,6 +121,20 @@ pub struct Options {
     pub rpc_id: String,
     pub payload_size: usize,
     pub sources: Vec<IpAddr>,
+    /// Whether `--sources` was given (otherwise socket runs add loopback
+    /// addresses as they need them).
+    pub sources_given: bool,
+    /// Sockets per second (ccu) or messages per second (fanout).
+    pub rate: f64,
+    pub rooms: usize,
+    pub publishers: usize,
+    pub in_flight: usize,
+    pub interval: Duration,
+    pub match_rpc: String,
+    /// The echo workload calls this socket RPC instead of sending pings.
+    pub echo_rpc: Option<String>,
+    pub tick_floor: Duration,
+    pub format: Format,
     pub threads: usize,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
@@ -119,6 +168,16 @@ impl Options {
             rpc_id: "echo".into(),
             payload_size: 40,
             sources: vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
+            sources_given: false,
+            rate: 100.0,
+            rooms: 10,
+            publishers: 0,
+            in_flight: 1,
+            interval: Duration::from_millis(500),
+            match_rpc: "ludus_bench_find_match".into(),
+            echo_rpc: None,
+            tick_floor: Duration::from_millis(100),
+            format: Format::Json,
             threads: 1,
             json: None,
             svg: None,
@@ -157,13 +216,59 @@ impl Options {
                 "--rpc-id" => o.rpc_id = value,
                 "--payload-size" => o.payload_size = num(&value)? as usize,
                 "--threads" => o.threads = num(&value)?.clamp(1, 64) as usize,
-                "--sources" => o.sources = parse_sources(&value).map_err(|m| bad(&m))?,
+                "--sources" => {
+                    o.sources = parse_sources(&value).map_err(|m| bad(&m))?;
+                    o.sources_given = true;
+                }
+                "--rpc" => o.echo_rpc = Some(value),
+                "--rate" => {
+                    o.rate = value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|r| r.is_finite() && *r > 0.0)
+                        .ok_or_else(|| bad("must be a positive number"))?
+                }
+                "--rooms" => o.rooms = num(&value)?.max(1) as usize,
+                "--publishers" => o.publishers = num(&value)?.max(1) as usize,
+                "--in-flight" => o.in_flight = num(&value)?.clamp(1, 4096) as usize,
+                "--interval-ms" => o.interval = Duration::from_millis(num(&value)?.max(1)),
+                "--match-rpc" => o.match_rpc = value,
+                "--tick-floor-ms" => o.tick_floor = Duration::from_millis(num(&value)?),
+                "--format" => {
+                    o.format = match value.as_str() {
+                        "json" => Format::Json,
+                        "protobuf" => Format::Protobuf,
+                        _ => return Err(bad("must be json or protobuf")),
+                    }
+                }
                 "--json" => o.json = Some(value.into()),
                 "--svg" => o.svg = Some(value.into()),
                 _ => return Err(OptionsError::UnknownFlag(name)),
             }
         }
+        if o.publishers == 0 {
+            o.publishers = o.rooms;
+        }
+        if !o.sources_given && o.target.ip().is_loopback() && o.target.is_ipv4() {
+            // One source address has about 28,000 ephemeral ports towards one
+            // target, and Linux hands out one parity first: past about
+            // 14,000 sockets every connect scans the port range in the
+            // kernel (measured: half the tool's time, and the ramp stalls).
+            // Spread large socket runs over 127.0.0.x, 10,000 a piece.
+            let needed = o.concurrency.div_ceil(SOCKETS_PER_SOURCE).clamp(1, 250);
+            o.sources = (1..=needed as u8)
+                .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)))
+                .collect();
+        }
         Ok(o)
+    }
+
+    /// Whether the workload drives the realtime socket.
+    pub fn is_socket_workload(&self) -> bool {
+        matches!(
+            self.workload,
+            Workload::Ccu | Workload::Echo | Workload::Fanout | Workload::Match
+        )
     }
 }
 
@@ -245,5 +350,26 @@ mod tests {
         let e = Options::parse(&args("login --target https://x")).unwrap_err();
         assert!(e.to_string().contains("http://"), "{e}");
         assert!(Options::parse(&args("login --concurrency many")).is_err());
+        let e = Options::parse(&args("echo --format xml")).unwrap_err();
+        assert!(e.to_string().contains("json or protobuf"), "{e}");
+        let o = Options::parse(&args("echo --format protobuf")).unwrap();
+        assert_eq!(o.format, Format::Protobuf);
+        assert!(Options::parse(&args("ccu --rate 0")).is_err());
+    }
+
+    #[test]
+    fn socket_flags_and_automatic_sources() {
+        let o = Options::parse(&args(
+            "fanout --rooms 4 --rate 250.5 --concurrency 25000 --tick-floor-ms 50",
+        ))
+        .unwrap();
+        assert_eq!(o.rooms, 4);
+        assert_eq!(o.publishers, 4, "one publisher per room by default");
+        assert_eq!(o.rate, 250.5);
+        assert_eq!(o.tick_floor, Duration::from_millis(50));
+        assert_eq!(o.sources.len(), 3, "25,000 sockets need three addresses");
+        let o = Options::parse(&args("echo --rpc ludus_bench_echo --sources 1")).unwrap();
+        assert_eq!(o.echo_rpc.as_deref(), Some("ludus_bench_echo"));
+        assert_eq!(o.sources.len(), 1);
     }
 }

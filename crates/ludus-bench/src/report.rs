@@ -13,6 +13,8 @@ pub struct RunResult {
     pub workload: String,
     pub target: String,
     pub concurrency: usize,
+    /// Whether the workload drove sockets (adds the socket figures to the table).
+    pub socket: bool,
     pub summary: Summary,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -48,6 +50,43 @@ pub fn table(r: &RunResult) -> String {
         s.total_errors
     );
     let _ = writeln!(out, "bytes in {} out {}", r.bytes_in, r.bytes_out);
+    if r.socket {
+        let secs = s.duration_secs.max(1e-9);
+        let _ = writeln!(
+            out,
+            "| peak users | users at end | sent/s | received/s | highest received/s | sent | received | bytes in/s | bytes out/s |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {:.0} | {:.0} |",
+            s.peak_users,
+            s.final_users,
+            s.mean_sent_rate,
+            s.mean_received_rate,
+            s.highest_received_rate,
+            s.messages_sent,
+            s.messages_received,
+            r.bytes_in as f64 / secs,
+            r.bytes_out as f64 / secs
+        );
+        let step = r.seconds.len().div_ceil(10).max(1);
+        let users: Vec<String> = r
+            .seconds
+            .iter()
+            .enumerate()
+            .step_by(step)
+            .map(|(i, sec)| format!("{i}s {}", sec.users))
+            .collect();
+        let _ = writeln!(out, "connected users over time: {}", users.join(", "));
+    }
+    if let Some(f) = &s.above_floor {
+        let _ = writeln!(
+            out,
+            "latency above the {:.0} ms tick floor: mean {:.2} ms, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            f.floor_ms, f.mean_ms, f.p50_ms, f.p99_ms, f.max_ms
+        );
+    }
     if !s.errors.is_empty() {
         let kinds: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let _ = writeln!(out, "errors by kind: {}", kinds.join(", "));
@@ -55,15 +94,16 @@ pub fn table(r: &RunResult) -> String {
     out
 }
 
-/// A chart of operations/s, mean latency (ms) and users per second, each
-/// scaled to its own height and labelled with its maximum.
+/// A chart of operations/s, mean latency (ms), users and (for socket
+/// workloads) messages received per second, each scaled to its own height
+/// and labelled with its maximum.
 pub fn svg(r: &RunResult) -> String {
     const W: f64 = 800.0;
     const H: f64 = 360.0;
     const PAD: f64 = 48.0;
     let n = r.seconds.len().max(2);
     let x = |i: usize| PAD + (W - 2.0 * PAD) * i as f64 / (n - 1) as f64;
-    let series: [(&str, &str, Vec<f64>); 3] = [
+    let mut series: Vec<(&str, &str, Vec<f64>)> = vec![
         (
             "ops/s",
             "#1f77b4",
@@ -89,6 +129,16 @@ pub fn svg(r: &RunResult) -> String {
             r.seconds.iter().map(|s| s.users as f64).collect(),
         ),
     ];
+    if r.socket {
+        series.push((
+            "received/s",
+            "#9467bd",
+            r.seconds
+                .iter()
+                .map(|s| s.messages_received as f64)
+                .collect(),
+        ));
+    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -162,6 +212,7 @@ mod tests {
             workload: "register".into(),
             target: "127.0.0.1:7350".into(),
             concurrency: 4,
+            socket: true,
             summary: Summary::of(&rec, 2.0),
             bytes_in: 10,
             bytes_out: 20,
@@ -177,13 +228,22 @@ mod tests {
         ));
         assert!(t.contains("| 2.00 ms |"), "{t}");
         assert!(t.contains("errors by kind: status 401: 1"), "{t}");
+        assert!(t.contains("| peak users |"), "{t}");
+        assert!(t.contains("connected users over time: 0s 0, 1s 4"), "{t}");
     }
 
     #[test]
-    fn svg_draws_three_series() {
-        let s = svg(&result());
+    fn svg_draws_three_series_and_received_for_sockets() {
+        let mut r = result();
+        r.socket = false;
+        let s = svg(&r);
         assert!(s.starts_with("<svg"));
         assert_eq!(s.matches("<polyline").count(), 3);
         assert!(s.contains("users (max 4.0)"));
+        r.socket = true;
+        r.seconds[1].messages_received = 7;
+        let s = svg(&r);
+        assert_eq!(s.matches("<polyline").count(), 4);
+        assert!(s.contains("received/s (max 7.0)"));
     }
 }

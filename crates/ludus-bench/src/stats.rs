@@ -128,6 +128,9 @@ pub struct Second {
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
     pub latency: Histogram,
+    /// Latency above the tick floor (`match`): what the server adds beyond
+    /// waiting for its next tick.
+    pub above_floor: Histogram,
     pub seconds: Vec<Second>,
     pub errors: BTreeMap<String, u64>,
 }
@@ -152,8 +155,16 @@ impl Recorder {
         *self.errors.entry(kind.to_owned()).or_default() += 1;
     }
 
+    /// Counts users connected throughout seconds `from..to`.
+    pub fn connected(&mut self, from: usize, to: usize) {
+        for s in from..to {
+            self.second(s).users += 1;
+        }
+    }
+
     pub fn merge(&mut self, other: &Recorder) {
         self.latency.merge(&other.latency);
+        self.above_floor.merge(&other.above_floor);
         if self.seconds.len() < other.seconds.len() {
             self.seconds.resize(other.seconds.len(), Second::default());
         }
@@ -192,6 +203,27 @@ pub struct Summary {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub errors: BTreeMap<String, u64>,
+    /// Socket figures: connected users at their peak and at the last second.
+    pub peak_users: u64,
+    pub final_users: u64,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    /// Messages per second over the whole run, and the highest full 10-second window.
+    pub mean_sent_rate: f64,
+    pub mean_received_rate: f64,
+    pub highest_received_rate: f64,
+    /// Latency above the tick floor (match), when any was recorded.
+    pub above_floor: Option<AboveFloor>,
+}
+
+/// Latency minus the tick floor, floored at zero.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AboveFloor {
+    pub floor_ms: f64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
 }
 
 const WINDOW: usize = 10;
@@ -203,12 +235,15 @@ impl Summary {
         let mut highest_mean = 0.0f64;
         let mut lowest_mean = f64::INFINITY;
         let mut highest_rate = 0.0f64;
+        let mut highest_received = 0.0f64;
         // Non-overlapping windows, as Tsung's 10-second samples; a trailing
         // partial window is left out so it cannot skew the extremes.
         for w in rec.seconds.chunks(WINDOW).filter(|w| w.len() == WINDOW) {
             let ok: u64 = w.iter().map(|s| s.ok).sum();
             let sum: u64 = w.iter().map(|s| s.latency_sum_us).sum();
             highest_rate = highest_rate.max(ok as f64 / WINDOW as f64);
+            let received: u64 = w.iter().map(|s| s.messages_received).sum();
+            highest_received = highest_received.max(received as f64 / WINDOW as f64);
             if ok > 0 {
                 let mean = sum as f64 / ok as f64;
                 highest_mean = highest_mean.max(mean);
@@ -221,8 +256,20 @@ impl Summary {
             lowest_mean = rec.latency.mean();
             highest_mean = highest_mean.max(rec.latency.mean());
         }
-        if highest_rate == 0.0 && duration_secs > 0.0 {
-            highest_rate = total_ok as f64 / duration_secs;
+        let per_s = |n: u64| {
+            if duration_secs > 0.0 {
+                n as f64 / duration_secs
+            } else {
+                0.0
+            }
+        };
+        if highest_rate == 0.0 {
+            highest_rate = per_s(total_ok);
+        }
+        let messages_sent: u64 = rec.seconds.iter().map(|s| s.messages_sent).sum();
+        let messages_received: u64 = rec.seconds.iter().map(|s| s.messages_received).sum();
+        if highest_received == 0.0 {
+            highest_received = per_s(messages_received);
         }
         Summary {
             duration_secs,
@@ -241,7 +288,31 @@ impl Summary {
             p99_ms: ms(rec.latency.quantile(0.99) as f64),
             max_ms: ms(rec.latency.max() as f64),
             errors: rec.errors.clone(),
+            peak_users: rec.seconds.iter().map(|s| s.users).max().unwrap_or(0),
+            final_users: rec.seconds.last().map(|s| s.users).unwrap_or(0),
+            messages_sent,
+            messages_received,
+            mean_sent_rate: per_s(messages_sent),
+            mean_received_rate: per_s(messages_received),
+            highest_received_rate: highest_received,
+            above_floor: None,
         }
+    }
+
+    /// Adds the above-floor figures of `rec` measured against `floor_us`.
+    pub fn with_floor(mut self, rec: &Recorder, floor_us: u64) -> Summary {
+        let h = &rec.above_floor;
+        if h.count() > 0 {
+            let ms = |us: u64| us as f64 / 1000.0;
+            self.above_floor = Some(AboveFloor {
+                floor_ms: ms(floor_us),
+                mean_ms: h.mean() / 1000.0,
+                p50_ms: ms(h.quantile(0.5)),
+                p99_ms: ms(h.quantile(0.99)),
+                max_ms: ms(h.max()),
+            });
+        }
+        self
     }
 }
 
@@ -329,6 +400,41 @@ mod tests {
         assert_eq!(sum.max_ms, 9.0);
         let p50 = sum.p50_ms;
         assert!((8.8..=9.2).contains(&p50), "{p50}");
+    }
+
+    #[test]
+    fn socket_figures_by_hand() {
+        let mut r = Recorder::default();
+        // Two users: one connected for seconds 0-19, one for 5-9 only.
+        r.connected(0, 20);
+        r.connected(5, 10);
+        // Seconds 0-9 receive 30 messages each, 10-19 receive 50; 7 sent per second.
+        for s in 0..20 {
+            let sec = r.second(s);
+            sec.messages_received = if s < 10 { 30 } else { 50 };
+            sec.messages_sent = 7;
+        }
+        // Above a 100 ms floor: 105 ms and 130 ms echoes are 5 and 30 ms above.
+        for lat in [105_000u64, 130_000] {
+            r.ok(3, lat);
+            r.above_floor.record(lat.saturating_sub(100_000));
+        }
+        let sum = Summary::of(&r, 20.0).with_floor(&r, 100_000);
+        assert_eq!(sum.peak_users, 2);
+        assert_eq!(sum.final_users, 1);
+        assert_eq!(sum.messages_received, 800);
+        assert_eq!(sum.messages_sent, 140);
+        assert_eq!(sum.mean_received_rate, 40.0);
+        assert_eq!(sum.mean_sent_rate, 7.0);
+        assert_eq!(sum.highest_received_rate, 50.0);
+        let f = sum.above_floor.unwrap();
+        assert_eq!(f.floor_ms, 100.0);
+        assert_eq!(f.mean_ms, 17.5);
+        assert!((5.0..=5.1).contains(&f.p50_ms), "{}", f.p50_ms);
+        assert_eq!(f.max_ms, 30.0);
+        // Without above-floor samples there is no section.
+        let sum = Summary::of(&Recorder::default(), 1.0).with_floor(&Recorder::default(), 1);
+        assert!(sum.above_floor.is_none());
     }
 
     #[test]

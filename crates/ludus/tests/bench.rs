@@ -1,6 +1,7 @@
-//! `ludus bench` against a real Ludus started in the test: every HTTP
-//! workload runs for a few seconds, the counts add up, and bad targets are
-//! reported as errors by kind instead of hanging.
+//! `ludus bench` against a real Ludus started in the test: every workload
+//! runs for a few seconds with the bench modules of `bench/modules`
+//! installed, the counts add up, and bad targets (unreachable, silent, wrong
+//! key, closing sockets) are reported as errors by kind instead of hanging.
 
 use std::time::{Duration, Instant};
 
@@ -8,8 +9,16 @@ use ludus_bench::options::Options;
 use ludus_server::Config;
 
 async fn server() -> (ludus_server::RunningServer, tempfile::TempDir) {
+    server_with(|_| {}).await
+}
+
+/// A Ludus on a fresh SQLite data dir with the bench modules installed.
+async fn server_with(
+    tweak: impl FnOnce(&mut Config),
+) -> (ludus_server::RunningServer, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let config = Config {
+    let modules = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/modules");
+    let mut config = Config {
         data_dir: dir.path().join("data"),
         socket: ludus_server::config::SocketConfig {
             port: 0,
@@ -17,6 +26,8 @@ async fn server() -> (ludus_server::RunningServer, tempfile::TempDir) {
         },
         ..Config::default()
     };
+    config.runtime.path = modules.into();
+    tweak(&mut config);
     (ludus_server::start(config).await.unwrap(), dir)
 }
 
@@ -101,10 +112,225 @@ async fn unreachable_target_stops_at_the_deadline() {
     assert!(r.summary.errors["connect"] > 0, "{:?}", r.summary.errors);
 }
 
-#[tokio::test]
-async fn socket_workloads_say_they_need_the_socket() {
-    let e = ludus_bench::run(opts("ccu --duration 1 --quiet"))
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_calls_the_bench_modules_echo() {
+    let (srv, _dir) = server().await;
+    let target = format!("http://{}", srv.local_addr());
+    let r = ludus_bench::run(opts(&format!(
+        "rpc --target {target} --duration 2 --concurrency 4 --quiet"
+    )))
+    .await
+    .unwrap();
+    assert!(r.summary.total_ok > 10, "{:?}", r.summary);
+    assert_eq!(r.summary.total_errors, 0, "{:?}", r.summary.errors);
+    assert_counts_add_up(&r);
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccu_holds_every_socket_to_the_end() {
+    let (srv, _dir) = server().await;
+    let target = format!("http://{}", srv.local_addr());
+    let r = ludus_bench::run(opts(&format!(
+        "ccu --target {target} --duration 3 --concurrency 40 --rate 100 --quiet"
+    )))
+    .await
+    .unwrap();
+    assert_eq!(r.summary.total_errors, 0, "{:?}", r.summary.errors);
+    assert_eq!(r.summary.total_ok, 40, "each user connects once");
+    assert_eq!(r.summary.peak_users, 40);
+    assert_eq!(r.summary.final_users, 40, "all still connected at the end");
+    assert!(r.socket);
+    assert_counts_add_up(&r);
+    // Spread over two loopback source addresses (bound, one port pool each).
+    let r = ludus_bench::run(opts(&format!(
+        "ccu --target {target} --duration 1 --concurrency 10 --rate 100 --sources 2 --quiet"
+    )))
+    .await
+    .unwrap();
+    assert_eq!(r.summary.total_errors, 0, "{:?}", r.summary.errors);
+    assert_eq!(r.summary.total_ok, 10);
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_round_trips_by_ping_and_by_rpc() {
+    let (srv, _dir) = server().await;
+    let target = format!("http://{}", srv.local_addr());
+    for extra in [
+        "",
+        "--in-flight 4",
+        "--rpc ludus_bench_echo",
+        "--format protobuf --in-flight 2",
+        "--format protobuf --rpc ludus_bench_echo",
+    ] {
+        let r = ludus_bench::run(opts(&format!(
+            "echo --target {target} --duration 2 --concurrency 4 --quiet {extra}"
+        )))
         .await
-        .unwrap_err();
-    assert!(e.contains("realtime socket"), "{e}");
+        .unwrap();
+        let s = &r.summary;
+        assert_eq!(s.total_errors, 0, "{extra}: {:?}", s.errors);
+        assert!(s.total_ok > 50, "{extra}: {s:?}");
+        // Every answer was timed; at most the window per user is unanswered
+        // when the deadline stops the run.
+        assert_eq!(s.messages_received, s.total_ok, "{extra}");
+        let in_flight = if extra.contains("in-flight 4") {
+            4
+        } else if extra.contains("in-flight 2") {
+            2
+        } else {
+            1
+        };
+        assert!(s.messages_sent >= s.total_ok, "{extra}");
+        assert!(
+            s.messages_sent - s.total_ok <= 4 * in_flight,
+            "{extra}: {s:?}"
+        );
+        assert_counts_add_up(&r);
+    }
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fanout_delivers_every_message_to_every_member() {
+    let (srv, _dir) = server().await;
+    let target = format!("http://{}", srv.local_addr());
+    let (users, rooms) = (40u64, 4u64);
+    for format in ["json", "protobuf"] {
+        let r = ludus_bench::run(opts(&format!(
+            "fanout --target {target} --duration 3 --concurrency {users} --rooms {rooms} --rate 100 --format {format} --quiet"
+        )))
+        .await
+        .unwrap();
+        let s = &r.summary;
+        assert_eq!(s.total_errors, 0, "{format}: {:?}", s.errors);
+        // Sent: one join per user, then the publishes.
+        let published = s.messages_sent - users;
+        assert!(published > 20, "{format}: {s:?}");
+        assert_eq!(
+            s.total_ok,
+            published * (users / rooms),
+            "{format}: each publish reaches every member of its room"
+        );
+        // Received: the deliveries, one ack per publish and one reply per join.
+        assert_eq!(
+            s.messages_received,
+            s.total_ok + published + users,
+            "{format}"
+        );
+        assert_counts_add_up(&r);
+    }
+    srv.shutdown().await;
+}
+
+// Needs Ludus's authoritative matches (`nk.match_create`, `nk.match_list`,
+// `match_join`, match data); fails until they land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_echoes_op_1_and_broadcasts_op_2() {
+    let (srv, _dir) = server().await;
+    let target = format!("http://{}", srv.local_addr());
+    let r = ludus_bench::run(opts(&format!(
+        "match --target {target} --duration 4 --concurrency 20 --ramp 1 --interval-ms 200 --quiet"
+    )))
+    .await
+    .unwrap();
+    let s = &r.summary;
+    assert_eq!(s.total_errors, 0, "{:?}", s.errors);
+    assert!(s.total_ok > 20, "op 1 echoes came back: {s:?}");
+    assert_eq!(s.peak_users, 20);
+    // Op 2 goes to all ten players of a match: more arrives than is sent.
+    assert!(s.messages_received > s.messages_sent, "{s:?}");
+    assert!(s.above_floor.is_some());
+    assert_counts_add_up(&r);
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socket_workload_with_a_wrong_key_says_so() {
+    let (srv, _dir) = server().await;
+    let target = format!("http://{}", srv.local_addr());
+    let r = ludus_bench::run(opts(&format!(
+        "ccu --target {target} --duration 1 --concurrency 3 --server-key nope --quiet"
+    )))
+    .await
+    .unwrap();
+    assert_eq!(r.summary.total_ok, 0);
+    assert!(
+        r.summary.errors["sign-in 401 (wrong --server-key?)"] >= 3,
+        "{:?}",
+        r.summary.errors
+    );
+    assert_eq!(r.summary.peak_users, 0);
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sockets_closed_by_the_server_are_counted() {
+    // Ludus closes sockets that send nothing for 300 ms; ccu only answers pings.
+    let (srv, _dir) = server_with(|c| c.socket.ws_idle_timeout_ms = 300).await;
+    let target = format!("http://{}", srv.local_addr());
+    let started = Instant::now();
+    let r = ludus_bench::run(opts(&format!(
+        "ccu --target {target} --duration 2 --concurrency 3 --quiet"
+    )))
+    .await
+    .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let closed: u64 = r
+        .summary
+        .errors
+        .iter()
+        .filter(|(k, _)| k.starts_with("closed by server"))
+        .map(|(_, v)| v)
+        .sum();
+    assert!(closed >= 3, "{:?}", r.summary.errors);
+    // Each user reconnected after being closed.
+    assert!(r.summary.total_ok > 3, "{:?}", r.summary);
+    assert_counts_add_up(&r);
+    srv.shutdown().await;
+}
+
+#[tokio::test]
+async fn unreachable_socket_target_stops_at_the_deadline() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Instant::now();
+    let r = ludus_bench::run(opts(&format!(
+        "echo --target http://127.0.0.1:{port} --duration 1 --concurrency 2 --quiet"
+    )))
+    .await
+    .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(r.summary.total_ok, 0);
+    assert!(
+        r.summary.errors["refused or unreachable (sign-in)"] >= 2,
+        "{:?}",
+        r.summary.errors
+    );
+}
+
+#[tokio::test]
+async fn silent_server_times_out_and_stops() {
+    // A listener that never accepts: connections complete in the backlog,
+    // and nothing ever answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let started = Instant::now();
+    let r = ludus_bench::run(opts(&format!(
+        "fanout --target http://127.0.0.1:{port} --duration 1 --concurrency 2 --timeout-ms 300 --quiet"
+    )))
+    .await
+    .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(r.summary.total_ok, 0);
+    assert!(
+        r.summary.errors["sign-in timeout"] >= 2,
+        "{:?}",
+        r.summary.errors
+    );
+    drop(listener);
 }

@@ -18,6 +18,10 @@ pub struct Progress {
     pub ok: AtomicU64,
     pub errors: AtomicU64,
     pub users: AtomicU64,
+    /// Socket messages received.
+    pub received: AtomicU64,
+    /// Fan-out subscribers that have joined their room.
+    pub ready: AtomicU64,
 }
 
 /// Tells a run apart from earlier runs against the same database.
@@ -29,7 +33,7 @@ pub fn run_tag() -> String {
     format!("{:x}", nanos & 0xffff_ffff_ffff)
 }
 
-fn basic(key: &str) -> String {
+pub fn basic(key: &str) -> String {
     format!(
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))

@@ -1,4 +1,6 @@
 //! Workloads: each drives virtual users against the target until the
 //! deadline and returns what they measured.
 
+pub mod envelope;
 pub mod http;
+pub mod socket;
