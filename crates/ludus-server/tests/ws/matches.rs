@@ -20,6 +20,7 @@ use crate::client::{Fmt, WsClient, error_of, user};
 use crate::support::{Backend, TestServer};
 
 both_backends!(
+    bench_match_module_with_ten_players,
     lua_match_lifecycle,
     lua_match_bad_input_and_failures,
     native_match_lifecycle,
@@ -667,4 +668,53 @@ async fn match_listing_over_http(backend: Backend) {
     let first = rpc(&mut a, "find_or_create", "").await.unwrap();
     assert!(first == duel || first == ffa, "an open match is reused");
     assert!(server.get_bearer("/v2/match", "bad-token").await.status == 401);
+}
+
+/// The benchmark's own modules (`bench/modules`): ten players find the same
+/// match through the find-or-create RPC, the eleventh gets a new one; op 1
+/// comes back to its sender only, op 2 reaches all ten.
+async fn bench_match_module_with_ten_players(backend: Backend) {
+    let server = TestServer::start_with(backend, |config| {
+        config.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/modules").into();
+        config.runtime.lua_pool_size = 2;
+    })
+    .await;
+    let mut players = Vec::new();
+    let mut match_id = String::new();
+    for i in 0..11 {
+        let (token, _, _) = user(&server, &format!("bmm{i:02}-bench-player")).await;
+        let fmt = if i % 2 == 0 { Fmt::Json } else { Fmt::Protobuf };
+        let mut c = WsClient::connect(&server, &token, fmt).await;
+        let found: Value =
+            serde_json::from_str(&rpc(&mut c, "ludus_bench_find_match", "{}").await.unwrap())
+                .unwrap();
+        let id = found["match_id"].as_str().unwrap().to_owned();
+        let m = join(&mut c, &id, &[]).await;
+        assert_eq!(joined(&m).match_id, id);
+        if i == 0 {
+            match_id = id;
+        } else if i < 10 {
+            assert_eq!(id, match_id, "player {i} joins the open match");
+        } else {
+            assert_ne!(id, match_id, "the eleventh player gets a new match");
+        }
+        players.push(c);
+    }
+    let echo = "e".repeat(44);
+    let broadcast = "b".repeat(35);
+    send(&mut players[0], &match_id, 1, &echo).await;
+    assert_eq!(data(&mut players[0], 1).await.data, echo.as_bytes());
+    send(&mut players[1], &match_id, 2, &broadcast).await;
+    for (i, p) in players.iter_mut().take(10).enumerate() {
+        let d = data(p, 2).await;
+        assert_eq!(d.data, broadcast.as_bytes(), "player {i}");
+    }
+    // Nobody but player 0 saw the echo.
+    for p in players.iter_mut().skip(1) {
+        assert!(
+            p.drain_pushes()
+                .iter()
+                .all(|e| !matches!(&e.message, Some(Message::MatchData(d)) if d.op_code == 1))
+        );
+    }
 }
