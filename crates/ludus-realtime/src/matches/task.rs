@@ -313,6 +313,7 @@ impl Match {
                     JoinDecision::Reject(reason) if flow.is_ok() => JoinReply::Rejected(reason),
                     _ => JoinReply::Ended,
                 };
+                self.unlist_if_ending(&flow);
                 let _ = reply.send(answer);
                 flow
             }
@@ -323,6 +324,7 @@ impl Match {
                     answer = out;
                     Ok(step)
                 });
+                self.unlist_if_ending(&flow);
                 let _ = reply.send(match &flow {
                     Ok(()) | Err(Outcome::Ended) => Ok(answer),
                     Err(Outcome::Failed(e)) => Err(RtError::new(
@@ -332,6 +334,14 @@ impl Match {
                 });
                 flow
             }
+        }
+    }
+
+    /// A match that is ending leaves the registry before it answers its
+    /// caller, so the caller never finds it listed afterwards.
+    fn unlist_if_ending(&self, flow: &Flow) {
+        if flow.is_err() {
+            self.registry.remove(self.stream.subject);
         }
     }
 

@@ -8,7 +8,7 @@
 //! applies when the callback returns.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ludus_realtime::matches::{
@@ -51,6 +51,7 @@ pub struct LuaMatch {
     dispatcher: Table,
     /// The messages of a tick with none, reused while it stays empty.
     empty: Table,
+    tables: PresenceTables,
     state: LuaValue,
     shared: Arc<LuaShared>,
 }
@@ -91,6 +92,7 @@ impl LuaMatch {
             ctx,
             dispatcher,
             empty,
+            tables: PresenceTables::default(),
             state: LuaValue::Nil,
             shared,
         })
@@ -276,7 +278,10 @@ impl MatchHandler for LuaMatch {
         tick: i64,
         presences: &[MatchPresence],
     ) -> Result<Step, HandlerError> {
-        let list = presences_table(self.vm.lua(), presences).map_err(|e| e.to_string())?;
+        let list = self
+            .tables
+            .list(self.vm.lua(), presences)
+            .map_err(|e| e.to_string())?;
         Ok(self
             .run(2, d, tick, LuaValue::Table(list), LuaValue::Nil)?
             .0)
@@ -288,7 +293,13 @@ impl MatchHandler for LuaMatch {
         tick: i64,
         presences: &[MatchPresence],
     ) -> Result<Step, HandlerError> {
-        let list = presences_table(self.vm.lua(), presences).map_err(|e| e.to_string())?;
+        let list = self
+            .tables
+            .list(self.vm.lua(), presences)
+            .map_err(|e| e.to_string())?;
+        for p in presences {
+            self.tables.0.remove(&p.session_id);
+        }
         Ok(self
             .run(3, d, tick, LuaValue::Table(list), LuaValue::Nil)?
             .0)
@@ -303,7 +314,7 @@ impl MatchHandler for LuaMatch {
         let list = if messages.is_empty() {
             self.empty.clone()
         } else {
-            messages_table(self.vm.lua(), messages).map_err(|e| e.to_string())?
+            messages_table(self.vm.lua(), &mut self.tables, messages).map_err(|e| e.to_string())?
         };
         let step = self
             .run(4, d, tick, LuaValue::Table(list.clone()), LuaValue::Nil)?
@@ -370,11 +381,41 @@ fn presence_table(lua: &Lua, p: &MatchPresence) -> mlua::Result<Table> {
     Ok(t)
 }
 
-fn messages_table(lua: &Lua, messages: &[MatchMessage]) -> mlua::Result<Table> {
+/// One table per player, made when first needed and handed to every
+/// callback after: a busy match would otherwise build a presence table (and
+/// its id strings) for every message, and spend its time collecting them.
+/// Handlers should treat presence tables as read-only, as they are shared.
+#[derive(Default)]
+struct PresenceTables(HashMap<Uuid, Table>);
+
+impl PresenceTables {
+    fn get(&mut self, lua: &Lua, p: &MatchPresence) -> mlua::Result<Table> {
+        if let Some(t) = self.0.get(&p.session_id) {
+            return Ok(t.clone());
+        }
+        let t = presence_table(lua, p)?;
+        self.0.insert(p.session_id, t.clone());
+        Ok(t)
+    }
+
+    fn list(&mut self, lua: &Lua, ps: &[MatchPresence]) -> mlua::Result<Table> {
+        let list = lua.create_table_with_capacity(ps.len(), 0)?;
+        for (i, p) in ps.iter().enumerate() {
+            list.raw_set(i + 1, self.get(lua, p)?)?;
+        }
+        Ok(list)
+    }
+}
+
+fn messages_table(
+    lua: &Lua,
+    tables: &mut PresenceTables,
+    messages: &[MatchMessage],
+) -> mlua::Result<Table> {
     let list = lua.create_table_with_capacity(messages.len(), 0)?;
     for (i, m) in messages.iter().enumerate() {
         let t = lua.create_table_with_capacity(0, 5)?;
-        t.raw_set("sender", presence_table(lua, &m.sender)?)?;
+        t.raw_set("sender", tables.get(lua, &m.sender)?)?;
         t.raw_set("op_code", m.op_code)?;
         t.raw_set("data", lua.create_string(&m.data)?)?;
         t.raw_set("reliable", m.reliable)?;
@@ -386,14 +427,6 @@ fn messages_table(lua: &Lua, messages: &[MatchMessage]) -> mlua::Result<Table> {
 
 fn is_empty(t: &Table) -> bool {
     t.raw_len() == 0 && t.clone().pairs::<LuaValue, LuaValue>().next().is_none()
-}
-
-fn presences_table(lua: &Lua, ps: &[MatchPresence]) -> mlua::Result<Table> {
-    let list = lua.create_table_with_capacity(ps.len(), 0)?;
-    for (i, p) in ps.iter().enumerate() {
-        list.raw_set(i + 1, presence_table(lua, p)?)?;
-    }
-    Ok(list)
 }
 
 /// A presence table from Lua: only its session id matters to the engine.
@@ -423,13 +456,27 @@ fn presence_from(v: &LuaValue, what: &str) -> mlua::Result<MatchPresence> {
     })
 }
 
-fn presence_list(v: &LuaValue, what: &str) -> mlua::Result<Option<Vec<MatchPresence>>> {
+/// The sessions of a presence list (recipients and kicks need no more).
+fn session_list(v: &LuaValue, what: &str) -> mlua::Result<Option<Vec<Uuid>>> {
     match v {
         LuaValue::Nil => Ok(None),
         LuaValue::Table(t) => {
             let mut out = Vec::new();
             for item in t.sequence_values::<LuaValue>() {
-                out.push(presence_from(&item?, what)?);
+                let item = item?;
+                let LuaValue::Table(p) = &item else {
+                    return Err(mlua::Error::runtime(format!(
+                        "{what}: expects presence tables with a session_id"
+                    )));
+                };
+                let session = p
+                    .raw_get::<mlua::LuaString>("session_id")
+                    .ok()
+                    .and_then(|s| Uuid::try_parse_ascii(&s.as_bytes()).ok())
+                    .ok_or_else(|| {
+                        mlua::Error::runtime(format!("{what}: a presence has no valid session_id"))
+                    })?;
+                out.push(session);
             }
             Ok(Some(out))
         }
@@ -476,7 +523,7 @@ fn dispatcher_table(lua: &Lua) -> mlua::Result<Table> {
                             )));
                         }
                     };
-                    let to = presence_list(&presences, name)?;
+                    let to = session_list(&presences, name)?;
                     let sender = match &sender {
                         LuaValue::Nil => None,
                         v => Some(presence_from(v, name)?),
@@ -487,7 +534,7 @@ fn dispatcher_table(lua: &Lua) -> mlua::Result<Table> {
                         Effect::Broadcast {
                             op_code,
                             data,
-                            to: to.map(|ps| ps.iter().map(|p| p.session_id).collect()),
+                            to,
                             sender,
                             reliable: reliable.unwrap_or(true),
                         },
@@ -499,12 +546,8 @@ fn dispatcher_table(lua: &Lua) -> mlua::Result<Table> {
     d.raw_set(
         "match_kick",
         lua.create_function(|lua, presences: LuaValue| {
-            let ps = presence_list(&presences, "match_kick")?.unwrap_or_default();
-            queue(
-                lua,
-                false,
-                Effect::Kick(ps.iter().map(|p| p.session_id).collect()),
-            )
+            let sessions = session_list(&presences, "match_kick")?.unwrap_or_default();
+            queue(lua, false, Effect::Kick(sessions))
         })?,
     )?;
     d.raw_set(
