@@ -114,6 +114,13 @@ impl Query {
     }
 
     /// The query that matches every document with score 1.
+    /// Whether scores differ between matching documents (the query has
+    /// should clauses); without, every match scores the same and a listing
+    /// can stop at its limit.
+    pub fn ranks(&self) -> bool {
+        !self.should.is_empty()
+    }
+
     pub fn match_all() -> Query {
         Query {
             match_all: true,
@@ -650,6 +657,14 @@ mod tests {
         // Only must-not clauses: everything else matches.
         assert_eq!(score("-label.region:asia"), Some(1.0));
         assert_eq!(score("-label.region:europe"), None);
+    }
+
+    #[test]
+    fn only_should_clauses_rank() {
+        assert!(!Query::parse("+label.a:1 -label.b:2").unwrap().ranks());
+        assert!(Query::parse("+label.a:1 label.b:2").unwrap().ranks());
+        assert!(Query::parse("label.b:2").unwrap().ranks());
+        assert!(!Query::match_all().ranks());
     }
 
     #[test]

@@ -350,6 +350,8 @@ impl MatchRegistry {
             _ => None,
         };
         let mut out = Vec::new();
+        // Only should clauses make scores differ; otherwise stop at the limit.
+        let ranked = query.as_ref().is_some_and(Query::ranks);
         let filtered = query.is_some() || req.label.is_some();
         if filtered && req.authoritative == Some(false) {
             // Labels and queries only exist on authoritative matches.
@@ -378,12 +380,12 @@ impl MatchRegistry {
                     }
                 };
                 scored.push((score, self.listing(*id, e)));
-                if query.is_none() && scored.len() >= limit {
+                if !ranked && scored.len() >= limit {
                     break;
                 }
             }
             drop(matches);
-            if query.is_some() {
+            if ranked {
                 scored.sort_by(|a, b| b.0.total_cmp(&a.0));
             }
             out.extend(scored.into_iter().take(limit).map(|(_, l)| l));

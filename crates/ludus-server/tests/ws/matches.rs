@@ -629,6 +629,12 @@ async fn match_listing_over_http(backend: Backend) {
         sorted(vec![duel.clone(), ffa.clone()])
     );
     assert!(list("limit=10&query=%2Blabel.mode%3Anone").await.is_empty());
+    // A query without should clauses stops at the limit; one with them ranks.
+    assert_eq!(list("limit=1&query=%2Blabel.tags%3Aranked").await.len(), 1);
+    assert_eq!(
+        list("limit=1&query=label.mode%3Aduel%20label.mode%3Aother").await,
+        vec![duel.clone()]
+    );
     // The relayed match is listed with no label.
     let r = server
         .get_bearer("/v2/match?limit=10&authoritative=false", &token)
