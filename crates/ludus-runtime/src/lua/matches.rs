@@ -66,7 +66,9 @@ impl LuaMatch {
         modules: &Arc<Vec<ModuleSource>>,
         name: &str,
     ) -> Result<LuaMatch, HandlerError> {
-        let (vm, table) = Vm::for_match(shared.clone(), modules, name)?;
+        // Module code runs while the VM loads; its server calls must leave the
+        // match worker like a callback's do.
+        let (vm, table) = in_match(|| Vm::for_match(shared.clone(), modules, name))?;
         let mut fns = Vec::with_capacity(CALLBACKS.len());
         for cb in CALLBACKS {
             match table.raw_get::<LuaValue>(cb) {
