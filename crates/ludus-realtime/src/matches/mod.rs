@@ -292,8 +292,19 @@ impl MatchRegistry {
         let (reply, answer) = oneshot::channel();
         let registry = self.clone();
         let name = name.to_owned();
-        self.spawner
-            .spawn(task::start(registry, modules, name, params, reply));
+        let id = Uuid::new_v4();
+        let running = self
+            .spawner
+            .spawn(task::start(registry, id, modules, name, params, reply));
+        // A handler that panics (native code can) ends only its own match.
+        let registry = self.clone();
+        self.spawner.spawn(async move {
+            if let Err(e) = running.await
+                && e.is_panic()
+            {
+                registry.panicked(id);
+            }
+        });
         match answer.await {
             Ok(result) => result,
             Err(_) => Err(RtError::internal("the match stopped while it started")),
@@ -307,6 +318,27 @@ impl MatchRegistry {
 
     pub(crate) fn remove(&self, id: Uuid) {
         self.write().remove(&id);
+    }
+
+    /// Cleans up after a match whose task panicked: out of the registry, its
+    /// players untracked and told.
+    fn panicked(&self, id: Uuid) {
+        let match_id = format!("{id}.{}", self.node);
+        tracing::error!(%match_id, "match handler panicked, ending the match");
+        self.remove(id);
+        let stream = self.stream(id);
+        let sessions = self.tracker.session_ids(&stream);
+        self.router.send_to_sessions(
+            &sessions,
+            crate::error::error_envelope(
+                "",
+                RtCode::RuntimeException,
+                &format!("match {match_id} ended: its handler panicked"),
+            ),
+        );
+        for s in sessions {
+            self.tracker.untrack(s, &stream);
+        }
     }
 
     /// One match by id (`<uuid>.<node>` or `<uuid>.` for relayed ones).

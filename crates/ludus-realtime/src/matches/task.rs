@@ -27,12 +27,12 @@ use crate::stream::Stream;
 /// match until it ends.
 pub(crate) async fn start(
     registry: Arc<MatchRegistry>,
+    id: Uuid,
     modules: Arc<dyn MatchModules>,
     name: String,
     params: Value,
     reply: oneshot::Sender<Result<String, RtError>>,
 ) {
-    let id = Uuid::new_v4();
     let info = MatchInfo {
         id: format!("{id}.{}", registry.node),
         node: registry.node.to_string(),

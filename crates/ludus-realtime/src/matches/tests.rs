@@ -112,6 +112,7 @@ impl MatchHandler for Echo {
                 7 => d.kick(std::slice::from_ref(&m.sender)),
                 8 => return Ok(Step::End),
                 9 => return Err("boom".into()),
+                99 => panic!("a native handler bug"),
                 _ => {}
             }
         }
@@ -764,4 +765,31 @@ async fn listing_filters_by_kind_label_and_size() {
         ..Default::default()
     });
     assert_eq!(limited.len(), 1);
+}
+
+#[tokio::test]
+async fn a_panicking_handler_ends_only_its_match() {
+    let h = harness(MatchConfig::default()).await;
+    let bad = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let good = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let (a, b) = (h.connect("alice"), h.connect("bob"));
+    h.join(&a, &bad).await.unwrap();
+    h.join(&b, &good).await.unwrap();
+    h.data(&a, &bad, 99, "").await;
+    wait(150).await;
+    let got = drain(&a);
+    assert!(
+        got.iter().any(|e| matches!(&e.message,
+            Some(Message::Error(err)) if err.message.contains("panicked"))),
+        "{got:?}"
+    );
+    assert!(h.rt.matches.get(&bad).is_none());
+    assert!(
+        !h.rt
+            .tracker
+            .contains(&h.rt.matches.stream(parse_id(&bad).unwrap().0), a.id())
+    );
+    h.data(&b, &good, 1, "fine").await;
+    wait(150).await;
+    assert_eq!(data_of(&drain(&b)), vec![(1, "fine".into(), String::new())]);
 }
