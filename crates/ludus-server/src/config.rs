@@ -602,16 +602,20 @@ fn set_key(tree: &mut Value, defaults: &Value, key: &str, raw: &str) -> Result<(
     Ok(())
 }
 
+/// `--key value` pairs as `Config::load` takes them, for tests.
+#[cfg(test)]
+pub(crate) fn test_flags(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn flags(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use super::test_flags as flags;
 
     #[test]
     fn defaults_match_nakama() {

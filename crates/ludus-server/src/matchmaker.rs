@@ -89,12 +89,7 @@ impl MatchmakerMatchedHook for MatchedHook {
 mod tests {
     use crate::Config;
 
-    fn flags(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::test_flags as flags;
 
     #[test]
     fn matchmaker_keys_have_nakamas_defaults_and_are_checked() {

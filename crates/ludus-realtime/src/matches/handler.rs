@@ -204,15 +204,7 @@ impl Dispatcher {
         sender: Option<&MatchPresence>,
         reliable: bool,
     ) -> Result<(), HandlerError> {
-        if self.deferred.len() >= self.deferred_limit {
-            return Err(format!(
-                "too many deferred broadcasts in one tick (limit {}, match.deferred_queue_size)",
-                self.deferred_limit
-            ));
-        }
-        self.deferred
-            .push(broadcast(op_code, data.into(), to, sender, reliable));
-        Ok(())
+        self.push_deferred(broadcast(op_code, data.into(), to, sender, reliable))
     }
 
     /// Removes players from the match; `leave` follows for each.
@@ -229,10 +221,23 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Takes the effects queued so far (used by handler adapters that collect
-    /// effects on their own and replay them here).
+    /// Queues an effect built elsewhere: handler adapters (the Lua one)
+    /// collect effects on their own and replay them here.
     pub fn push(&mut self, effect: Effect) {
         self.now.push(effect);
+    }
+
+    /// As [`Dispatcher::push`], for the end of the tick; bounded by
+    /// `match.deferred_queue_size`.
+    pub fn push_deferred(&mut self, effect: Effect) -> Result<(), HandlerError> {
+        if self.deferred.len() >= self.deferred_limit {
+            return Err(format!(
+                "too many deferred broadcasts in one tick (limit {}, match.deferred_queue_size)",
+                self.deferred_limit
+            ));
+        }
+        self.deferred.push(effect);
+        Ok(())
     }
 
     pub(crate) fn take_now(&mut self) -> Vec<Effect> {

@@ -391,7 +391,8 @@ impl MatchRegistry {
         }
         if req.authoritative != Some(false) {
             let matches = self.read();
-            let mut scored: Vec<(f64, MatchListing)> = Vec::new();
+            // Scores first; listings (labels copied) only for what is returned.
+            let mut scored: Vec<(f64, Uuid, Arc<Entry>)> = Vec::new();
             for (id, e) in matches.iter() {
                 if !size_ok(e.size.load(Ordering::Acquire)) {
                     continue;
@@ -411,7 +412,7 @@ impl MatchRegistry {
                         None => 0.0,
                     }
                 };
-                scored.push((score, self.listing(*id, e)));
+                scored.push((score, *id, e.clone()));
                 if !ranked && scored.len() >= limit {
                     break;
                 }
@@ -420,7 +421,12 @@ impl MatchRegistry {
             if ranked {
                 scored.sort_by(|a, b| b.0.total_cmp(&a.0));
             }
-            out.extend(scored.into_iter().take(limit).map(|(_, l)| l));
+            out.extend(
+                scored
+                    .into_iter()
+                    .take(limit)
+                    .map(|(_, id, e)| self.listing(id, &e)),
+            );
         }
         if out.len() < limit
             && req.authoritative != Some(true)

@@ -125,18 +125,7 @@ impl LuaMatch {
             .unwrap_or_default();
         for (deferred, effect) in queued {
             if deferred {
-                if let Effect::Broadcast {
-                    op_code,
-                    data,
-                    to,
-                    sender,
-                    reliable,
-                } = effect
-                {
-                    let to: Option<Vec<MatchPresence>> =
-                        to.map(|ids| ids.into_iter().map(session_only).collect());
-                    d.broadcast_deferred(op_code, data, to.as_deref(), sender.as_ref(), reliable)?;
-                }
+                d.push_deferred(effect)?;
             } else {
                 d.push(effect);
             }
@@ -150,15 +139,22 @@ impl LuaMatch {
         self.state = state;
         Ok((step, x, y, z))
     }
-}
 
-/// Presence filters only need the session id.
-fn session_only(session_id: Uuid) -> MatchPresence {
-    MatchPresence {
-        user_id: Uuid::nil(),
-        session_id,
-        username: Arc::from(""),
-        node: Arc::from(""),
+    /// `match_join` / `match_leave`: callback `i` with the presences' tables.
+    fn with_presences(
+        &mut self,
+        i: usize,
+        d: &mut Dispatcher,
+        tick: i64,
+        presences: &[MatchPresence],
+    ) -> Result<Step, HandlerError> {
+        let list = self
+            .tables
+            .list(self.vm.lua(), presences)
+            .map_err(|e| e.to_string())?;
+        Ok(self
+            .run(i, d, tick, LuaValue::Table(list), LuaValue::Nil)?
+            .0)
     }
 }
 
@@ -280,13 +276,7 @@ impl MatchHandler for LuaMatch {
         tick: i64,
         presences: &[MatchPresence],
     ) -> Result<Step, HandlerError> {
-        let list = self
-            .tables
-            .list(self.vm.lua(), presences)
-            .map_err(|e| e.to_string())?;
-        Ok(self
-            .run(2, d, tick, LuaValue::Table(list), LuaValue::Nil)?
-            .0)
+        self.with_presences(2, d, tick, presences)
     }
 
     fn leave(
@@ -295,16 +285,11 @@ impl MatchHandler for LuaMatch {
         tick: i64,
         presences: &[MatchPresence],
     ) -> Result<Step, HandlerError> {
-        let list = self
-            .tables
-            .list(self.vm.lua(), presences)
-            .map_err(|e| e.to_string())?;
+        let step = self.with_presences(3, d, tick, presences);
         for p in presences {
             self.tables.0.remove(&p.session_id);
         }
-        Ok(self
-            .run(3, d, tick, LuaValue::Table(list), LuaValue::Nil)?
-            .0)
+        step
     }
 
     fn tick(

@@ -204,12 +204,7 @@ fn config_view(config: &Config) -> serde_json::Value {
 mod tests {
     use crate::config::Config;
 
-    fn flags(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::test_flags as flags;
 
     #[test]
     fn defaults_match_nakama() {
