@@ -353,4 +353,6 @@ impl Realtime {
 }
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;

@@ -266,30 +266,14 @@ impl Realtime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::{self, Format};
+    use crate::RealtimeConfig;
     use crate::matchmaker::{MatchmakerConfig, verify_match_token};
-    use crate::{Connect, RealtimeConfig};
 
     fn connect(rt: &Realtime) -> SessionHandle {
-        rt.connect(Connect {
-            session_id: Uuid::new_v4(),
-            user_id: Uuid::new_v4(),
-            username: "u".into(),
-            format: Format::Json,
-            status: false,
-            vars: Default::default(),
-            expiry: 0,
-            lang: String::new(),
-        })
+        crate::test_support::session(rt, Uuid::new_v4(), "u", false)
     }
 
-    fn drain(s: &SessionHandle) -> Vec<Message> {
-        s.outbound()
-            .take_all()
-            .iter()
-            .filter_map(|f| codec::decode(Format::Json, f).unwrap().message)
-            .collect()
-    }
+    use crate::test_support::sent_messages as drain;
 
     async fn add(rt: &Realtime, s: &SessionHandle) -> String {
         add_n(rt, s, 2).await
@@ -319,10 +303,7 @@ mod tests {
     /// both users get one token of a relayed match id, and `stop` ends it.
     #[tokio::test]
     async fn the_loop_matches_every_interval_and_stops() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ludus_store::open("", dir.path(), Default::default())
-            .await
-            .unwrap();
+        let (store, _dir) = crate::test_support::store().await;
         tokio::time::pause();
         let rt = Arc::new(Realtime::new(
             RealtimeConfig {
@@ -372,10 +353,7 @@ mod tests {
 
     #[tokio::test]
     async fn party_tickets_through_the_realtime_layer() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ludus_store::open("", dir.path(), Default::default())
-            .await
-            .unwrap();
+        let (store, _dir) = crate::test_support::store().await;
         let rt = Realtime::new(RealtimeConfig::default(), store);
         let (a, b, c) = (connect(&rt), connect(&rt), connect(&rt));
         let member = |s: &SessionHandle| MatchmakerPresence {

@@ -891,7 +891,7 @@ mod tests {
 
     use super::*;
     use crate::error::RtCode;
-    use crate::{Connect, Format, Realtime, RealtimeConfig, codec};
+    use crate::{Format, Realtime, RealtimeConfig, codec};
 
     /// A realtime layer on a fresh SQLite store (parties never touch it).
     struct Harness {
@@ -900,10 +900,7 @@ mod tests {
     }
 
     async fn realtime(party: PartySettings) -> Harness {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ludus_store::open("", dir.path(), Default::default())
-            .await
-            .unwrap();
+        let (store, dir) = crate::test_support::store().await;
         let rt = Realtime::new(
             RealtimeConfig {
                 outgoing_queue_size: 64,
@@ -917,25 +914,10 @@ mod tests {
     }
 
     fn connect(rt: &Realtime, name: &str) -> SessionHandle {
-        rt.connect(Connect {
-            session_id: Uuid::new_v4(),
-            user_id: Uuid::new_v4(),
-            username: name.into(),
-            format: Format::Json,
-            status: false,
-            vars: Default::default(),
-            expiry: 0,
-            lang: String::new(),
-        })
+        crate::test_support::session(rt, Uuid::new_v4(), name, false)
     }
 
-    fn drain(s: &SessionHandle) -> Vec<Message> {
-        s.outbound()
-            .take_all()
-            .iter()
-            .filter_map(|f| codec::decode(Format::Json, f).unwrap().message)
-            .collect()
-    }
+    use crate::test_support::sent_messages as drain;
 
     /// Sends a request and returns the reply's message (`None` for a bare
     /// acknowledgement); pushes stay queued.

@@ -17,10 +17,7 @@ struct Harness {
 }
 
 async fn realtime(single_socket: bool) -> Harness {
-    let dir = tempfile::tempdir().unwrap();
-    let store = ludus_store::open("", dir.path(), Default::default())
-        .await
-        .unwrap();
+    let (store, dir) = crate::test_support::store().await;
     let rt = Realtime::new(
         RealtimeConfig {
             outgoing_queue_size: 16,
@@ -55,25 +52,11 @@ impl Harness {
 }
 
 fn connect(rt: &Realtime, user: Uuid, status: bool) -> SessionHandle {
-    rt.connect(Connect {
-        session_id: Uuid::new_v4(),
-        user_id: user,
-        username: format!("user-{}", &user.to_string()[..8]),
-        format: Format::Json,
-        status,
-        vars: Default::default(),
-        expiry: 0,
-        lang: String::new(),
-    })
+    let name = format!("user-{}", &user.to_string()[..8]);
+    crate::test_support::session(rt, user, &name, status)
 }
 
-fn drain(s: &SessionHandle) -> Vec<Envelope> {
-    s.outbound()
-        .take_all()
-        .iter()
-        .map(|f| codec::decode(Format::Json, f).unwrap())
-        .collect()
-}
+use crate::test_support::sent as drain;
 
 fn env(cid: &str, m: Message) -> Envelope {
     Envelope {

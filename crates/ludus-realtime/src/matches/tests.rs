@@ -15,9 +15,8 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::*;
-use crate::codec::{self, Format};
 use crate::registry::SessionHandle;
-use crate::{Connect, Realtime, RealtimeConfig};
+use crate::{Realtime, RealtimeConfig};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -166,10 +165,7 @@ struct Harness {
 /// A realtime layer with the test handler; time is paused once the store is
 /// open.
 async fn harness(config: MatchConfig) -> Harness {
-    let dir = tempfile::tempdir().unwrap();
-    let store = ludus_store::open("", dir.path(), Default::default())
-        .await
-        .unwrap();
+    let (store, dir) = crate::test_support::store().await;
     let rt = Realtime::new(
         RealtimeConfig {
             node: "n1".into(),
@@ -186,16 +182,7 @@ async fn harness(config: MatchConfig) -> Harness {
 
 impl Harness {
     fn connect(&self, name: &str) -> SessionHandle {
-        self.rt.connect(Connect {
-            session_id: Uuid::new_v4(),
-            user_id: Uuid::new_v4(),
-            username: name.into(),
-            format: Format::Json,
-            status: false,
-            vars: Default::default(),
-            expiry: 0,
-            lang: String::new(),
-        })
+        crate::test_support::session(&self.rt, Uuid::new_v4(), name, false)
     }
 
     fn log(&self) -> Vec<String> {
@@ -255,13 +242,7 @@ fn reply_match(got: Vec<Envelope>) -> Result<Match, (i32, String)> {
     panic!("no match reply")
 }
 
-fn drain(s: &SessionHandle) -> Vec<Envelope> {
-    s.outbound()
-        .take_all()
-        .iter()
-        .map(|f| codec::decode(Format::Json, f).unwrap())
-        .collect()
-}
+use crate::test_support::sent as drain;
 
 /// `(op_code, data, sender username)` of the match data a session received.
 fn data_of(envs: &[Envelope]) -> Vec<(i64, String, String)> {
