@@ -134,6 +134,26 @@ impl WsClient {
         }
     }
 
+    /// Runs RPC `id` over the socket: its payload, or the error envelope.
+    pub async fn rpc(
+        &mut self,
+        id: &str,
+        payload: &str,
+    ) -> Result<String, ludus_proto::realtime::Error> {
+        let r = self
+            .request(Message::Rpc(ludus_proto::api::Rpc {
+                id: id.into(),
+                payload: payload.into(),
+                http_key: String::new(),
+            }))
+            .await;
+        match r.message {
+            Some(Message::Rpc(reply)) => Ok(reply.payload),
+            Some(Message::Error(e)) => Err(e),
+            other => panic!("rpc {id}: unexpected reply {other:?}"),
+        }
+    }
+
     /// Writes a text frame whose payload is not checked for UTF-8: a masked
     /// frame built by hand, straight onto the TCP stream.
     pub async fn send_raw_text_frame(&mut self, payload: &[u8]) {

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use ludus_proto::api::Rpc;
 use ludus_proto::realtime::envelope::Message;
 use ludus_proto::realtime::match_join::Id;
 use ludus_proto::realtime::*;
@@ -40,18 +39,7 @@ async fn lua_server(backend: Backend) -> TestServer {
 }
 
 async fn rpc(c: &mut WsClient, id: &str, payload: &str) -> Result<String, String> {
-    let r = c
-        .request(Message::Rpc(Rpc {
-            id: id.into(),
-            payload: payload.into(),
-            http_key: String::new(),
-        }))
-        .await;
-    match r.message {
-        Some(Message::Rpc(reply)) => Ok(reply.payload),
-        Some(Message::Error(e)) => Err(e.message),
-        other => panic!("rpc {id}: unexpected {other:?}"),
-    }
+    c.rpc(id, payload).await.map_err(|e| e.message)
 }
 
 async fn create(c: &mut WsClient, module: &str, params: Value) -> String {

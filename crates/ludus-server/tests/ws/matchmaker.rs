@@ -10,7 +10,6 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use ludus_proto::api::Rpc;
 use ludus_proto::pbjson_types::Int32Value;
 use ludus_proto::realtime::envelope::Message;
 use ludus_proto::realtime::matchmaker_matched::Id;
@@ -301,17 +300,8 @@ async fn matched_hook_returns_a_match_id() {
     }
 
     // What the hook was given: Nakama's entry tables.
-    let r = a
-        .request(Message::Rpc(Rpc {
-            id: "mm_entries".into(),
-            payload: String::new(),
-            http_key: String::new(),
-        }))
-        .await;
-    let Some(Message::Rpc(r)) = r.message else {
-        panic!("rpc failed: {r:?}")
-    };
-    let v: Value = serde_json::from_str(&r.payload).unwrap();
+    let payload = a.rpc("mm_entries", "").await.unwrap();
+    let v: Value = serde_json::from_str(&payload).unwrap();
     assert_eq!(v["mode"], "matchmaker");
     let entries = v["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 2);

@@ -6,7 +6,6 @@
 //! `nk.party_list` from Lua and `GET /v2/party`. Parties live in memory and
 //! never touch the database, so these run on SQLite only.
 
-use ludus_proto::api::Rpc;
 use ludus_proto::realtime::envelope::Message;
 use ludus_proto::realtime::*;
 use serde_json::Value;
@@ -546,17 +545,9 @@ async fn bad_requests(fmt: Fmt) {
 }
 
 async fn rpc(c: &mut WsClient, id: &str, payload: Value) -> String {
-    let r = c
-        .request(Message::Rpc(Rpc {
-            id: id.into(),
-            payload: payload.to_string(),
-            http_key: String::new(),
-        }))
-        .await;
-    match r.message {
-        Some(Message::Rpc(reply)) => reply.payload,
-        other => panic!("rpc {id} failed: {other:?}"),
-    }
+    c.rpc(id, &payload.to_string())
+        .await
+        .unwrap_or_else(|e| panic!("rpc {id} failed: {e:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,6 @@
 //! must rewrite and reject them. Device ids differ in their first four
 //! characters: `server_test.lua` names users after them.
 
-use ludus_proto::api::Rpc;
 use ludus_proto::realtime::envelope::Message;
 use ludus_proto::realtime::*;
 use serde_json::{Value, json};
@@ -33,17 +32,9 @@ async fn lua_server(backend: Backend) -> TestServer {
 
 /// Runs RPC `id` over the socket and returns its payload.
 async fn call(c: &mut WsClient, id: &str, payload: &str) -> String {
-    let r = c
-        .request(Message::Rpc(Rpc {
-            id: id.into(),
-            payload: payload.into(),
-            http_key: String::new(),
-        }))
-        .await;
-    match r.message {
-        Some(Message::Rpc(reply)) => reply.payload,
-        other => panic!("rpc {id} failed: {other:?}"),
-    }
+    c.rpc(id, payload)
+        .await
+        .unwrap_or_else(|e| panic!("rpc {id} failed: {e:?}"))
 }
 
 async fn call_json(c: &mut WsClient, id: &str, payload: &str) -> Value {
