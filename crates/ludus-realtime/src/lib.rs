@@ -270,7 +270,7 @@ impl Realtime {
             user_id: session.user_id(),
             meta: PresenceMeta {
                 format: session.format(),
-                username: Arc::from(session.username()),
+                username: session.username_shared(),
                 hidden,
                 persistence,
                 status: Arc::from(status),

@@ -817,7 +817,7 @@ fn party_presence(session: &SessionHandle) -> Presence {
         user_id: session.user_id(),
         meta: PresenceMeta {
             format: session.format(),
-            username: std::sync::Arc::from(session.username()),
+            username: session.username_shared(),
             hidden: false,
             persistence: false,
             status: std::sync::Arc::from(""),

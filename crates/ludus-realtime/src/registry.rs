@@ -16,7 +16,8 @@ use crate::outbound::{CloseReason, Outbound, PushError};
 pub struct SessionInfo {
     pub id: Uuid,
     pub user_id: Uuid,
-    pub username: Box<str>,
+    /// Shared: every presence of the session (streams, matches) points at it.
+    pub username: Arc<str>,
     pub format: Format,
     pub outbound: Outbound,
     /// The token's variables (empty allocates nothing), expiry and `?lang=`.
@@ -78,6 +79,11 @@ impl SessionHandle {
 
     pub fn username(&self) -> &str {
         &self.0.username
+    }
+
+    /// The username as presences hold it (one allocation per session).
+    pub fn username_shared(&self) -> Arc<str> {
+        self.0.username.clone()
     }
 
     pub fn format(&self) -> Format {

@@ -266,7 +266,20 @@ impl MatchRegistry {
 
     /// The stream of an authoritative match of this node.
     pub fn stream(&self, id: Uuid) -> Stream {
-        Stream::new(StreamMode::MatchAuthoritative, id, Uuid::nil(), &self.node)
+        authoritative_stream(id, &self.node)
+    }
+
+    /// A session of this node as its matches see it.
+    pub(crate) fn session_presence(
+        &self,
+        session: &crate::registry::SessionHandle,
+    ) -> MatchPresence {
+        MatchPresence {
+            user_id: session.user_id(),
+            session_id: session.id(),
+            username: session.username_shared(),
+            node: self.node.clone(),
+        }
     }
 
     /// Creates an authoritative match run by the handler `name`; answers its
@@ -587,6 +600,11 @@ pub fn parse_id(match_id: &str) -> Result<(Uuid, &str), RtError> {
 /// The stream of a relayed match.
 pub fn relayed_stream(id: Uuid) -> Stream {
     Stream::new(StreamMode::MatchRelayed, id, Uuid::nil(), "")
+}
+
+/// The stream of an authoritative match run by `node`.
+pub fn authoritative_stream(id: Uuid, node: &str) -> Stream {
+    Stream::new(StreamMode::MatchAuthoritative, id, Uuid::nil(), node)
 }
 
 /// The match id a match stream stands for.

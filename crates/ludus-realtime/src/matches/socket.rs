@@ -2,8 +2,6 @@
 //! (relayed or authoritative, by id or matchmaker token), `match_leave` and
 //! `match_data_send`, with Nakama's replies and error codes.
 
-use std::sync::Arc;
-
 use ludus_proto::pbjson_types::StringValue;
 use ludus_proto::realtime::envelope::Message;
 use ludus_proto::realtime::match_join::Id;
@@ -13,7 +11,7 @@ use ludus_proto::realtime::{
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::{Call, Event, JoinReply, MatchMessage, MatchPresence, not_found, parse_id};
+use super::{Call, Event, JoinReply, MatchMessage, not_found, parse_id};
 use crate::Realtime;
 use crate::error::{RtCode, RtError};
 use crate::registry::SessionHandle;
@@ -77,12 +75,7 @@ impl Realtime {
             return Err(not_found());
         }
         let entry = self.matches.entry(id).ok_or_else(not_found)?;
-        let presence = MatchPresence {
-            user_id: session.user_id(),
-            session_id: session.id(),
-            username: Arc::from(session.username()),
-            node: Arc::from(node),
-        };
+        let presence = self.matches.session_presence(session);
         let (reply, answer) = oneshot::channel();
         entry
             .call(Call::JoinAttempt {
@@ -136,12 +129,7 @@ impl Realtime {
         let stream = if node.is_empty() {
             super::relayed_stream(id)
         } else {
-            Stream::new(
-                crate::stream::StreamMode::MatchAuthoritative,
-                id,
-                Uuid::nil(),
-                node,
-            )
+            super::authoritative_stream(id, node)
         };
         self.untrack(session.id(), &stream);
         Ok(())
@@ -164,12 +152,7 @@ impl Realtime {
                 return Err(not_found());
             };
             let message = MatchMessage {
-                sender: MatchPresence {
-                    user_id: session.user_id(),
-                    session_id: session.id(),
-                    username: Arc::from(session.username()),
-                    node: Arc::from(node),
-                },
+                sender: self.matches.session_presence(session),
                 op_code: req.op_code,
                 data: req.data.to_vec(),
                 reliable: req.reliable,
