@@ -291,6 +291,39 @@ impl AccountService {
         }
     }
 
+    /// A session token for a user, made by a module
+    /// (`nk.authenticate_token_generate`): issued under the same revocation
+    /// rule as a sign-in's (after the user's last logout-all cutoff, so it is
+    /// neither born revoked nor able to outlive a later logout-all).
+    /// `expires_at` 0 means the configured expiry. Answers the token and its
+    /// expiry (UNIX seconds).
+    pub fn generate_token(
+        &self,
+        user: Uuid,
+        username: &str,
+        expires_at: i64,
+        vars: BTreeMap<String, String>,
+    ) -> (String, i64) {
+        let now = unix_now();
+        let expires_at = if expires_at > 0 {
+            expires_at
+        } else {
+            now + self.settings.token_expiry_sec
+        };
+        let claims = SessionClaims {
+            token_id: Uuid::new_v4().to_string(),
+            user_id: user.to_string(),
+            username: username.to_owned(),
+            vars,
+            expires_at,
+            issued_at: self.revocations.issue_time(user, now),
+        };
+        (
+            token::sign(self.settings.encryption_key.as_bytes(), &claims),
+            expires_at,
+        )
+    }
+
     /// Checks an access token: algorithm, signature, expiry and revocation.
     pub fn verify_access(&self, token: &str) -> Result<Caller, ApiError> {
         self.verify(token, TokenKind::Access)

@@ -20,8 +20,7 @@ pub fn builder() -> ServerBuilder {
         .match_handler("native_duel", |_call| Duel::default())
         .rpc("native_create_duel", |call, payload| async move {
             let params = serde_json::from_str(&payload).unwrap_or(Value::Null);
-            call.services
-                .match_create("native_duel", params)
+            call.match_create("native_duel", params)
                 .await
                 .map_err(|e| RuntimeError::new(e.code, e.message))
         })

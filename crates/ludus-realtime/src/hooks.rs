@@ -1,7 +1,8 @@
-//! Before and after hooks on socket messages (`nk.register_rt_before|after`).
-//! The module runtime lives in `ludus-server`'s world, so this crate only
-//! names what it needs from it: the [`RtHooks`] trait, over envelopes in
-//! their JSON form (Nakama's hooks see the whole envelope, `cid` included).
+//! Before and after hooks on socket messages (`nk.register_rt_before|after`):
+//! the hook names of the messages a client may send and what a before hook
+//! decides. The hooks themselves run through [`crate::Modules`], over
+//! envelopes in their JSON form (Nakama's hooks see the whole envelope,
+//! `cid` included).
 //!
 //! A before hook may rewrite the envelope; returning nil rejects it, which
 //! answers `UNRECOGNIZED_PAYLOAD` and closes the socket, and a failing hook
@@ -12,8 +13,6 @@ use std::pin::Pin;
 
 use ludus_proto::realtime::envelope::Message;
 use serde_json::Value;
-
-use crate::registry::SessionHandle;
 
 pub type HookFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -26,28 +25,6 @@ pub enum Before {
     Reject,
     /// The hook failed with this message.
     Failed(String),
-}
-
-/// The server's module runtime, as the realtime pipeline calls it. `name`
-/// is Nakama's lower-case message name without underscores, e.g.
-/// `channelmessagesend`.
-pub trait RtHooks: Send + Sync + 'static {
-    fn has_before(&self, name: &str) -> bool;
-    fn has_after(&self, name: &str) -> bool;
-    fn before(
-        &self,
-        session: &SessionHandle,
-        name: &'static str,
-        envelope: Value,
-    ) -> HookFuture<Before>;
-    /// Runs after the reply was queued; failures are only logged.
-    fn after(
-        &self,
-        session: &SessionHandle,
-        name: &'static str,
-        request: Value,
-        response: Value,
-    ) -> HookFuture<()>;
 }
 
 /// Every name [`message_name`] answers, for implementations that look their

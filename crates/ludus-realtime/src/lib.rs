@@ -13,8 +13,9 @@
 //! - [`notify`]: notifications to users, live and stored.
 //! - [`party`]: parties, their leaders, join requests and data.
 //! - [`module_streams`]: streams as the server's modules drive them.
-//! - [`hooks`]: the module runtime's before and after hooks on socket
-//!   messages, behind the [`RtHooks`] trait.
+//! - [`modules`]: the one seam to the server's module runtime ([`Modules`]:
+//!   RPCs, before and after hooks, the matchmaker's matched hook); [`hooks`]
+//!   names the messages hooks apply to.
 //! - [`query`]: the query language of match listing and the matchmaker.
 //! - [`matchmaker`] and [`matchmaker_socket`]: tickets, grouping, and the
 //!   `matchmaker_matched` push.
@@ -33,6 +34,7 @@ pub mod matches;
 pub mod matchmaker;
 pub mod matchmaker_socket;
 pub mod module_streams;
+pub mod modules;
 pub mod notify;
 pub mod outbound;
 pub mod party;
@@ -45,9 +47,7 @@ pub mod stream;
 pub mod tracker;
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use ludus_core::Store;
 use uuid::Uuid;
@@ -55,10 +55,10 @@ use uuid::Uuid;
 pub use bus::{Bus, LocalBus};
 pub use codec::{Encoded, Format};
 pub use error::{RtCode, RtError};
-pub use hooks::{Before, HookFuture, RtHooks};
+pub use hooks::{Before, HookFuture};
 pub use matches::{MatchConfig, MatchRegistry};
 pub use matchmaker::{Matchmaker, MatchmakerConfig, MatchmakerPresence, TicketRequest};
-pub use matchmaker_socket::MatchmakerMatchedHook;
+pub use modules::{ModuleFuture, Modules, NoModules};
 pub use outbound::{CloseReason, Next, Outbound};
 pub use party::{PartyInfo, PartyRegistry, PartySettings};
 pub use pipeline::Flow;
@@ -105,15 +105,6 @@ impl Default for RealtimeConfig {
     }
 }
 
-/// What an RPC handler returns: the reply payload, or the error to answer.
-pub type RpcFuture = Pin<Box<dyn Future<Output = Result<String, RtError>> + Send>>;
-
-/// Runs the socket's `rpc` envelopes (the server's module runtime). Without
-/// one, `rpc` answers `RUNTIME_FUNCTION_NOT_FOUND`.
-pub trait RpcHandler: Send + Sync + 'static {
-    fn rpc(&self, session: &SessionHandle, id: String, payload: String) -> RpcFuture;
-}
-
 /// Who is connecting: from the verified session token and query.
 #[derive(Debug, Clone)]
 pub struct Connect {
@@ -140,12 +131,8 @@ pub struct Realtime {
     /// The authoritative matches of this node.
     pub matches: Arc<MatchRegistry>,
     store: Arc<dyn Store>,
-    rpc: OnceLock<Arc<dyn RpcHandler>>,
-    hooks: OnceLock<Arc<dyn RtHooks>>,
     /// This node's matchmaker tickets (`matchmaker_socket` serves them).
     pub matchmaker: Arc<Matchmaker>,
-    /// `register_matchmaker_matched`, when the runtime has one.
-    matchmaker_hook: OnceLock<Arc<dyn MatchmakerMatchedHook>>,
 }
 
 impl std::fmt::Debug for Realtime {
@@ -188,35 +175,13 @@ impl Realtime {
             router,
             matches,
             matchmaker: Arc::new(Matchmaker::new(config.matchmaker.clone())),
-            matchmaker_hook: OnceLock::new(),
             config,
             registry,
             tracker,
             status: StatusRegistry::default(),
             parties: PartyRegistry::default(),
             store,
-            rpc: OnceLock::new(),
-            hooks: OnceLock::new(),
         }
-    }
-
-    /// Sets the handler of `rpc` envelopes; only the first call counts.
-    pub fn set_rpc_handler(&self, handler: Arc<dyn RpcHandler>) {
-        let _ = self.rpc.set(handler);
-    }
-
-    /// Sets the before and after hooks of socket messages; only the first
-    /// call counts.
-    pub fn set_hooks(&self, hooks: Arc<dyn RtHooks>) {
-        let _ = self.hooks.set(hooks);
-    }
-
-    pub(crate) fn hooks(&self) -> Option<&Arc<dyn RtHooks>> {
-        self.hooks.get()
-    }
-
-    pub(crate) fn rpc_handler(&self) -> Option<&Arc<dyn RpcHandler>> {
-        self.rpc.get()
     }
 
     /// Registers a new session: its notification stream, its own status

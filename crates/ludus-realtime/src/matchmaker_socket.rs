@@ -3,7 +3,7 @@
 //! `matchmaker.interval_sec`, and the `matchmaker_matched` push.
 //!
 //! A formed group goes first to the module runtime's
-//! `register_matchmaker_matched` hook (behind [`MatchmakerMatchedHook`]);
+//! `register_matchmaker_matched` hook ([`Modules::matchmaker_matched`]);
 //! when it answers a match id (`<uuid>.<anything>`) every member gets that
 //! `match_id`, otherwise they all get the same `token`, an HS256 JWT of
 //! `session.encryption_key` carrying a new relayed match id `<uuid>.` for 30
@@ -23,17 +23,9 @@ use uuid::Uuid;
 
 use crate::Realtime;
 use crate::error::RtError;
-use crate::hooks::HookFuture;
 use crate::matchmaker::{MatchedEntry, MatchmakerPresence, TicketRequest, match_token};
+use crate::modules::Modules;
 use crate::registry::SessionHandle;
-
-/// The module runtime's `register_matchmaker_matched`, as the matchmaker
-/// calls it: `entries` is the list Nakama's Lua runtime passes (each with
-/// `presence` {user_id, session_id, username, node}, `properties`, and
-/// `party_id` when in a party); a match id answer replaces the token.
-pub trait MatchmakerMatchedHook: Send + Sync + 'static {
-    fn matchmaker_matched(&self, entries: Value) -> HookFuture<Result<Option<String>, String>>;
-}
 
 fn now_ns() -> i64 {
     SystemTime::now()
@@ -95,11 +87,6 @@ fn wire_user(e: &MatchedEntry) -> MatchmakerUser {
 }
 
 impl Realtime {
-    /// Sets the `register_matchmaker_matched` hook; only the first call counts.
-    pub fn set_matchmaker_hook(&self, hook: Arc<dyn MatchmakerMatchedHook>) {
-        let _ = self.matchmaker_hook.set(hook);
-    }
-
     pub(crate) fn matchmaker_add(
         &self,
         session: &SessionHandle,
@@ -172,7 +159,7 @@ impl Realtime {
     /// One matchmaking run: forms groups and tells their members. Answers
     /// how many groups formed. The search runs on the blocking pool: it
     /// evaluates every active ticket's query against the whole pool.
-    pub async fn matchmaker_process(&self) -> usize {
+    pub async fn matchmaker_process(&self, modules: &Arc<dyn Modules>) -> usize {
         let matchmaker = self.matchmaker.clone();
         let groups = match tokio::task::spawn_blocking(move || matchmaker.process(now_ns())).await {
             Ok(groups) => groups,
@@ -184,18 +171,17 @@ impl Realtime {
         let formed = groups.len();
         // The hook runs for every group at once (each call is its own task,
         // as Nakama runs one goroutine per group), then each group hears.
-        let hook = self.matchmaker_hook.get();
         let calls: Vec<_> = groups
             .iter()
-            .map(|g| hook.map(|h| tokio::spawn(h.matchmaker_matched(hook_entries(g)))))
+            .map(|g| {
+                let (modules, entries) = (modules.clone(), hook_entries(g));
+                tokio::spawn(async move { modules.matchmaker_matched(entries).await })
+            })
             .collect();
         for (group, call) in groups.into_iter().zip(calls) {
-            let answer = match call {
-                Some(task) => task
-                    .await
-                    .unwrap_or_else(|e| Err(format!("the hook's task failed: {e}"))),
-                None => Ok(None),
-            };
+            let answer = call
+                .await
+                .unwrap_or_else(|e| Err(format!("the hook's task failed: {e}")));
             self.announce_match(group, answer);
         }
         formed
@@ -203,14 +189,14 @@ impl Realtime {
 
     /// Runs [`Realtime::matchmaker_process`] every `matchmaker.interval_sec`
     /// until `stop` turns true or its sender goes.
-    pub async fn run_matchmaker(&self, mut stop: watch::Receiver<bool>) {
+    pub async fn run_matchmaker(&self, modules: Arc<dyn Modules>, mut stop: watch::Receiver<bool>) {
         let period = Duration::from_secs(self.config.matchmaker.interval_sec.max(1));
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = ticker.tick() => {
-                    self.matchmaker_process().await;
+                    self.matchmaker_process(&modules).await;
                 }
                 changed = stop.changed() => {
                     if changed.is_err() || *stop.borrow() {
@@ -273,6 +259,7 @@ mod tests {
         crate::test_support::session(rt, Uuid::new_v4(), "u", false)
     }
 
+    use crate::test_support::no_modules;
     use crate::test_support::sent_messages as drain;
 
     async fn add(rt: &Realtime, s: &SessionHandle) -> String {
@@ -286,6 +273,7 @@ mod tests {
             ..Default::default()
         });
         rt.handle(
+            &crate::NoModules,
             s,
             Envelope {
                 cid: "1".into(),
@@ -321,7 +309,7 @@ mod tests {
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn({
             let rt = rt.clone();
-            async move { rt.run_matchmaker(stopped).await }
+            async move { rt.run_matchmaker(Arc::new(crate::NoModules), stopped).await }
         });
         tokio::time::sleep(Duration::from_secs(14)).await;
         assert!(drain(&a).is_empty(), "nothing before the first interval");
@@ -377,7 +365,7 @@ mod tests {
                 .is_err()
         );
         add_n(&rt, &c, 3).await;
-        assert_eq!(rt.matchmaker_process().await, 1);
+        assert_eq!(rt.matchmaker_process(&no_modules()).await, 1);
         for s in [&a, &b, &c] {
             let Some(Message::MatchmakerMatched(m)) = drain(s).pop() else {
                 panic!("expected matchmaker_matched")

@@ -925,6 +925,7 @@ mod tests {
         let before = s.outbound().take_all();
         let flow = rt
             .handle(
+                &crate::NoModules,
                 s,
                 Envelope {
                     cid: "c".into(),

@@ -14,6 +14,7 @@ use crate::Realtime;
 use crate::codec::Encoded;
 use crate::error::{RtCode, RtError, error_envelope};
 use crate::hooks::{Before, message_name};
+use crate::modules::Modules;
 use crate::registry::SessionHandle;
 
 /// What the socket does after a message.
@@ -27,22 +28,23 @@ impl Realtime {
     /// Handles one decoded envelope from `session`, through the module
     /// runtime's before and after hooks when it registers some; replies go
     /// to its queue.
-    pub async fn handle(&self, session: &SessionHandle, envelope: Envelope) -> Flow {
-        let hooked = match (self.hooks(), envelope.message.as_ref()) {
-            (Some(hooks), Some(message)) => message_name(message).map(|name| (hooks, name)),
-            _ => None,
-        };
-        let Some((hooks, name)) = hooked else {
-            return self.serve(session, envelope, false).await.0;
+    pub async fn handle(
+        &self,
+        modules: &dyn Modules,
+        session: &SessionHandle,
+        envelope: Envelope,
+    ) -> Flow {
+        let Some(name) = envelope.message.as_ref().and_then(message_name) else {
+            return self.serve(modules, session, envelope, false).await.0;
         };
         let mut envelope = envelope;
-        if hooks.has_before(name) {
+        if modules.has_rt_before(name) {
             let cid = envelope.cid.clone();
             let json = match serde_json::to_value(&envelope) {
                 Ok(v) => v,
-                Err(_) => return self.serve(session, envelope, false).await.0,
+                Err(_) => return self.serve(modules, session, envelope, false).await.0,
             };
-            match hooks.before(session, name, json).await {
+            match modules.rt_before(session, name, json).await {
                 Before::Continue(v) => match serde_json::from_value::<Envelope>(v) {
                     Ok(mut rewritten) if rewritten.message.is_some() => {
                         rewritten.cid = cid;
@@ -81,15 +83,15 @@ impl Realtime {
                 }
             }
         }
-        if !hooks.has_after(name) {
-            return self.serve(session, envelope, false).await.0;
+        if !modules.has_rt_after(name) {
+            return self.serve(modules, session, envelope, false).await.0;
         }
         let request = serde_json::to_value(&envelope).unwrap_or_default();
-        let (flow, reply) = self.serve(session, envelope, true).await;
+        let (flow, reply) = self.serve(modules, session, envelope, true).await;
         let response = reply
             .and_then(|r| serde_json::to_value(&r).ok())
             .unwrap_or_default();
-        hooks.after(session, name, request, response).await;
+        modules.rt_after(session, name, request, response).await;
         flow
     }
 
@@ -97,6 +99,7 @@ impl Realtime {
     /// (for after hooks).
     async fn serve(
         &self,
+        modules: &dyn Modules,
         session: &SessionHandle,
         envelope: Envelope,
         keep_reply: bool,
@@ -180,27 +183,18 @@ impl Realtime {
             Message::PartyMatchmakerRemove(req) => {
                 self.party_matchmaker_remove(session, req).map(|()| None)
             }
-            Message::Rpc(rpc) => match self.rpc_handler() {
-                Some(handler) => {
-                    handler
-                        .rpc(session, rpc.id.clone(), rpc.payload)
-                        .await
-                        .map(|payload| {
-                            Some(Message::Rpc(ludus_proto::api::Rpc {
-                                id: rpc.id,
-                                payload,
-                                http_key: String::new(),
-                            }))
-                        })
-                }
-                None => Err(RtError::new(
-                    RtCode::RuntimeFunctionNotFound,
-                    format!(
-                        "rpc function {:?} not found: this server runs no modules",
-                        rpc.id
-                    ),
-                )),
-            },
+            Message::Rpc(rpc) => {
+                modules
+                    .rpc(session, rpc.id.clone(), rpc.payload)
+                    .await
+                    .map(|payload| {
+                        Some(Message::Rpc(ludus_proto::api::Rpc {
+                            id: rpc.id,
+                            payload,
+                            http_key: String::new(),
+                        }))
+                    })
+            }
 
             // Messages only the server sends.
             Message::Channel(_)

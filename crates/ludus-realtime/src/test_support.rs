@@ -47,3 +47,8 @@ pub(crate) fn sent(s: &SessionHandle) -> Vec<Envelope> {
 pub(crate) fn sent_messages(s: &SessionHandle) -> Vec<Message> {
     sent(s).into_iter().filter_map(|e| e.message).collect()
 }
+
+/// The module runtime of a server without modules.
+pub(crate) fn no_modules() -> Arc<dyn crate::Modules> {
+    Arc::new(crate::NoModules)
+}

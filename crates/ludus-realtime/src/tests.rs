@@ -71,7 +71,8 @@ async fn ping_gets_pong_with_cid() {
     let rt = &h.rt;
     let s = connect(rt, Uuid::new_v4(), false);
     assert_eq!(
-        rt.handle(&s, env("9", Message::Ping(Ping {}))).await,
+        rt.handle(&crate::NoModules, &s, env("9", Message::Ping(Ping {})))
+            .await,
         Flow::Continue
     );
     let got = drain(&s);
@@ -85,6 +86,7 @@ async fn empty_envelope_is_answered_and_closes() {
     let s = connect(rt, Uuid::new_v4(), false);
     assert_eq!(
         rt.handle(
+            &crate::NoModules,
             &s,
             Envelope {
                 cid: "1".into(),
@@ -106,7 +108,11 @@ async fn server_only_message_closes() {
     let rt = &h.rt;
     let s = connect(rt, Uuid::new_v4(), false);
     let flow = rt
-        .handle(&s, env("1", Message::Status(Default::default())))
+        .handle(
+            &crate::NoModules,
+            &s,
+            env("1", Message::Status(Default::default())),
+        )
         .await;
     assert_eq!(flow, Flow::Close);
 }
@@ -123,6 +129,7 @@ async fn party_matchmaking_is_for_the_leader_and_ends_when_members_change() {
         connect(rt, Uuid::new_v4(), false),
     );
     rt.handle(
+        &crate::NoModules,
         &leader,
         env(
             "1",
@@ -142,6 +149,7 @@ async fn party_matchmaking_is_for_the_leader_and_ends_when_members_change() {
         })
         .expect("a party");
     rt.handle(
+        &crate::NoModules,
         &member,
         env(
             "2",
@@ -163,19 +171,22 @@ async fn party_matchmaking_is_for_the_leader_and_ends_when_members_change() {
     };
     // Only the leader may add; a bad party id is an error; the socket stays open.
     assert_eq!(
-        rt.handle(&member, env("3", add(&party_id))).await,
+        rt.handle(&crate::NoModules, &member, env("3", add(&party_id)))
+            .await,
         Flow::Continue
     );
     assert!(drain(&member).iter().any(|e| matches!(&e.message,
         Some(Message::Error(e)) if e.message.contains("leader"))));
     drain(&leader);
-    rt.handle(&leader, env("4", add("nope"))).await;
+    rt.handle(&crate::NoModules, &leader, env("4", add("nope")))
+        .await;
     assert!(
         drain(&leader)
             .iter()
             .any(|e| matches!(&e.message, Some(Message::Error(_))))
     );
-    rt.handle(&leader, env("5", add(&party_id))).await;
+    rt.handle(&crate::NoModules, &leader, env("5", add(&party_id)))
+        .await;
     let ticket = drain(&leader)
         .into_iter()
         .find_map(|e| match e.message {
@@ -187,6 +198,7 @@ async fn party_matchmaking_is_for_the_leader_and_ends_when_members_change() {
     assert_eq!(rt.matchmaker.ticket_count(), 1);
     // Removed by the leader…
     rt.handle(
+        &crate::NoModules,
         &leader,
         env(
             "6",
@@ -199,9 +211,11 @@ async fn party_matchmaking_is_for_the_leader_and_ends_when_members_change() {
     .await;
     assert_eq!(rt.matchmaker.ticket_count(), 0);
     // …or dropped when the members change.
-    rt.handle(&leader, env("7", add(&party_id))).await;
+    rt.handle(&crate::NoModules, &leader, env("7", add(&party_id)))
+        .await;
     assert_eq!(rt.matchmaker.ticket_count(), 1);
     rt.handle(
+        &crate::NoModules,
         &member,
         env(
             "8",
@@ -223,6 +237,7 @@ async fn followers_see_status_changes_and_appear_offline() {
     let b = connect(rt, bob, false);
     let flow = rt
         .handle(
+            &crate::NoModules,
             &b,
             env(
                 "1",
@@ -242,6 +257,7 @@ async fn followers_see_status_changes_and_appear_offline() {
     assert_eq!(status.presences[0].user_id, alice.to_string());
 
     rt.handle(
+        &crate::NoModules,
         &a,
         env(
             "2",
@@ -266,6 +282,7 @@ async fn followers_see_status_changes_and_appear_offline() {
 
     // No status at all: appear offline, followers see a leave.
     rt.handle(
+        &crate::NoModules,
         &a,
         env("3", Message::StatusUpdate(StatusUpdate { status: None })),
     )
@@ -302,6 +319,7 @@ async fn bad_user_id_is_bad_input_and_keeps_the_socket() {
     let s = connect(rt, Uuid::new_v4(), false);
     let flow = rt
         .handle(
+            &crate::NoModules,
             &s,
             env(
                 "4",
@@ -370,7 +388,7 @@ async fn room_messages_reach_every_member_once_encoded() {
             r#type: 1,
             ..Default::default()
         });
-        rt.handle(s, env("j", join)).await;
+        rt.handle(&crate::NoModules, s, env("j", join)).await;
     }
     drain(&a);
     drain(&b);
@@ -378,7 +396,10 @@ async fn room_messages_reach_every_member_once_encoded() {
         channel_id: "2...room".into(),
         content: r#"{"x":1}"#.into(),
     });
-    assert_eq!(rt.handle(&a, env("s", send)).await, Flow::Continue);
+    assert_eq!(
+        rt.handle(&crate::NoModules, &a, env("s", send)).await,
+        Flow::Continue
+    );
     let (got_a, got_b) = (drain(&a), drain(&b));
     assert!(
         got_a

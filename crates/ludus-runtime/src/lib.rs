@@ -3,8 +3,11 @@
 //! behind one [`Runtime`] that the transports call for RPCs and hooks.
 //!
 //! This crate knows nothing of HTTP routing, WebSockets or SQL: whatever the
-//! modules need from the server (sign-in, accounts, outgoing HTTP…) reaches it
-//! through the [`RuntimeServices`] trait, which `ludus-server` implements.
+//! modules need from the server reaches it through the [`RuntimeServices`]
+//! trait, which [`ServerServices`] implements over the account service, the
+//! realtime layer and the store; only the server's outgoing HTTP client is
+//! injected ([`HttpClient`]). The realtime layer reaches the modules through
+//! `ludus_realtime::Modules`, which [`Runtime`] implements.
 
 mod context;
 mod cron;
@@ -13,6 +16,7 @@ mod localcache;
 mod lua;
 mod native;
 mod runtime;
+mod server_services;
 mod services;
 
 pub use context::{CallContext, ExecutionMode};
@@ -24,8 +28,8 @@ pub use native::{
     AfterHook, BeforeHook, MatchFactory, NativeCall, NativeModule, RpcHandler, ShutdownHook,
 };
 pub use runtime::{Runtime, RuntimeSettings};
-pub use services::PartyListing;
+pub use server_services::ServerServices;
 pub use services::{
-    Authenticated, ChannelMessageSent, HttpRequest, HttpResponse, RuntimeServices, StreamKey,
-    StreamMeta, StreamPresence,
+    Authenticated, ChannelMessageSent, HttpClient, HttpFuture, HttpRequest, HttpResponse,
+    RuntimeServices, StreamMeta,
 };

@@ -7,11 +7,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use ludus_realtime::matches::MatchHandler;
+use ludus_core::ApiError;
+use ludus_realtime::matches::{HandlerFactory, MatchHandler};
 use serde_json::Value;
 
-use crate::context::CallContext;
+use crate::context::{CallContext, ExecutionMode};
 use crate::error::RuntimeError;
+use crate::lua::{LuaMatch, LuaShared};
 use crate::services::RuntimeServices;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -21,6 +23,70 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub struct NativeCall {
     pub ctx: CallContext,
     pub services: Arc<dyn RuntimeServices>,
+    pub(crate) handlers: Handlers,
+}
+
+impl NativeCall {
+    /// Creates an authoritative match run by the handler `module` (a native
+    /// registration or a Lua module), as `nk.match_create` does; answers its
+    /// id after `match_init`.
+    pub async fn match_create(&self, module: &str, params: Value) -> Result<String, ApiError> {
+        let make = self.handlers.factory(module);
+        self.services.match_create(module, params, make).await
+    }
+}
+
+/// Where match handlers come from: native registrations first, then Lua
+/// modules (each match in a VM of its own).
+#[derive(Clone)]
+pub(crate) struct Handlers {
+    pub(crate) services: Arc<dyn RuntimeServices>,
+    pub(crate) native: Arc<HashMap<String, MatchFactory>>,
+    pub(crate) lua: Option<Arc<LuaShared>>,
+}
+
+impl Handlers {
+    /// The factory of a new match of handler `name`; for an unknown name, one
+    /// that fails saying how to register it.
+    pub(crate) fn factory(&self, name: &str) -> HandlerFactory {
+        if let Some(factory) = self.native.get(name) {
+            let (factory, call) = (
+                factory.clone(),
+                NativeCall {
+                    ctx: CallContext::new(ExecutionMode::Match),
+                    services: self.services.clone(),
+                    handlers: self.clone(),
+                },
+            );
+            return Box::new(move || Ok(factory(call)));
+        }
+        match &self.lua {
+            Some(shared) if shared.sources.iter().any(|m| m.name == name) => {
+                let (shared, name) = (shared.clone(), name.to_owned());
+                Box::new(move || {
+                    LuaMatch::new(shared.clone(), &shared.sources, &name)
+                        .map(|m| Box::new(m) as Box<dyn MatchHandler>)
+                })
+            }
+            _ => {
+                let name = name.to_owned();
+                Box::new(move || {
+                    Err(format!(
+                        "no match handler named {name:?}: register one natively or add {name}.lua under runtime.path"
+                    ))
+                })
+            }
+        }
+    }
+
+    /// Whether `name` makes a match.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.native.contains_key(name)
+            || self
+                .lua
+                .as_ref()
+                .is_some_and(|l| l.sources.iter().any(|m| m.name == name))
+    }
 }
 
 impl std::fmt::Debug for NativeCall {

@@ -3,20 +3,22 @@
 //! registration wins over a Lua one with the same name, as Go plugins win
 //! over Lua in Nakama.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ludus_core::Code;
-use ludus_realtime::matches::{HandlerError, MatchHandler, MatchModules};
+use ludus_realtime::hooks::MESSAGE_NAMES;
+use ludus_realtime::matches::HandlerFactory;
+use ludus_realtime::{Before, ModuleFuture, Modules, RtCode, RtError, SessionHandle};
 use serde_json::Value;
 
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, RuntimeError};
 use crate::localcache::LocalCache;
 use crate::lua::{LuaRuntime, LuaShared};
-use crate::native::{NativeCall, NativeModule};
+use crate::native::{Handlers, NativeCall, NativeModule};
 use crate::services::RuntimeServices;
 
 /// Prefix of realtime hook names, so `channeljoin` (realtime) and REST names
@@ -67,9 +69,14 @@ impl Default for RuntimeSettings {
 
 pub struct Runtime {
     settings: RuntimeSettings,
-    services: Arc<dyn RuntimeServices>,
     native: NativeModule,
     lua: Option<LuaRuntime>,
+    /// Match handlers by name: native registrations, then Lua modules.
+    handlers: Handlers,
+    /// Socket messages with a realtime before / after hook, looked up once
+    /// (registrations never change after start-up).
+    rt_before: HashSet<&'static str>,
+    rt_after: HashSet<&'static str>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -89,15 +96,24 @@ impl Runtime {
         services: Arc<dyn RuntimeServices>,
         native: NativeModule,
     ) -> Result<Runtime, LoadError> {
-        let shared = Arc::new(LuaShared {
-            settings: settings.clone(),
-            services: services.clone(),
-            cache: Arc::new(LocalCache::default()),
-            handle: tokio::runtime::Handle::current(),
-        });
-        let lua = tokio::task::spawn_blocking(move || LuaRuntime::start(shared))
-            .await
-            .map_err(|e| LoadError::Setup(format!("module loading was interrupted: {e}")))??;
+        let native_matches = Arc::new(native.matches.clone());
+        let (lua_settings, lua_services, lua_native) =
+            (settings.clone(), services.clone(), native_matches.clone());
+        let handle = tokio::runtime::Handle::current();
+        let (shared, lua) = tokio::task::spawn_blocking(move || {
+            let sources = Arc::new(crate::lua::discover(&lua_settings.path)?);
+            let shared = Arc::new(LuaShared {
+                settings: lua_settings,
+                services: lua_services,
+                cache: Arc::new(LocalCache::default()),
+                handle,
+                sources,
+                native_matches: lua_native,
+            });
+            LuaRuntime::start(shared.clone()).map(|lua| (shared, lua))
+        })
+        .await
+        .map_err(|e| LoadError::Setup(format!("module loading was interrupted: {e}")))??;
         if !native.rpcs.is_empty() || !native.before.is_empty() || !native.after.is_empty() {
             tracing::info!(
                 rpcs = native.rpcs.len(),
@@ -106,22 +122,54 @@ impl Runtime {
                 "native module registered"
             );
         }
-        Ok(Runtime {
-            settings,
+        let handlers = Handlers {
             services,
-            native,
-            lua,
-        })
+            native: native_matches,
+            lua: lua.is_some().then_some(shared),
+        };
+        Ok(Runtime::assemble(settings, native, lua, handlers))
     }
 
     /// A runtime with no modules, for servers and tests that need none.
     pub fn empty(services: Arc<dyn RuntimeServices>) -> Runtime {
-        Runtime {
-            settings: RuntimeSettings::default(),
+        let handlers = Handlers {
             services,
-            native: NativeModule::default(),
+            native: Arc::default(),
             lua: None,
-        }
+        };
+        Runtime::assemble(
+            RuntimeSettings::default(),
+            NativeModule::default(),
+            None,
+            handlers,
+        )
+    }
+
+    fn assemble(
+        settings: RuntimeSettings,
+        native: NativeModule,
+        lua: Option<LuaRuntime>,
+        handlers: Handlers,
+    ) -> Runtime {
+        let mut runtime = Runtime {
+            settings,
+            native,
+            lua,
+            handlers,
+            rt_before: HashSet::new(),
+            rt_after: HashSet::new(),
+        };
+        runtime.rt_before = MESSAGE_NAMES
+            .iter()
+            .copied()
+            .filter(|n| runtime.registers_rt_before(n))
+            .collect();
+        runtime.rt_after = MESSAGE_NAMES
+            .iter()
+            .copied()
+            .filter(|n| runtime.registers_rt_after(n))
+            .collect();
+        runtime
     }
 
     pub fn settings(&self) -> &RuntimeSettings {
@@ -257,11 +305,11 @@ impl Runtime {
 
     /// Realtime hooks: `name` is the envelope's message name, e.g.
     /// `channeljoin`; hooks registered with `register_rt_before`.
-    pub fn has_rt_before(&self, name: &str) -> bool {
+    fn registers_rt_before(&self, name: &str) -> bool {
         self.has_before(&format!("{RT_PREFIX}{name}"))
     }
 
-    pub fn has_rt_after(&self, name: &str) -> bool {
+    fn registers_rt_after(&self, name: &str) -> bool {
         self.has_after(&format!("{RT_PREFIX}{name}"))
     }
 
@@ -325,32 +373,116 @@ impl Runtime {
     /// Names a match can be created with: native registrations and Lua
     /// modules.
     pub fn has_match_handler(&self, name: &str) -> bool {
-        self.native.matches.contains_key(name)
-            || self.lua.as_ref().is_some_and(|l| l.has_module(name))
+        self.handlers.has(name)
+    }
+
+    /// What makes a new match of handler `name` (for
+    /// `RuntimeServices::match_create`); an unknown name fails when the
+    /// match starts, saying how to register it.
+    pub fn match_handler(&self, name: &str) -> HandlerFactory {
+        self.handlers.factory(name)
+    }
+
+    /// What modules reach the server through.
+    pub fn services(&self) -> &Arc<dyn RuntimeServices> {
+        &self.handlers.services
     }
 
     fn native_call(&self, ctx: CallContext) -> NativeCall {
         NativeCall {
             ctx,
-            services: self.services.clone(),
+            services: self.handlers.services.clone(),
+            handlers: self.handlers.clone(),
         }
     }
 }
 
-/// Authoritative matches are created by name: a native registration first,
-/// then a Lua module (one VM per match).
-impl MatchModules for Runtime {
-    fn create(&self, name: &str) -> Result<Box<dyn MatchHandler>, HandlerError> {
-        if let Some(factory) = self.native.matches.get(name) {
-            return Ok(factory(
-                self.native_call(CallContext::new(ExecutionMode::Match)),
-            ));
-        }
-        match &self.lua {
-            Some(lua) => lua.create_match(name),
-            None => Err(format!(
-                "no match handler named {name:?}: register one natively or add {name}.lua under runtime.path"
-            )),
-        }
+/// A socket session as module callbacks see it in `ctx`: user, token
+/// variables and expiry, session id, language.
+fn session_context(session: &SessionHandle, mode: ExecutionMode) -> CallContext {
+    let info = session.info();
+    let mut ctx = CallContext::new(mode);
+    ctx.user_id = Some(info.user_id.to_string());
+    ctx.username = info.username.to_string();
+    ctx.vars = info.vars.clone();
+    ctx.session_expiry = info.expiry;
+    ctx.session_id = Some(info.id.to_string());
+    ctx.lang = info.lang.to_string();
+    ctx
+}
+
+/// The realtime layer reaches modules through this: the socket's `rpc`
+/// envelope (the same `Runtime::rpc` as `/v2/rpc/{id}`), realtime before and
+/// after hooks, and `register_matchmaker_matched`.
+impl Modules for Runtime {
+    fn rpc(
+        &self,
+        session: &SessionHandle,
+        id: String,
+        payload: String,
+    ) -> ModuleFuture<'_, Result<String, RtError>> {
+        let ctx = session_context(session, ExecutionMode::Rpc);
+        Box::pin(async move {
+            if !self.has_rpc(&id) {
+                return Err(RtError::new(
+                    RtCode::RuntimeFunctionNotFound,
+                    format!("rpc function {id:?} not found: no module registers it"),
+                ));
+            }
+            Runtime::rpc(self, ctx, &id, payload)
+                .await
+                .map_err(|e| RtError::new(RtCode::RuntimeFunctionException, e.message))
+        })
+    }
+
+    fn has_rt_before(&self, name: &str) -> bool {
+        self.rt_before.contains(name)
+    }
+
+    fn has_rt_after(&self, name: &str) -> bool {
+        self.rt_after.contains(name)
+    }
+
+    fn rt_before(
+        &self,
+        session: &SessionHandle,
+        name: &'static str,
+        envelope: Value,
+    ) -> ModuleFuture<'_, Before> {
+        let ctx = session_context(session, ExecutionMode::Before);
+        Box::pin(async move {
+            match Runtime::rt_before(self, ctx, name, envelope).await {
+                Ok(Some(v)) => Before::Continue(v),
+                Ok(None) => Before::Reject,
+                Err(e) => Before::Failed(e.message),
+            }
+        })
+    }
+
+    fn rt_after(
+        &self,
+        session: &SessionHandle,
+        name: &'static str,
+        request: Value,
+        response: Value,
+    ) -> ModuleFuture<'_, ()> {
+        let ctx = session_context(session, ExecutionMode::After);
+        let session_id = session.id();
+        Box::pin(async move {
+            if let Err(e) = Runtime::rt_after(self, ctx, name, response, request).await {
+                tracing::warn!(%session_id, hook = name, error = %e.message, "realtime after hook failed");
+            }
+        })
+    }
+
+    fn matchmaker_matched(
+        &self,
+        entries: Value,
+    ) -> ModuleFuture<'_, Result<Option<String>, String>> {
+        Box::pin(async move {
+            Runtime::matchmaker_matched(self, entries)
+                .await
+                .map_err(|e| e.message)
+        })
     }
 }

@@ -1,9 +1,12 @@
-//! What modules may ask of the server. `ludus-server` implements
-//! [`RuntimeServices`] over its account service, realtime layer and HTTP
-//! client, so this crate never depends on the server, its routes, the
-//! realtime layer or its database drivers.
+//! What modules may ask of the server: the [`RuntimeServices`] trait behind
+//! the `nk` API and native modules. [`crate::ServerServices`] implements it
+//! over the account service, the realtime layer and the store; the one thing
+//! only the server has, its outgoing HTTP client, is injected as an
+//! [`HttpClient`]. Tests implement the trait with fakes.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,7 +15,8 @@ use ludus_core::accounts::Credential;
 use ludus_core::model::{Account, AccountUpdate, User};
 use ludus_core::notification::Notification;
 use ludus_core::store::{SqlRow, SqlValue};
-use ludus_realtime::matches::{ListRequest, MatchListing};
+use ludus_realtime::matches::{HandlerFactory, ListRequest, MatchListing};
+use ludus_realtime::{PartyInfo, Presence, Stream};
 use uuid::Uuid;
 
 /// The result of a sign-in made by a module.
@@ -42,30 +46,9 @@ pub struct HttpResponse {
     pub body: Vec<u8>,
 }
 
-/// A stream key as modules name it: Nakama's `{mode, subject, subcontext,
-/// label}` table, nil ids for the fields left out.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct StreamKey {
-    pub mode: u8,
-    pub subject: Uuid,
-    pub subcontext: Uuid,
-    pub label: String,
-}
-
 /// A presence's metadata set by `nk.stream_user_join|update`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StreamMeta {
-    pub hidden: bool,
-    pub persistence: bool,
-    pub status: String,
-}
-
-/// One presence on a stream, as `nk.stream_user_list|get` return it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct StreamPresence {
-    pub user_id: Uuid,
-    pub session_id: Uuid,
-    pub username: String,
     pub hidden: bool,
     pub persistence: bool,
     pub status: String,
@@ -149,7 +132,7 @@ pub trait RuntimeServices: Send + Sync + 'static {
         &self,
         user: Uuid,
         session: Uuid,
-        stream: &StreamKey,
+        stream: &Stream,
         meta: StreamMeta,
     ) -> Result<bool, ApiError> {
         let _ = (user, session, stream, meta);
@@ -161,7 +144,7 @@ pub trait RuntimeServices: Send + Sync + 'static {
         &self,
         user: Uuid,
         session: Uuid,
-        stream: &StreamKey,
+        stream: &Stream,
     ) -> Result<(), ApiError> {
         let _ = (user, session, stream);
         Err(no_realtime())
@@ -169,37 +152,32 @@ pub trait RuntimeServices: Send + Sync + 'static {
 
     fn stream_user_list(
         &self,
-        stream: &StreamKey,
+        stream: &Stream,
         include_hidden: bool,
         include_not_hidden: bool,
-    ) -> Vec<StreamPresence> {
+    ) -> Vec<Presence> {
         let _ = (stream, include_hidden, include_not_hidden);
         Vec::new()
     }
 
-    fn stream_user_get(
-        &self,
-        user: Uuid,
-        session: Uuid,
-        stream: &StreamKey,
-    ) -> Option<StreamPresence> {
+    fn stream_user_get(&self, user: Uuid, session: Uuid, stream: &Stream) -> Option<Presence> {
         let _ = (user, session, stream);
         None
     }
 
-    fn stream_count(&self, stream: &StreamKey) -> usize {
+    fn stream_count(&self, stream: &Stream) -> usize {
         let _ = stream;
         0
     }
 
     /// Takes every presence off a stream.
-    fn stream_close(&self, stream: &StreamKey) {
+    fn stream_close(&self, stream: &Stream) {
         let _ = stream;
     }
 
     /// Sends `stream_data` to every presence on the stream, or only to the
     /// given sessions.
-    fn stream_send(&self, stream: &StreamKey, data: String, sessions: Vec<Uuid>, reliable: bool) {
+    fn stream_send(&self, stream: &Stream, data: String, sessions: Vec<Uuid>, reliable: bool) {
         let _ = (stream, data, sessions, reliable);
     }
 
@@ -216,21 +194,23 @@ pub trait RuntimeServices: Send + Sync + 'static {
         show_hidden: bool,
         query: &str,
         cursor: &str,
-    ) -> Result<(Vec<PartyListing>, Option<String>), ApiError> {
+    ) -> Result<(Vec<PartyInfo>, Option<String>), ApiError> {
         let _ = (limit, open, show_hidden, query, cursor);
         Err(no_realtime())
     }
 
     // Matches
 
-    /// Creates an authoritative match run by the handler `module` (a native
-    /// registration or a Lua module); answers its id after `match_init`.
+    /// Creates an authoritative match run by the handler `make` builds (the
+    /// runtime's for `module`, a native registration or a Lua module);
+    /// answers its id after `match_init`.
     async fn match_create(
         &self,
         module: &str,
         params: serde_json::Value,
+        make: HandlerFactory,
     ) -> Result<String, ApiError> {
-        let _ = (module, params);
+        let _ = (module, params, make);
         Err(no_realtime())
     }
 
@@ -283,15 +263,13 @@ fn no_realtime() -> ApiError {
     )
 }
 
-/// One live party as `nk.party_list` returns it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PartyListing {
-    pub party_id: String,
-    pub open: bool,
-    pub hidden: bool,
-    pub max_size: usize,
-    /// Members now.
-    pub size: usize,
-    /// The label (a JSON object), `{}` when none was set.
-    pub label: String,
+/// A future the [`HttpClient`] answers with.
+pub type HttpFuture = Pin<Box<dyn Future<Output = Result<HttpResponse, ApiError>> + Send>>;
+
+/// The server's outgoing HTTP client (`nk.http_request`): the one thing
+/// modules use that only `ludus-server` has (hyper and rustls), injected into
+/// [`crate::ServerServices`].
+pub trait HttpClient: Send + Sync + 'static {
+    /// Sends the request and reads the answer within `request.timeout`.
+    fn request(&self, request: HttpRequest) -> HttpFuture;
 }

@@ -152,6 +152,10 @@ pub struct SocketConfig {
     pub ws_idle_timeout_ms: u64,
     /// Most open sockets on this node; further upgrades get 503. 0 for no limit.
     pub max_connections: usize,
+    /// Requests one socket may have waiting behind the one being served;
+    /// more are refused with an `error` envelope. The socket keeps writing
+    /// pushes and reading pongs while requests wait.
+    pub max_pending_requests: usize,
 }
 
 impl Default for SocketConfig {
@@ -170,6 +174,7 @@ impl Default for SocketConfig {
             write_wait_ms: 5_000,
             ws_idle_timeout_ms: 0,
             max_connections: 200_000,
+            max_pending_requests: 16,
         }
     }
 }
@@ -412,6 +417,9 @@ impl Config {
                 "socket.pong_wait_ms",
                 "must be greater than socket.ping_period_ms, or live clients are dropped between pings",
             );
+        }
+        if self.socket.max_pending_requests == 0 {
+            return bad("socket.max_pending_requests", "must be at least 1");
         }
         if self.socket.outgoing_queue_size == 0 {
             return bad("socket.outgoing_queue_size", "must be at least 1");

@@ -1,14 +1,10 @@
-//! The matchmaker's server side: the `matchmaker.*` config section, and
-//! `register_matchmaker_matched` reaching the module runtime through
-//! `ludus_realtime::MatchmakerMatchedHook`. The matchmaker itself lives in
-//! `ludus-realtime`; its processing loop is spawned in `server.rs`.
+//! The matchmaker's server side: the `matchmaker.*` config section. The
+//! matchmaker itself lives in `ludus-realtime` (its matched hook reaches the
+//! modules through `ludus_realtime::Modules`); its processing loop is
+//! spawned in `server.rs`.
 
-use std::sync::Arc;
-
-use ludus_realtime::{HookFuture, MatchmakerConfig as RtMatchmakerConfig, MatchmakerMatchedHook};
-use ludus_runtime::Runtime;
+use ludus_realtime::MatchmakerConfig as RtMatchmakerConfig;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::config::ConfigError;
 
@@ -67,21 +63,6 @@ impl MatchmakerConfig {
             rev_precision: self.rev_precision,
             interval_sec: self.interval_sec,
         }
-    }
-}
-
-/// `register_matchmaker_matched` over `Runtime::matchmaker_matched`.
-pub(crate) struct MatchedHook(pub Arc<Runtime>);
-
-impl MatchmakerMatchedHook for MatchedHook {
-    fn matchmaker_matched(&self, entries: Value) -> HookFuture<Result<Option<String>, String>> {
-        let runtime = self.0.clone();
-        Box::pin(async move {
-            runtime
-                .matchmaker_matched(entries)
-                .await
-                .map_err(|e| e.message)
-        })
     }
 }
 

@@ -72,16 +72,23 @@ pub async fn start_with(
     let local_addr = listener
         .local_addr()
         .map_err(|source| StartError::Bind { addr, source })?;
+    // Built in dependency order: the realtime layer (its matches on threads
+    // of their own), the module runtime over it, then the sockets, which
+    // reach the modules through the runtime.
     let accounts = Arc::new(accounts);
-    let slot = crate::runtime::RealtimeSlot::default();
+    let match_runtime = crate::socket::MatchRuntime::start(config.matches.executor_threads);
+    let realtime = Arc::new(ludus_realtime::Realtime::new(
+        crate::socket::Sockets::realtime_config(&config, &match_runtime),
+        accounts.store().clone(),
+    ));
     let runtime =
-        Arc::new(crate::runtime::start(&config, accounts.clone(), slot.clone(), native).await?);
+        Arc::new(crate::runtime::start(&config, accounts.clone(), realtime.clone(), native).await?);
     let sockets = Arc::new(crate::socket::Sockets::new(
         &config,
-        accounts.clone(),
+        realtime,
         runtime.clone(),
+        match_runtime,
     ));
-    let _ = slot.set(Arc::downgrade(&sockets));
     let state = AppState {
         config: Arc::new(config),
         accounts,
@@ -93,7 +100,8 @@ pub async fn start_with(
     let matchmaker = {
         let sockets = state.sockets.clone();
         let stopped = stopped.clone();
-        tokio::spawn(async move { sockets.realtime.run_matchmaker(stopped).await })
+        let modules: Arc<dyn ludus_realtime::Modules> = sockets.modules.clone();
+        tokio::spawn(async move { sockets.realtime.run_matchmaker(modules, stopped).await })
     };
     let handshake_timeout = Duration::from_millis(state.config.socket.handshake_timeout_ms);
     let task = tokio::spawn(async move {

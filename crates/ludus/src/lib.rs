@@ -85,7 +85,7 @@ impl ServerBuilder {
 
     /// Registers an authoritative match handler under `name`: `factory`
     /// makes the handler of each new match (`nk.match_create(name, params)`
-    /// or `call.services.match_create(name, params)` start one).
+    /// or `call.match_create(name, params)` start one).
     pub fn match_handler<F, H>(mut self, name: &str, factory: F) -> Self
     where
         F: Fn(NativeCall) -> H + Send + Sync + 'static,

@@ -23,7 +23,7 @@ mod task;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use ludus_proto::pbjson_types::StringValue;
@@ -78,13 +78,12 @@ impl Default for MatchConfig {
     }
 }
 
-/// Makes handlers by name: the module runtime (Lua modules and native
-/// registrations) implements it.
-pub trait MatchModules: Send + Sync + 'static {
-    /// A fresh handler for `name`; an error names what is missing. Called on
-    /// the match's own task, so it may take a while (a Lua VM loads there).
-    fn create(&self, name: &str) -> Result<Box<dyn MatchHandler>, HandlerError>;
-}
+/// Makes the handler of one new match; the module runtime builds one per
+/// `match_create` (a native registration or a Lua module). Called on the
+/// match's own task, so it may take a while (a Lua VM loads there); an
+/// error names what is missing.
+pub type HandlerFactory =
+    Box<dyn FnOnce() -> Result<Box<dyn MatchHandler>, HandlerError> + Send + 'static>;
 
 /// A match as listings show it (`GET /v2/match`, `nk.match_list|get`).
 #[derive(Debug, Clone, PartialEq)]
@@ -198,7 +197,6 @@ pub struct MatchRegistry {
     spawner: tokio::runtime::Handle,
     tracker: Arc<PresenceTracker>,
     router: StreamRouter,
-    modules: OnceLock<Arc<dyn MatchModules>>,
     matches: RwLock<HashMap<Uuid, Arc<Entry>>>,
     /// Matches being created (counted against `max_matches`).
     starting: AtomicUsize,
@@ -228,15 +226,9 @@ impl MatchRegistry {
             spawner,
             tracker,
             router,
-            modules: OnceLock::new(),
             matches: RwLock::new(HashMap::new()),
             starting: AtomicUsize::new(0),
         }
-    }
-
-    /// Sets who makes handlers; only the first call counts.
-    pub fn set_modules(&self, modules: Arc<dyn MatchModules>) {
-        let _ = self.modules.set(modules);
     }
 
     pub fn config(&self) -> &MatchConfig {
@@ -282,15 +274,15 @@ impl MatchRegistry {
         }
     }
 
-    /// Creates an authoritative match run by the handler `name`; answers its
-    /// id once `match_init` has run.
-    pub async fn create(self: &Arc<Self>, name: &str, params: Value) -> Result<String, RtError> {
-        let Some(modules) = self.modules.get().cloned() else {
-            return Err(RtError::new(
-                RtCode::RuntimeException,
-                "authoritative matches need a match handler, and this server runs no modules",
-            ));
-        };
+    /// Creates an authoritative match run by the handler `make` builds
+    /// (`name` is its handler name in listings); answers its id once
+    /// `match_init` has run.
+    pub async fn create(
+        self: &Arc<Self>,
+        name: &str,
+        params: Value,
+        make: HandlerFactory,
+    ) -> Result<String, RtError> {
         let starting = self.starting.fetch_add(1, Ordering::AcqRel);
         let _undo = Undo(&self.starting);
         if self.count() + starting >= self.config.max_matches {
@@ -308,7 +300,7 @@ impl MatchRegistry {
         let id = Uuid::new_v4();
         let running = self
             .spawner
-            .spawn(task::start(registry, id, modules, name, params, reply));
+            .spawn(task::start(registry, id, make, name, params, reply));
         // A handler that panics (native code can) ends only its own match.
         let registry = self.clone();
         self.spawner.spawn(async move {

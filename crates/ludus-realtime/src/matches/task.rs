@@ -19,7 +19,7 @@ use super::handler::{
     Dispatcher, Effect, HandlerError, JoinDecision, MatchHandler, MatchInfo, MatchMessage,
     MatchPresence, Step, check_init,
 };
-use super::{Call, Entry, Event, Inbox, JoinReply, Labelled, MatchModules, MatchRegistry};
+use super::{Call, Entry, Event, HandlerFactory, Inbox, JoinReply, Labelled, MatchRegistry};
 use crate::error::{RtCode, RtError, error_envelope};
 use crate::stream::Stream;
 
@@ -28,7 +28,7 @@ use crate::stream::Stream;
 pub(crate) async fn start(
     registry: Arc<MatchRegistry>,
     id: Uuid,
-    modules: Arc<dyn MatchModules>,
+    make: HandlerFactory,
     name: String,
     params: Value,
     reply: oneshot::Sender<Result<String, RtError>>,
@@ -45,7 +45,7 @@ pub(crate) async fn start(
             format!("match handler {name:?} could not start: {message}"),
         )
     };
-    let mut handler = match modules.create(&name) {
+    let mut handler = match make() {
         Ok(h) => h,
         Err(e) => {
             let _ = reply.send(Err(fail(e)));

@@ -141,19 +141,17 @@ impl MatchHandler for Echo {
     }
 }
 
-struct Modules(Log);
-
-impl MatchModules for Modules {
-    fn create(&self, name: &str) -> Result<Box<dyn MatchHandler>, HandlerError> {
-        match name {
-            "echo" => Ok(Box::new(Echo {
-                log: self.0.clone(),
-                max: 2,
-                players: 0,
-            })),
-            _ => Err(format!("no match handler named {name:?}")),
-        }
-    }
+/// What the module runtime does for `match_create`: a factory per match.
+fn handler_factory(log: &Log, name: &str) -> HandlerFactory {
+    let (log, name) = (log.clone(), name.to_owned());
+    Box::new(move || match name.as_str() {
+        "echo" => Ok(Box::new(Echo {
+            log,
+            max: 2,
+            players: 0,
+        }) as Box<dyn MatchHandler>),
+        _ => Err(format!("no match handler named {name:?}")),
+    })
 }
 
 struct Harness {
@@ -175,12 +173,17 @@ async fn harness(config: MatchConfig) -> Harness {
         store,
     );
     let log: Log = Default::default();
-    rt.matches.set_modules(Arc::new(Modules(log.clone())));
     tokio::time::pause();
     Harness { rt, log, _dir: dir }
 }
 
 impl Harness {
+    /// Creates a match of the test handler `name`.
+    async fn create(&self, name: &str, params: Value) -> Result<String, RtError> {
+        let make = handler_factory(&self.log, name);
+        self.rt.matches.create(name, params, make).await
+    }
+
     fn connect(&self, name: &str) -> SessionHandle {
         crate::test_support::session(&self.rt, Uuid::new_v4(), name, false)
     }
@@ -192,6 +195,7 @@ impl Harness {
     async fn send(&self, s: &SessionHandle, m: Message) -> Vec<Envelope> {
         self.rt
             .handle(
+                &crate::NoModules,
                 s,
                 Envelope {
                     cid: "c".into(),
@@ -268,11 +272,7 @@ async fn wait(ms: u64) {
 #[tokio::test]
 async fn authoritative_lifecycle_ticks_joins_data_and_leaves() {
     let h = harness(MatchConfig::default()).await;
-    let id =
-        h.rt.matches
-            .create("echo", serde_json::json!({"x": 1}))
-            .await
-            .unwrap();
+    let id = h.create("echo", serde_json::json!({"x": 1})).await.unwrap();
     assert!(id.ends_with(".n1"), "{id}");
     let (a, b) = (h.connect("alice"), h.connect("bob"));
     let ma = h.join(&a, &id).await.unwrap();
@@ -344,11 +344,10 @@ async fn authoritative_lifecycle_ticks_joins_data_and_leaves() {
 #[tokio::test]
 async fn ticks_follow_the_tick_rate() {
     let h = harness(MatchConfig::default()).await;
-    let id =
-        h.rt.matches
-            .create("echo", serde_json::json!({"rate": 5}))
-            .await
-            .unwrap();
+    let id = h
+        .create("echo", serde_json::json!({"rate": 5}))
+        .await
+        .unwrap();
     let a = h.connect("alice");
     h.join(&a, &id).await.unwrap();
     // At 5 ticks/s a message sent now is seen at tick 0 (t=200ms); one sent
@@ -368,7 +367,7 @@ async fn ticks_follow_the_tick_rate() {
 #[tokio::test]
 async fn join_rejections_reach_the_client_with_the_reason() {
     let h = harness(MatchConfig::default()).await;
-    let id = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let id = h.create("echo", Value::Null).await.unwrap();
     let a = h.connect("alice");
     let deny = BTreeMap::from([("deny".to_string(), "1".to_string())]);
     let err = reply_match(h.send(&a, join_msg(&id, deny)).await).unwrap_err();
@@ -398,8 +397,8 @@ async fn join_rejections_reach_the_client_with_the_reason() {
 #[tokio::test]
 async fn a_failing_handler_ends_only_its_match_and_tells_its_players() {
     let h = harness(MatchConfig::default()).await;
-    let bad = h.rt.matches.create("echo", Value::Null).await.unwrap();
-    let good = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let bad = h.create("echo", Value::Null).await.unwrap();
+    let good = h.create("echo", Value::Null).await.unwrap();
     let (a, b) = (h.connect("alice"), h.connect("bob"));
     h.join(&a, &bad).await.unwrap();
     h.join(&b, &good).await.unwrap();
@@ -415,6 +414,7 @@ async fn a_failing_handler_ends_only_its_match_and_tells_its_players() {
     assert_eq!(h.rt.matches.count(), 1);
     // Alice is no longer in the dead match; Bob's match still plays.
     h.rt.handle(
+        &crate::NoModules,
         &a,
         Envelope {
             cid: "d".into(),
@@ -439,7 +439,7 @@ async fn a_failing_handler_ends_only_its_match_and_tells_its_players() {
 #[tokio::test]
 async fn a_nil_state_ends_the_match() {
     let h = harness(MatchConfig::default()).await;
-    let id = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let id = h.create("echo", Value::Null).await.unwrap();
     let a = h.connect("alice");
     h.join(&a, &id).await.unwrap();
     h.data(&a, &id, 8, "").await;
@@ -451,7 +451,7 @@ async fn a_nil_state_ends_the_match() {
             .contains(&h.rt.matches.stream(parse_id(&id).unwrap().0), a.id())
     );
     // Signals can end a match too, and answer first.
-    let id = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let id = h.create("echo", Value::Null).await.unwrap();
     assert_eq!(
         h.rt.matches.signal(&id, "stop".into()).await.unwrap(),
         "stopping"
@@ -467,7 +467,7 @@ async fn a_nil_state_ends_the_match() {
 #[tokio::test]
 async fn kicks_labels_and_deferred_broadcasts() {
     let h = harness(MatchConfig::default()).await;
-    let id = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let id = h.create("echo", Value::Null).await.unwrap();
     let (a, b) = (h.connect("alice"), h.connect("bob"));
     h.join(&a, &id).await.unwrap();
     h.join(&b, &id).await.unwrap();
@@ -498,7 +498,7 @@ async fn a_full_input_queue_refuses_with_an_error() {
         ..Default::default()
     })
     .await;
-    let id = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let id = h.create("echo", Value::Null).await.unwrap();
     let a = h.connect("alice");
     h.join(&a, &id).await.unwrap();
     h.data(&a, &id, 3, "1").await;
@@ -526,7 +526,7 @@ async fn an_accepted_join_that_never_completes_is_dropped() {
         ..Default::default()
     })
     .await;
-    let id = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let id = h.create("echo", Value::Null).await.unwrap();
     let (uuid, _) = parse_id(&id).unwrap();
     let entry = h.rt.matches.entry(uuid).unwrap();
     let p = MatchPresence {
@@ -556,7 +556,7 @@ async fn an_accepted_join_that_never_completes_is_dropped() {
 #[tokio::test]
 async fn disconnects_leave_and_shutdown_terminates_with_grace() {
     let h = harness(MatchConfig::default()).await;
-    let id = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let id = h.create("echo", Value::Null).await.unwrap();
     let a = h.connect("alice");
     h.join(&a, &id).await.unwrap();
     h.rt.disconnect(&a);
@@ -579,22 +579,20 @@ async fn create_failures_are_clear() {
         ..Default::default()
     })
     .await;
-    let err = h.rt.matches.create("nope", Value::Null).await.unwrap_err();
+    let err = h.create("nope", Value::Null).await.unwrap_err();
     assert!(err.message.contains("no match handler named"), "{err:?}");
-    let err =
-        h.rt.matches
-            .create("echo", serde_json::json!({"fail": 1}))
-            .await
-            .unwrap_err();
+    let err = h
+        .create("echo", serde_json::json!({"fail": 1}))
+        .await
+        .unwrap_err();
     assert!(err.message.contains("init refused"), "{err:?}");
-    let err =
-        h.rt.matches
-            .create("echo", serde_json::json!({"rate": 61}))
-            .await
-            .unwrap_err();
+    let err = h
+        .create("echo", serde_json::json!({"rate": 61}))
+        .await
+        .unwrap_err();
     assert!(err.message.contains("between 1 and 60"), "{err:?}");
-    h.rt.matches.create("echo", Value::Null).await.unwrap();
-    let err = h.rt.matches.create("echo", Value::Null).await.unwrap_err();
+    h.create("echo", Value::Null).await.unwrap();
+    let err = h.create("echo", Value::Null).await.unwrap_err();
     assert!(err.message.contains("match.max_matches"), "{err:?}");
 }
 
@@ -697,8 +695,8 @@ async fn relayed_matches_forward_data_with_filters() {
 #[tokio::test]
 async fn listing_filters_by_kind_label_and_size() {
     let h = harness(MatchConfig::default()).await;
-    let one = h.rt.matches.create("echo", Value::Null).await.unwrap();
-    let two = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let one = h.create("echo", Value::Null).await.unwrap();
+    let two = h.create("echo", Value::Null).await.unwrap();
     h.join(&h.connect("a"), &two).await.unwrap();
     let relayed = h.connect("r");
     h.send(&relayed, Message::MatchCreate(MatchCreate::default()))
@@ -751,8 +749,8 @@ async fn listing_filters_by_kind_label_and_size() {
 #[tokio::test]
 async fn a_panicking_handler_ends_only_its_match() {
     let h = harness(MatchConfig::default()).await;
-    let bad = h.rt.matches.create("echo", Value::Null).await.unwrap();
-    let good = h.rt.matches.create("echo", Value::Null).await.unwrap();
+    let bad = h.create("echo", Value::Null).await.unwrap();
+    let good = h.create("echo", Value::Null).await.unwrap();
     let (a, b) = (h.connect("alice"), h.connect("bob"));
     h.join(&a, &bad).await.unwrap();
     h.join(&b, &good).await.unwrap();

@@ -25,6 +25,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub(crate) use matches::LuaMatch;
+pub(crate) use modules::discover;
 pub(crate) use shared::LuaShared;
 pub(crate) use vm::Registered;
 
@@ -36,15 +38,14 @@ use vm::Vm;
 pub struct LuaRuntime {
     pool: VmPool,
     registered: Registered,
-    shared: Arc<LuaShared>,
     sources: Arc<Vec<modules::ModuleSource>>,
 }
 
 impl LuaRuntime {
-    /// Reads the modules and builds the pool; `None` when there are none.
-    /// Runs on a blocking thread: loading executes module code.
+    /// Builds the pool over the modules `shared` holds; `None` when there
+    /// are none. Runs on a blocking thread: loading executes module code.
     pub fn start(shared: Arc<LuaShared>) -> Result<Option<LuaRuntime>, LoadError> {
-        let modules = Arc::new(modules::discover(&shared.settings.path)?);
+        let modules = shared.sources.clone();
         if modules.is_empty() {
             tracing::info!(path = %shared.settings.path.display(), "no lua modules found");
             return Ok(None);
@@ -77,7 +78,6 @@ impl LuaRuntime {
         Ok(Some(LuaRuntime {
             pool,
             registered,
-            shared,
             sources: modules,
         }))
     }
@@ -88,20 +88,6 @@ impl LuaRuntime {
 
     pub fn module_count(&self) -> usize {
         self.sources.len()
-    }
-
-    /// Whether a module of this name exists (a match handler candidate).
-    pub fn has_module(&self, name: &str) -> bool {
-        self.sources.iter().any(|m| m.name == name)
-    }
-
-    /// A match handler running module `name` in a VM of its own.
-    pub fn create_match(
-        &self,
-        name: &str,
-    ) -> Result<Box<dyn ludus_realtime::matches::MatchHandler>, String> {
-        matches::LuaMatch::new(self.shared.clone(), &self.sources, name)
-            .map(|m| Box::new(m) as Box<dyn ludus_realtime::matches::MatchHandler>)
     }
 
     /// Calls the callback stored under `key` (`rpc/<id>`, `before/<api>`…).

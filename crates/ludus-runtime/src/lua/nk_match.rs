@@ -34,7 +34,8 @@ pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<(
                 v => convert::from_lua(v)
                     .map_err(|e| mlua::Error::runtime(format!("match_create: params: {e}")))?,
             };
-            block_on(&s, s.services.match_create(&module, params))
+            let make = s.handlers().factory(&module);
+            block_on(&s, s.services.match_create(&module, params, make))
         })?,
     )?;
     let s = shared.clone();

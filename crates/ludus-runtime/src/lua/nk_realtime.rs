@@ -12,7 +12,8 @@ use uuid::Uuid;
 use super::convert;
 use super::nk_server::{api_error, block_on};
 use super::shared::LuaShared;
-use crate::services::{StreamKey, StreamMeta, StreamPresence};
+use crate::services::StreamMeta;
+use ludus_realtime::{Presence, Stream, StreamMode};
 
 pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
     nk.set(
@@ -245,10 +246,10 @@ fn install_streams(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
                     // Nakama's meta table: hidden, persistence, username, status.
                     Some(p) => {
                         let t = lua.create_table_with_capacity(0, 4)?;
-                        t.raw_set("hidden", p.hidden)?;
-                        t.raw_set("persistence", p.persistence)?;
-                        t.raw_set("username", p.username)?;
-                        t.raw_set("status", p.status)?;
+                        t.raw_set("hidden", p.meta.hidden)?;
+                        t.raw_set("persistence", p.meta.persistence)?;
+                        t.raw_set("username", &*p.meta.username)?;
+                        t.raw_set("status", &*p.meta.status)?;
                         Ok(LuaValue::Table(t))
                     }
                     None => Ok(LuaValue::Nil),
@@ -300,48 +301,57 @@ fn install_streams(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
     Ok(())
 }
 
-fn presence_table(lua: &Lua, shared: &LuaShared, p: &StreamPresence) -> mlua::Result<Table> {
+fn presence_table(lua: &Lua, shared: &LuaShared, p: &Presence) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 7)?;
     t.raw_set("user_id", p.user_id.to_string())?;
     t.raw_set("session_id", p.session_id.to_string())?;
     t.raw_set("node", shared.settings.node.as_str())?;
-    t.raw_set("hidden", p.hidden)?;
-    t.raw_set("persistence", p.persistence)?;
-    t.raw_set("username", p.username.as_str())?;
-    t.raw_set("status", p.status.as_str())?;
+    t.raw_set("hidden", p.meta.hidden)?;
+    t.raw_set("persistence", p.meta.persistence)?;
+    t.raw_set("username", &*p.meta.username)?;
+    t.raw_set("status", &*p.meta.status)?;
     Ok(t)
 }
 
 /// Nakama's stream table; fields left out are zero, nil ids or empty.
-fn stream_key(t: &Table) -> mlua::Result<StreamKey> {
+fn stream_key(t: &Table) -> mlua::Result<Stream> {
     let bad = |what: &str| mlua::Error::runtime(format!("expects a valid stream: {what}"));
-    let mut key = StreamKey::default();
+    let (mut mode, mut subject, mut subcontext, mut label) = (0u8, Uuid::nil(), Uuid::nil(), None);
     for pair in t.pairs::<String, LuaValue>() {
         let (k, v) = pair?;
         match (k.as_str(), v) {
             ("mode", LuaValue::Integer(n)) => {
-                key.mode = u8::try_from(n).map_err(|_| bad("mode must be 0-255"))?
+                mode = u8::try_from(n).map_err(|_| bad("mode must be 0-255"))?
             }
             ("mode", LuaValue::Number(n)) if n.fract() == 0.0 && (0.0..=255.0).contains(&n) => {
-                key.mode = n as u8
+                mode = n as u8
             }
             ("mode", _) => return Err(bad("mode must be a number")),
             ("subject" | "subcontext", LuaValue::String(s)) => {
                 let id = Uuid::parse_str(&s.to_str()?)
                     .map_err(|_| bad(&format!("{k} must be a valid identifier")))?;
                 if k == "subject" {
-                    key.subject = id;
+                    subject = id;
                 } else {
-                    key.subcontext = id;
+                    subcontext = id;
                 }
             }
             ("subject" | "subcontext", _) => return Err(bad(&format!("{k} must be a string"))),
-            ("label", LuaValue::String(s)) => key.label = s.to_str()?.to_owned(),
+            ("label", LuaValue::String(s)) => label = Some(s),
             ("label", _) => return Err(bad("label must be a string")),
             _ => {}
         }
     }
-    Ok(key)
+    let label = match &label {
+        Some(s) => s.to_str()?.to_owned(),
+        None => String::new(),
+    };
+    Ok(Stream::new(
+        StreamMode::from_u8(mode),
+        subject,
+        subcontext,
+        &label,
+    ))
 }
 
 fn notification(

@@ -94,7 +94,7 @@ pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<(
             let out = lua.create_table()?;
             for id in ids {
                 let uid = parse_uuid(&id)?;
-                match s.handle.block_on(s.services.account(uid)) {
+                match s.wait(s.services.account(uid)) {
                     Ok(account) => out.raw_push(account_table(lua, &account)?)?,
                     // Unknown ids are left out, as Nakama does.
                     Err(e) if e.code == ludus_core::Code::NotFound => {}
@@ -252,12 +252,7 @@ pub(super) fn block_on<T>(
     shared: &LuaShared,
     fut: impl Future<Output = Result<T, ApiError>>,
 ) -> mlua::Result<T> {
-    if super::matches::in_match_callback() {
-        // A match callback runs on a worker of the match runtime, where
-        // blocking on a future is only allowed after stepping off the worker.
-        return tokio::task::block_in_place(|| shared.handle.block_on(fut)).map_err(api_error);
-    }
-    shared.handle.block_on(fut).map_err(api_error)
+    shared.wait(fut).map_err(api_error)
 }
 
 pub(super) fn api_error(e: ApiError) -> mlua::Error {

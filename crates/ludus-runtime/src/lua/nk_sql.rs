@@ -24,8 +24,7 @@ pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<(
         lua.create_function(move |_, (query, params): (String, Option<Table>)| {
             let params = sql_params("sql_exec", &query, params)?;
             let changed = s
-                .handle
-                .block_on(s.services.sql_exec(&query, params))
+                .wait(s.services.sql_exec(&query, params))
                 .map_err(|e| mlua::Error::runtime(format!("sql exec error: {}", e.message)))?;
             Ok(changed as f64)
         })?,
@@ -36,8 +35,7 @@ pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<(
         lua.create_function(move |lua, (query, params): (String, Option<Table>)| {
             let params = sql_params("sql_query", &query, params)?;
             let rows = s
-                .handle
-                .block_on(s.services.sql_query(&query, params))
+                .wait(s.services.sql_query(&query, params))
                 .map_err(|e| mlua::Error::runtime(format!("sql query error: {}", e.message)))?;
             rows_table(lua, &rows)
         })?,

@@ -1,11 +1,17 @@
 //! What every VM of the pool shares: settings, the server's services, the
-//! local cache and a handle to the async runtime for calls into the server.
+//! local cache, a handle to the async runtime for calls into the server, and
+//! what match VMs are made from (the modules' sources, and the native match
+//! handlers `nk.match_create` may name).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::localcache::LocalCache;
+use crate::native::{Handlers, MatchFactory};
 use crate::runtime::RuntimeSettings;
 use crate::services::RuntimeServices;
+
+use super::modules::ModuleSource;
 
 pub struct LuaShared {
     pub settings: RuntimeSettings,
@@ -13,4 +19,31 @@ pub struct LuaShared {
     pub cache: Arc<LocalCache>,
     /// VMs run on blocking threads; server calls are driven with `block_on`.
     pub handle: tokio::runtime::Handle,
+    /// Every module under `runtime.path`, as loaded at start.
+    pub sources: Arc<Vec<ModuleSource>>,
+    /// Native match handlers by name (a native registration wins over a Lua
+    /// module of the same name).
+    pub native_matches: Arc<HashMap<String, MatchFactory>>,
+}
+
+impl LuaShared {
+    /// Waits for a server call from Lua: the one way `nk` functions run
+    /// async work. VMs run on blocking threads, where the handle drives the
+    /// future; a match callback runs on a worker of the match runtime, where
+    /// blocking is only allowed after stepping off the worker first.
+    pub fn wait<T>(&self, fut: impl std::future::Future<Output = T>) -> T {
+        if super::matches::in_match_callback() {
+            return tokio::task::block_in_place(|| self.handle.block_on(fut));
+        }
+        self.handle.block_on(fut)
+    }
+
+    /// Where `nk.match_create` finds handlers: native ones, then modules.
+    pub fn handlers(self: &Arc<Self>) -> Handlers {
+        Handlers {
+            services: self.services.clone(),
+            native: self.native_matches.clone(),
+            lua: Some(self.clone()),
+        }
+    }
 }

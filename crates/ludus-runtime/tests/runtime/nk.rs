@@ -3,6 +3,7 @@
 
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
+use ludus_realtime::Modules as _;
 use ludus_runtime::{CallContext, Code, ExecutionMode, Runtime};
 use serde_json::{Value, json};
 use sha2::Sha256;

@@ -1,9 +1,10 @@
 //! The server side of the runtime: the `runtime.*` config section, start-up
-//! of `ludus_runtime::Runtime` with the server's services, and the hooks the
-//! REST handlers call. `ludus-runtime` itself knows nothing of axum or SQL.
+//! of `ludus_runtime::Runtime` over the server's services (with the hyper
+//! HTTP client of `http_client.rs` injected), and the hooks the REST handlers
+//! call. `ludus-runtime` itself knows nothing of axum or SQL.
 
 mod hooks;
-mod services;
+mod http_client;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,13 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ludus_core::accounts::AccountService;
-use ludus_runtime::{LoadError, NativeModule, Runtime, RuntimeSettings};
+use ludus_realtime::Realtime;
+use ludus_runtime::{LoadError, NativeModule, Runtime, RuntimeSettings, ServerServices};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, ConfigError};
 
 pub use hooks::{ClientAddr, after, before, before_without_body, call_context};
-pub use services::{RealtimeSlot, Services};
+pub use http_client::HyperClient;
 
 /// `runtime.*`: where modules live and the limits they run under.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -124,7 +126,7 @@ impl RuntimeConfig {
 pub async fn start(
     config: &Config,
     accounts: Arc<AccountService>,
-    sockets: RealtimeSlot,
+    realtime: Arc<Realtime>,
     native: NativeModule,
 ) -> Result<Runtime, LoadError> {
     let rc = &config.runtime;
@@ -143,38 +145,9 @@ pub async fn start(
         max_payload_bytes: rc.max_rpc_payload_bytes,
         config: config_view(config),
     };
-    let services = Services::new(accounts, sockets, rc).map_err(LoadError::Setup)?;
+    let http = HyperClient::new(rc).map_err(LoadError::Setup)?;
+    let services = ServerServices::new(accounts, realtime, Arc::new(http), rc.sql_max_rows);
     Runtime::start(settings, Arc::new(services), native).await
-}
-
-/// Realtime error codes of a failed socket RPC, as Nakama answers them.
-pub const RT_FUNCTION_NOT_FOUND: i32 = 6;
-pub const RT_FUNCTION_EXCEPTION: i32 = 7;
-
-/// The socket's `rpc` envelope: runs RPC `id` for the socket's user and
-/// answers the payload, or a realtime error code (6: no such function, 7: it
-/// failed) with the message, for an `error` envelope with the request's `cid`.
-pub async fn socket_rpc(
-    runtime: &Runtime,
-    caller: &ludus_core::accounts::Caller,
-    session_id: &str,
-    client: Option<std::net::SocketAddr>,
-    id: &str,
-    payload: String,
-) -> Result<String, (i32, String)> {
-    if !runtime.has_rpc(id) {
-        return Err((RT_FUNCTION_NOT_FOUND, "RPC function not found".into()));
-    }
-    let mut ctx = call_context(
-        ludus_runtime::ExecutionMode::Rpc,
-        Some(caller),
-        ClientAddr(client),
-    );
-    ctx.session_id = Some(session_id.to_owned());
-    runtime
-        .rpc(ctx, id, payload)
-        .await
-        .map_err(|e| (RT_FUNCTION_EXCEPTION, e.message))
 }
 
 /// What `nk.get_config()` shows: Nakama's subset of the configuration.
@@ -236,65 +209,6 @@ mod tests {
             c.runtime.module_path(std::path::Path::new("/d")),
             std::path::PathBuf::from("/srv/modules")
         );
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn socket_rpc_answers_payloads_and_realtime_codes() {
-        use std::sync::Arc;
-
-        use ludus_core::accounts::{AccountService, AuthRequest, Credential};
-
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = Config::load(None, [], &[]).unwrap();
-        config.data_dir = dir.path().to_path_buf();
-        config.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lua").into();
-        config.runtime.lua_pool_size = 1;
-        let store = ludus_store::open("", &config.data_dir, config.store_options())
-            .await
-            .unwrap();
-        let accounts = Arc::new(
-            AccountService::new(store, config.session_settings())
-                .await
-                .unwrap(),
-        );
-        let runtime = super::start(
-            &config,
-            accounts.clone(),
-            Default::default(),
-            Default::default(),
-        )
-        .await
-        .unwrap();
-        let tokens = accounts
-            .authenticate(AuthRequest {
-                credential: Credential::Device {
-                    id: "socket-device-0001".into(),
-                },
-                username: String::new(),
-                create: true,
-                vars: Default::default(),
-            })
-            .await
-            .unwrap();
-        let caller = accounts.verify_access(&tokens.token).unwrap();
-
-        let out = super::socket_rpc(&runtime, &caller, "sid-1", None, "ctx", "p".into())
-            .await
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(v["session_id"], "sid-1");
-        assert_eq!(v["user_id"], caller.user_id.to_string().as_str());
-        assert_eq!(v["payload"], "p");
-        let err = super::socket_rpc(&runtime, &caller, "sid-1", None, "missing", String::new())
-            .await
-            .unwrap_err();
-        assert_eq!(err.0, super::RT_FUNCTION_NOT_FOUND);
-        let err = super::socket_rpc(&runtime, &caller, "sid-1", None, "denied", String::new())
-            .await
-            .unwrap_err();
-        assert_eq!(err, (super::RT_FUNCTION_EXCEPTION, "nope".to_string()));
-        runtime.shutdown().await;
-        accounts.store().close().await;
     }
 
     #[test]

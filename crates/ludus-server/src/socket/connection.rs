@@ -2,7 +2,11 @@
 //! outbound queue and keeps the liveness clock, until either side closes.
 //!
 //! One task per socket (no split reader and writer) keeps an idle socket
-//! small. Requests are handled in order; their replies and every push go
+//! small. Requests are served one at a time, in the order they arrived (as
+//! Nakama's pipeline does), but never block the loop: while one is served
+//! the task goes on writing pushes, pinging, reading frames and counting
+//! pongs. Up to `socket.max_pending_requests` further requests wait their
+//! turn; more are refused with an `error` envelope. Replies and every push go
 //! through the same bounded queue, so a client that stops reading is closed
 //! when the queue fills instead of stalling anyone else.
 //!
@@ -10,13 +14,20 @@
 //! socket, text on a protobuf socket), a malformed envelope, invalid UTF-8
 //! or a message over `socket.max_message_size_bytes` closes the socket.
 
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
 use bytes::Bytes;
 use futures_util::SinkExt as _;
+use ludus_proto::realtime::Envelope;
 use ludus_realtime::liveness::{Due, Liveness};
-use ludus_realtime::{CloseReason, Flow, Format, Next, SessionHandle, codec};
+use ludus_realtime::{
+    CloseReason, Encoded, Flow, Format, Modules, Next, Realtime, RtCode, RtError, SessionHandle,
+    codec,
+};
 use tokio::time::{Instant, sleep_until, timeout};
 
 use super::OpenSocket;
@@ -29,6 +40,60 @@ enum End {
     Close(u16, &'static str),
 }
 
+/// The request being served: a future over the realtime layer, boxed so an
+/// idle socket's task stays small.
+type Serving<'a> = Pin<Box<dyn Future<Output = Flow> + Send + 'a>>;
+
+/// Requests of one socket: the one being served and those waiting, in order.
+struct Requests<'a> {
+    realtime: &'a Realtime,
+    modules: &'a dyn Modules,
+    session: &'a SessionHandle,
+    serving: Option<Serving<'a>>,
+    waiting: VecDeque<Envelope>,
+    max_waiting: usize,
+}
+
+impl<'a> Requests<'a> {
+    /// Serves `envelope` now, or queues it behind the one being served; a
+    /// full queue refuses it with an `error` envelope (the socket stays open).
+    fn push(&mut self, envelope: Envelope) {
+        if self.serving.is_none() {
+            self.serving = Some(self.serve(envelope));
+        } else if self.waiting.len() < self.max_waiting {
+            self.waiting.push_back(envelope);
+        } else {
+            tracing::debug!(session_id = %self.session.id(), waiting = self.waiting.len(), "too many requests waiting, refusing one");
+            let error = RtError::new(
+                RtCode::BadInput,
+                format!(
+                    "too many requests in flight on this socket: wait for replies before sending more (socket.max_pending_requests is {})",
+                    self.max_waiting
+                ),
+            );
+            let _ = self
+                .session
+                .send(&Encoded::new(error.envelope(&envelope.cid)));
+        }
+    }
+
+    fn serve(&self, envelope: Envelope) -> Serving<'a> {
+        Box::pin(self.realtime.handle(self.modules, self.session, envelope))
+    }
+
+    /// Waits for the request being served; never ready when there is none.
+    async fn served(&mut self) -> Flow {
+        match self.serving.as_mut() {
+            Some(serving) => {
+                let flow = serving.await;
+                self.serving = self.waiting.pop_front().map(|e| self.serve(e));
+                flow
+            }
+            None => std::future::pending().await,
+        }
+    }
+}
+
 pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHandle) {
     let sockets = open.0.clone();
     let realtime = &sockets.realtime;
@@ -36,6 +101,14 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
     tracing::debug!(session_id = %session.id(), user_id = %session.user_id(), "socket open");
     let mut liveness = Liveness::new(settings.liveness, Instant::now());
     let write_wait = settings.write_wait;
+    let mut requests = Requests {
+        realtime,
+        modules: &*sockets.modules,
+        session: &session,
+        serving: None,
+        waiting: VecDeque::new(),
+        max_waiting: settings.max_pending_requests,
+    };
 
     let end = loop {
         tokio::select! {
@@ -48,6 +121,11 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
                 }
                 Next::Close(reason) => break close_for(reason),
             },
+            flow = requests.served() => {
+                if flow == Flow::Close {
+                    break End::Close(close_code::POLICY, "message not accepted");
+                }
+            }
             incoming = ws.recv() => {
                 let now = Instant::now();
                 match incoming {
@@ -58,9 +136,12 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
                     }
                     Some(Ok(message)) => {
                         liveness.saw_frame(now);
-                        match on_message(realtime, &session, message).await {
-                            Ok(true) => liveness.saw_message(now),
-                            Ok(false) => {}
+                        match decode(&session, message) {
+                            Ok(Some(envelope)) => {
+                                liveness.saw_message(now);
+                                requests.push(envelope);
+                            }
+                            Ok(None) => {}
                             Err(end) => break end,
                         }
                     }
@@ -96,22 +177,21 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
         let _ = timeout(write_wait, ws.flush()).await;
         tracing::debug!(session_id = %session.id(), "socket closed by client");
     }
+    // A request still being served is dropped with the socket (its reply
+    // would have nowhere to go).
+    drop(requests);
     realtime.disconnect(&session);
     drop(ws);
     drop(open);
 }
 
-/// Handles one frame. `Ok(true)` for an envelope, `Ok(false)` for a control
+/// Reads one frame: `Ok(Some)` for an envelope, `Ok(None)` for a control
 /// frame, `Err` when the socket must close.
-async fn on_message(
-    realtime: &ludus_realtime::Realtime,
-    session: &SessionHandle,
-    message: Message,
-) -> Result<bool, End> {
+fn decode(session: &SessionHandle, message: Message) -> Result<Option<Envelope>, End> {
     let payload: Bytes = match (message, session.format()) {
         (Message::Text(text), Format::Json) => Bytes::from(text),
         (Message::Binary(bin), Format::Protobuf) => bin,
-        (Message::Ping(_) | Message::Pong(_), _) => return Ok(false),
+        (Message::Ping(_) | Message::Pong(_), _) => return Ok(None),
         (Message::Close(_), _) => return Err(End::Gone),
         (Message::Text(_) | Message::Binary(_), _) => {
             tracing::debug!(session_id = %session.id(), "wrong frame type for the socket format, closing");
@@ -121,16 +201,12 @@ async fn on_message(
             ));
         }
     };
-    let envelope = match codec::decode(session.format(), &payload) {
-        Ok(e) => e,
+    match codec::decode(session.format(), &payload) {
+        Ok(envelope) => Ok(Some(envelope)),
         Err(error) => {
             tracing::debug!(session_id = %session.id(), %error, len = payload.len(), "malformed envelope, closing");
-            return Err(End::Close(close_code::INVALID, "malformed message"));
+            Err(End::Close(close_code::INVALID, "malformed message"))
         }
-    };
-    match realtime.handle(session, envelope).await {
-        Flow::Continue => Ok(true),
-        Flow::Close => Err(End::Close(close_code::POLICY, "message not accepted")),
     }
 }
 

@@ -4,11 +4,11 @@
 //! buffer) and hands the socket to [`connection`].
 //!
 //! [`Sockets`] is the realtime state shared with the rest of the server: the
-//! `ludus-realtime` layer, the live socket count and shutdown.
+//! `ludus-realtime` layer, the module runtime its messages reach, the live
+//! socket count and shutdown. [`MatchRuntime`] is the threads authoritative
+//! matches run on.
 
 mod connection;
-mod hooks;
-mod rpc;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -20,9 +20,9 @@ use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ludus_core::Code;
-use ludus_core::accounts::AccountService;
 use ludus_realtime::liveness::LivenessConfig;
 use ludus_realtime::{CloseReason, Connect, Format, Realtime, RealtimeConfig};
+use ludus_runtime::Runtime;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
@@ -46,6 +46,7 @@ pub struct SocketSettings {
     pub liveness: LivenessConfig,
     pub write_wait: Duration,
     pub max_connections: usize,
+    pub max_pending_requests: usize,
 }
 
 impl SocketSettings {
@@ -61,13 +62,16 @@ impl SocketSettings {
             },
             write_wait: Duration::from_millis(s.write_wait_ms),
             max_connections: s.max_connections,
+            max_pending_requests: s.max_pending_requests,
         }
     }
 }
 
 /// The realtime side of the server.
 pub struct Sockets {
-    pub realtime: Realtime,
+    pub realtime: Arc<Realtime>,
+    /// The module runtime socket messages reach (RPCs, hooks).
+    pub modules: Arc<Runtime>,
     /// Declared after `realtime`, so match tasks stop after it is gone.
     _match_runtime: MatchRuntime,
     settings: SocketSettings,
@@ -77,31 +81,31 @@ pub struct Sockets {
 }
 
 impl Sockets {
+    /// The realtime layer's settings, from `socket.*`, `session.*`,
+    /// `party.*`, `matchmaker.*` and `match.*`; its matches run on
+    /// `match_runtime`.
+    pub fn realtime_config(config: &Config, match_runtime: &MatchRuntime) -> RealtimeConfig {
+        RealtimeConfig {
+            outgoing_queue_size: config.socket.outgoing_queue_size,
+            single_socket: config.session.single_socket,
+            node: config.name.clone(),
+            party: config.party_settings(),
+            encryption_key: config.session.encryption_key.clone(),
+            matchmaker: config.matchmaker.realtime(),
+            matches: config.matches.engine(),
+            match_spawner: Some(match_runtime.handle()),
+        }
+    }
+
     pub fn new(
         config: &Config,
-        accounts: Arc<AccountService>,
-        runtime: Arc<ludus_runtime::Runtime>,
+        realtime: Arc<Realtime>,
+        modules: Arc<Runtime>,
+        match_runtime: MatchRuntime,
     ) -> Sockets {
-        let match_runtime = MatchRuntime::start(config.matches.executor_threads);
-        let realtime = Realtime::new(
-            RealtimeConfig {
-                outgoing_queue_size: config.socket.outgoing_queue_size,
-                single_socket: config.session.single_socket,
-                node: config.name.clone(),
-                party: config.party_settings(),
-                encryption_key: config.session.encryption_key.clone(),
-                matchmaker: config.matchmaker.realtime(),
-                matches: config.matches.engine(),
-                match_spawner: Some(match_runtime.handle()),
-            },
-            accounts.store().clone(),
-        );
-        realtime.matches.set_modules(runtime.clone());
-        realtime.set_rpc_handler(Arc::new(rpc::SocketRpc(runtime.clone())));
-        realtime.set_matchmaker_hook(Arc::new(crate::matchmaker::MatchedHook(runtime.clone())));
-        realtime.set_hooks(Arc::new(hooks::SocketHooks::new(runtime)));
         Sockets {
             realtime,
+            modules,
             _match_runtime: match_runtime,
             settings: SocketSettings::from_config(config),
             open: AtomicUsize::new(0),
@@ -246,10 +250,11 @@ fn bearer(headers: &HeaderMap) -> Option<String> {
 
 /// The threads authoritative matches run on: a runtime of their own, so a
 /// slow match handler never holds up socket I/O.
-struct MatchRuntime(Option<tokio::runtime::Runtime>);
+pub struct MatchRuntime(Option<tokio::runtime::Runtime>);
 
 impl MatchRuntime {
-    fn start(threads: usize) -> MatchRuntime {
+    /// `threads` 0: one per core (`match.executor_threads`).
+    pub fn start(threads: usize) -> MatchRuntime {
         let threads = if threads == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())
         } else {

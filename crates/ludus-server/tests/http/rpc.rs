@@ -316,7 +316,45 @@ async fn saturated_pool_answers_429(backend: Backend) {
     assert!(busy >= 2, "{busy} calls were refused as busy");
 }
 
+/// Tokens a module makes follow the sign-in rule: a logout-all revokes the
+/// ones made before it, and one made right after it (same second) works.
+async fn module_tokens_follow_revocation(backend: Backend) {
+    let s = server(backend).await;
+    let session = s.device_session("rpc-device-tokens").await;
+    let uid = user_id(&session);
+    let make = || async {
+        let body = Value::String(json!({"user_id": uid, "username": "tok"}).to_string());
+        let r = s
+            .raw(
+                s.http
+                    .post(s.url("/v2/rpc/token_for?http_key=defaulthttpkey"))
+                    .body(body.to_string()),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body["payload"].as_str().unwrap().to_owned()
+    };
+    let before = make().await;
+    assert_eq!(s.get_bearer("/v2/account", &before).await.status, 200);
+    let r = s
+        .raw(
+            s.http
+                .post(s.url("/v2/session/logout"))
+                .bearer_auth(token(&session)),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_error(&s.get_bearer("/v2/account", &before).await, 401, 16);
+    let after = make().await;
+    assert_eq!(
+        s.get_bearer("/v2/account", &after).await.status,
+        200,
+        "a token made after the logout is not born revoked"
+    );
+}
+
 both_backends!(
+    module_tokens_follow_revocation,
     rpc_with_every_auth_form,
     rpc_bodies_methods_and_context,
     rpc_errors,

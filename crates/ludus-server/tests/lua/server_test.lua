@@ -111,3 +111,10 @@ nk.register_req_after(function(ctx, res, req)
 end, "GetAccount")
 
 nk.register_req_before(function(ctx, req) return nil end, "GetUsers")
+
+-- A session token for a user, made by the module (server-to-server callers).
+nk.register_rpc(function(ctx, payload)
+  local req = nk.json_decode(payload)
+  local token = nk.authenticate_token_generate(req.user_id, req.username, 0)
+  return token
+end, "token_for")

@@ -92,6 +92,13 @@ function M.match_signal(context, dispatcher, tick, state, data)
   if data == "end" then
     return nil, "ending"
   end
+  -- Server calls from a match callback (nk.accounts_get_id once panicked
+  -- there: it blocked on the match runtime's worker).
+  local id = string.match(data, "^accounts (.+)$")
+  if id then
+    local accounts = nk.accounts_get_id({ id })
+    return state, "accounts " .. #accounts .. " " .. accounts[1].user.username
+  end
   return state, "signal " .. data .. " players " .. state.count
 end
 

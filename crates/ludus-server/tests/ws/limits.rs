@@ -14,11 +14,139 @@ use crate::client::{Fmt, WsClient, user};
 use crate::support::{Backend, TestServer};
 
 both_backends!(
+    pushes_and_pongs_flow_while_a_slow_request_is_served,
+    requests_beyond_the_pending_limit_are_refused,
     a_flooding_client_is_closed_and_others_are_served,
     a_client_that_never_reads_is_closed_and_others_get_every_message,
     a_silent_client_is_dropped_after_pong_wait,
     idle_timeout_closes_a_client_that_only_answers_pings,
 );
+
+/// A server whose native RPC `slow` answers after 1.5 s.
+async fn slow_rpc_server(
+    backend: Backend,
+    tweak: impl FnOnce(&mut ludus_server::Config),
+) -> TestServer {
+    let native = ludus_server::NativeModule::new().rpc("slow", |_call, payload| async move {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        Ok(payload)
+    });
+    TestServer::start_native(backend, native, tweak).await
+}
+
+async fn join_room(c: &mut WsClient) -> Envelope {
+    c.request(Message::ChannelJoin(ChannelJoin {
+        target: "busy".into(),
+        r#type: 1,
+        ..Default::default()
+    }))
+    .await
+}
+
+fn rpc_envelope(cid: &str, id: &str) -> Envelope {
+    Envelope {
+        cid: cid.into(),
+        message: Some(Message::Rpc(ludus_proto::api::Rpc {
+            id: id.into(),
+            payload: "p".into(),
+            http_key: String::new(),
+        })),
+    }
+}
+
+/// Regression: while a socket request was in flight (a slow RPC here) the
+/// connection stopped draining its outgoing queue and reading frames, so a
+/// player in a busy room was closed with "outgoing queue full", and one
+/// whose request outlasted `pong_wait` was dropped as silent, although the
+/// client read everything and answered every ping.
+async fn pushes_and_pongs_flow_while_a_slow_request_is_served(backend: Backend) {
+    let server = slow_rpc_server(backend, |c| {
+        c.socket.outgoing_queue_size = 16;
+        c.socket.ping_period_ms = 100;
+        c.socket.pong_wait_ms = 500;
+    })
+    .await;
+    let (a_token, ..) = user(&server, "limits-slow-00001").await;
+    let (b_token, ..) = user(&server, "limits-slow-00002").await;
+    let mut a = WsClient::connect(&server, &a_token, Fmt::Json).await;
+    let mut b = WsClient::connect(&server, &b_token, Fmt::Protobuf).await;
+    let Some(Message::Channel(channel)) = join_room(&mut a).await.message else {
+        panic!("a could not join")
+    };
+    join_room(&mut b).await;
+    a.drain_pushes();
+    a.send(&rpc_envelope("slow", "slow")).await;
+    // Reading while bob talks: the client answers pings as it reads.
+    let reader = tokio::spawn(async move {
+        let mut messages = 0;
+        loop {
+            let env = a.recv().await.expect("closed while the rpc was in flight");
+            match env.message {
+                Some(Message::ChannelMessage(_)) => messages += 1,
+                Some(Message::Rpc(r)) if env.cid == "slow" => {
+                    assert_eq!(r.payload, "p");
+                    return (a, messages);
+                }
+                _ => {}
+            }
+        }
+    });
+    for i in 0..200 {
+        let ack = b
+            .request(Message::ChannelMessageSend(ChannelMessageSend {
+                channel_id: channel.id.clone(),
+                content: format!(r#"{{"n":{i}}}"#),
+            }))
+            .await;
+        assert!(matches!(ack.message, Some(Message::ChannelMessageAck(_))));
+    }
+    let (mut a, before_reply) = reader.await.unwrap();
+    // Every message arrives (some may come after the reply).
+    let mut messages = before_reply;
+    while messages < 200 {
+        if let Some(Message::ChannelMessage(_)) = a.push().await.message {
+            messages += 1;
+        }
+    }
+    let r = a.request(Message::Ping(Ping {})).await;
+    assert!(
+        matches!(r.message, Some(Message::Pong(_))),
+        "the socket is still open"
+    );
+}
+
+/// Requests wait their turn in order behind the one being served, up to
+/// `socket.max_pending_requests`; one more is refused and the socket stays open.
+async fn requests_beyond_the_pending_limit_are_refused(backend: Backend) {
+    let server = slow_rpc_server(backend, |c| c.socket.max_pending_requests = 2).await;
+    let (token, ..) = user(&server, "limits-pending-001").await;
+    let mut c = WsClient::connect(&server, &token, Fmt::Protobuf).await;
+    c.send(&rpc_envelope("slow", "slow")).await;
+    for cid in ["p1", "p2", "p3"] {
+        c.send(&Envelope {
+            cid: cid.into(),
+            message: Some(Message::Ping(Ping {})),
+        })
+        .await;
+    }
+    let mut order = Vec::new();
+    while order.len() < 4 {
+        let env = c.push().await;
+        match env.message {
+            Some(Message::Error(e)) => {
+                assert_eq!(env.cid, "p3");
+                assert_eq!(e.code, 3, "{e:?}");
+                assert!(e.message.contains("socket.max_pending_requests"), "{e:?}");
+                order.push("refused");
+            }
+            Some(Message::Rpc(_)) => order.push("slow"),
+            Some(Message::Pong(_)) => order.push(if env.cid == "p1" { "p1" } else { "p2" }),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    // The refusal comes at once; the waiting pings answer after the rpc, in order.
+    assert_eq!(order, ["refused", "slow", "p1", "p2"]);
+}
 
 async fn a_flooding_client_is_closed_and_others_are_served(backend: Backend) {
     let server = TestServer::start_with(backend, |c| c.socket.write_wait_ms = 500).await;

@@ -171,6 +171,16 @@ async fn lua_match_lifecycle(backend: Backend) {
     .await
     .unwrap();
     assert_eq!(answer, "signal hi players 2");
+    // Regression: nk.accounts_get_id inside a match callback panicked (it
+    // blocked on a match worker directly); it answers like any server call.
+    let answer = rpc(
+        &mut a,
+        "signal_match",
+        &json!({"match_id": id, "data": format!("accounts {a_id}")}).to_string(),
+    )
+    .await
+    .unwrap();
+    assert!(answer.starts_with("accounts 1 "), "{answer}");
 
     // Label updates are listed; deferred broadcasts see the new label.
     send(&mut a, &id, 3, "").await;
@@ -412,8 +422,7 @@ fn native_module() -> NativeModule {
         .match_handler("native_echo", |_call| NativeEcho { players: 0 })
         .rpc("native_create", |call, payload| async move {
             let params: Value = serde_json::from_str(&payload).unwrap_or(Value::Null);
-            call.services
-                .match_create("native_echo", params)
+            call.match_create("native_echo", params)
                 .await
                 .map_err(|e| ludus_server::RuntimeError::new(e.code, e.message))
         })

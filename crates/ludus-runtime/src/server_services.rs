@@ -1,0 +1,309 @@
+//! [`ServerServices`]: the server's [`RuntimeServices`], what `nk.*` and
+//! native modules reach in a running server. Sign-in, accounts, users and
+//! tokens go through `AccountService`; notifications, chat, sessions, streams,
+//! parties and matches through the realtime layer; `nk.sql_*` to the store,
+//! bounded by `runtime.sql_max_rows`. Outgoing HTTP is the injected
+//! [`HttpClient`], the one part only `ludus-server` has.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ludus_core::accounts::{AccountService, AuthRequest, Credential};
+use ludus_core::model::{Account, AccountUpdate, User};
+use ludus_core::notification::Notification;
+use ludus_core::store::{SqlRow, SqlValue};
+use ludus_core::{ApiError, Code};
+use ludus_realtime::matches::{HandlerFactory, ListRequest, MatchListing};
+use ludus_realtime::{CloseReason, PartyInfo, Presence, Realtime, RtCode, RtError, Stream};
+use uuid::Uuid;
+
+use crate::services::{
+    Authenticated, ChannelMessageSent, HttpClient, HttpRequest, HttpResponse, RuntimeServices,
+    StreamMeta,
+};
+
+/// The services of a running server.
+pub struct ServerServices {
+    accounts: Arc<AccountService>,
+    realtime: Arc<Realtime>,
+    http: Arc<dyn HttpClient>,
+    sql_max_rows: usize,
+}
+
+impl std::fmt::Debug for ServerServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerServices")
+            .field("sql_max_rows", &self.sql_max_rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerServices {
+    /// `sql_max_rows` bounds `nk.sql_query` (`runtime.sql_max_rows`).
+    pub fn new(
+        accounts: Arc<AccountService>,
+        realtime: Arc<Realtime>,
+        http: Arc<dyn HttpClient>,
+        sql_max_rows: usize,
+    ) -> ServerServices {
+        ServerServices {
+            accounts,
+            realtime,
+            http,
+            sql_max_rows,
+        }
+    }
+}
+
+/// The API code of a realtime error, for modules.
+fn rt_error(e: RtError) -> ApiError {
+    let code = match e.code {
+        RtCode::BadInput => Code::InvalidArgument,
+        RtCode::MatchNotFound => Code::NotFound,
+        _ => Code::Internal,
+    };
+    ApiError::new(code, e.message)
+}
+
+fn sql_error(what: &str, e: ludus_core::StoreError) -> ApiError {
+    match e {
+        ludus_core::StoreError::Sql(message) => ApiError::new(Code::Internal, message),
+        other => {
+            tracing::warn!(error = %other, what, "module sql failed");
+            ApiError::from(other)
+        }
+    }
+}
+
+#[async_trait]
+impl RuntimeServices for ServerServices {
+    async fn authenticate(
+        &self,
+        credential: Credential,
+        username: String,
+        create: bool,
+    ) -> Result<Authenticated, ApiError> {
+        let tokens = self
+            .accounts
+            .authenticate(AuthRequest {
+                credential,
+                username,
+                create,
+                vars: BTreeMap::new(),
+            })
+            .await?;
+        let caller = self.accounts.verify_access(&tokens.token)?;
+        Ok(Authenticated {
+            user_id: caller.user_id.to_string(),
+            username: caller.claims.username,
+            created: tokens.created,
+        })
+    }
+
+    fn generate_token(
+        &self,
+        user_id: Uuid,
+        username: &str,
+        expires_at: i64,
+        vars: BTreeMap<String, String>,
+    ) -> Result<(String, i64), ApiError> {
+        Ok(self
+            .accounts
+            .generate_token(user_id, username, expires_at, vars))
+    }
+
+    async fn account(&self, user_id: Uuid) -> Result<Account, ApiError> {
+        self.accounts.account(user_id).await
+    }
+
+    async fn update_account(&self, user_id: Uuid, update: AccountUpdate) -> Result<(), ApiError> {
+        self.accounts.update_account(user_id, update).await
+    }
+
+    async fn users(&self, ids: Vec<String>, usernames: Vec<String>) -> Result<Vec<User>, ApiError> {
+        self.accounts.users(&ids, &usernames).await
+    }
+
+    async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError> {
+        self.http.request(request).await
+    }
+
+    async fn notifications_send(&self, notifications: Vec<Notification>) -> Result<(), ApiError> {
+        self.realtime.notify(notifications).await.map_err(|error| {
+            tracing::error!(%error, "cannot store notifications sent by a module");
+            ApiError::new(Code::Internal, "could not store notifications, try again")
+        })
+    }
+
+    /// Nakama's reasons 0-4 (0: none given, which Nakama reads as 4,
+    /// disconnect); the socket's close frame carries it.
+    fn session_disconnect(&self, session_id: Uuid, reason: i32) -> Result<(), ApiError> {
+        let reason = u8::try_from(reason)
+            .ok()
+            .and_then(CloseReason::module)
+            .ok_or_else(|| {
+                ApiError::new(
+                    Code::InvalidArgument,
+                    "invalid disconnect reason, must be a value 0-4",
+                )
+            })?;
+        self.realtime.registry.disconnect(session_id, reason);
+        Ok(())
+    }
+
+    async fn channel_message_send(
+        &self,
+        channel_id: &str,
+        content: String,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ChannelMessageSent, ApiError> {
+        let ack = self
+            .realtime
+            .channel_message_send_as(channel_id, content, sender, username, persist)
+            .await
+            .map_err(rt_error)?;
+        let secs = |t: Option<ludus_proto::Timestamp>| t.map_or(0, |t| t.seconds);
+        Ok(ChannelMessageSent {
+            channel_id: ack.channel_id,
+            message_id: ack.message_id,
+            code: ack.code.map_or(0, |c| c.value),
+            username: ack.username,
+            create_time: secs(ack.create_time),
+            update_time: secs(ack.update_time),
+            persistent: ack.persistent.is_some_and(|p| p.value),
+            room_name: ack.room_name,
+            group_id: ack.group_id,
+            user_id_one: ack.user_id_one,
+            user_id_two: ack.user_id_two,
+        })
+    }
+
+    fn stream_user_join(
+        &self,
+        user: Uuid,
+        session: Uuid,
+        stream: &Stream,
+        meta: StreamMeta,
+    ) -> Result<bool, ApiError> {
+        self.realtime
+            .stream_user_join(
+                user,
+                session,
+                stream,
+                meta.hidden,
+                meta.persistence,
+                &meta.status,
+            )
+            .map_err(rt_error)
+    }
+
+    fn stream_user_leave(
+        &self,
+        user: Uuid,
+        session: Uuid,
+        stream: &Stream,
+    ) -> Result<(), ApiError> {
+        self.realtime.stream_user_leave(user, session, stream);
+        Ok(())
+    }
+
+    fn stream_user_list(
+        &self,
+        stream: &Stream,
+        include_hidden: bool,
+        include_not_hidden: bool,
+    ) -> Vec<Presence> {
+        self.realtime
+            .tracker
+            .list(stream, true)
+            .into_iter()
+            .filter(|p| {
+                if p.meta.hidden {
+                    include_hidden
+                } else {
+                    include_not_hidden
+                }
+            })
+            .collect()
+    }
+
+    fn stream_user_get(&self, user: Uuid, session: Uuid, stream: &Stream) -> Option<Presence> {
+        self.realtime
+            .tracker
+            .get(session, stream)
+            .filter(|p| p.user_id == user)
+    }
+
+    fn stream_count(&self, stream: &Stream) -> usize {
+        self.realtime.tracker.count(stream)
+    }
+
+    fn stream_close(&self, stream: &Stream) {
+        self.realtime.stream_close(stream);
+    }
+
+    fn stream_send(&self, stream: &Stream, data: String, sessions: Vec<Uuid>, reliable: bool) {
+        self.realtime.stream_send(stream, data, &sessions, reliable);
+    }
+
+    fn party_list(
+        &self,
+        limit: usize,
+        open: Option<bool>,
+        show_hidden: bool,
+        query: &str,
+        cursor: &str,
+    ) -> Result<(Vec<PartyInfo>, Option<String>), ApiError> {
+        self.realtime
+            .party_list(limit, open, show_hidden, query, cursor)
+            .map_err(rt_error)
+    }
+
+    async fn match_create(
+        &self,
+        module: &str,
+        params: serde_json::Value,
+        make: HandlerFactory,
+    ) -> Result<String, ApiError> {
+        self.realtime
+            .matches
+            .create(module, params, make)
+            .await
+            .map_err(rt_error)
+    }
+
+    fn match_get(&self, match_id: &str) -> Option<MatchListing> {
+        self.realtime.matches.get(match_id)
+    }
+
+    fn match_list(&self, request: ListRequest) -> Result<Vec<MatchListing>, ApiError> {
+        self.realtime.matches.list(&request).map_err(rt_error)
+    }
+
+    async fn match_signal(&self, match_id: &str, data: String) -> Result<String, ApiError> {
+        self.realtime
+            .matches
+            .signal(match_id, data)
+            .await
+            .map_err(rt_error)
+    }
+
+    async fn sql_exec(&self, query: &str, params: Vec<SqlValue>) -> Result<u64, ApiError> {
+        self.accounts
+            .store()
+            .sql_exec(query, params)
+            .await
+            .map_err(|e| sql_error("exec", e))
+    }
+
+    async fn sql_query(&self, query: &str, params: Vec<SqlValue>) -> Result<Vec<SqlRow>, ApiError> {
+        self.accounts
+            .store()
+            .sql_query(query, params, self.sql_max_rows)
+            .await
+            .map_err(|e| sql_error("query", e))
+    }
+}
