@@ -23,11 +23,11 @@ use ludus_proto::realtime::{
 };
 use uuid::Uuid;
 
-use crate::Realtime;
 use crate::error::{RtCode, RtError};
 use crate::registry::SessionHandle;
 use crate::stream::{Stream, StreamMode};
 use crate::tracker::Presence;
+use crate::{Announce, Realtime};
 
 /// Longest message content, in bytes (the socket read limit bounds it too).
 pub const MAX_CONTENT_LEN: usize = 4096;
@@ -152,11 +152,11 @@ fn check_content(content: &str) -> Result<(), RtError> {
 
 impl Realtime {
     /// `channel_join`: joins a room or a direct conversation.
-    pub async fn channel_join(
+    pub(crate) async fn channel_join(
         &self,
         session: &SessionHandle,
         req: ChannelJoin,
-    ) -> Result<Channel, RtError> {
+    ) -> Result<(Channel, Announce), RtError> {
         if req.target.is_empty() {
             return Err(RtError::bad_input(
                 "channel target required: a room name, user id or group id",
@@ -189,8 +189,8 @@ impl Realtime {
         let hidden = req.hidden.is_some_and(|h| h.value);
         let persistence = req.persistence.is_none_or(|p| p.value);
         let stream = stream_of(&key);
-        let joined = self.track(session, &stream, hidden, persistence, "");
-        let is_new = joined == crate::TrackOutcome::Joined;
+        let announce = self.track_quietly(session, &stream, hidden, persistence, "");
+        let is_new = announce.is_new();
         let presences = self.tracker.list(&stream, false);
         if is_new && key.mode == MODE_DIRECT {
             let other = if key.subject == me {
@@ -203,7 +203,7 @@ impl Realtime {
             }
         }
         let n = names(&key);
-        Ok(Channel {
+        let channel = Channel {
             id: key.id(),
             presences: presences
                 .iter()
@@ -221,7 +221,8 @@ impl Realtime {
             group_id: n.group_id,
             user_id_one: n.user_id_one,
             user_id_two: n.user_id_two,
-        })
+        };
+        Ok((channel, announce))
     }
 
     /// Tells `other` that this session's user wants to chat (Nakama's code -1).

@@ -120,6 +120,33 @@ pub struct Connect {
     pub lang: String,
 }
 
+/// A presence change not announced yet ([`Realtime::track_quietly`]).
+#[must_use = "announce the change with emit"]
+pub(crate) struct Announce {
+    stream: Stream,
+    outcome: TrackOutcome,
+    presence: Presence,
+}
+
+impl Announce {
+    /// Whether the session is new on the stream.
+    pub(crate) fn is_new(&self) -> bool {
+        self.outcome == TrackOutcome::Joined
+    }
+
+    /// Sends the presence event the change calls for, if any.
+    pub(crate) fn emit(self, rt: &Realtime) {
+        let joined = std::slice::from_ref(&self.presence);
+        match &self.outcome {
+            TrackOutcome::Joined => rt.emit_presence_event(&self.stream, joined, &[]),
+            TrackOutcome::Updated(old) => {
+                rt.emit_presence_event(&self.stream, joined, std::slice::from_ref(old))
+            }
+            TrackOutcome::Unchanged => {}
+        }
+    }
+}
+
 /// The realtime layer of one node.
 pub struct Realtime {
     pub config: RealtimeConfig,
@@ -230,6 +257,24 @@ impl Realtime {
         persistence: bool,
         status: &str,
     ) -> TrackOutcome {
+        let announce = self.track_quietly(session, stream, hidden, persistence, status);
+        let outcome = announce.outcome.clone();
+        announce.emit(self);
+        outcome
+    }
+
+    /// Tracks `session` on `stream` like [`Realtime::track`], but leaves the
+    /// presence event to the caller: a join's reply goes to the joiner before
+    /// any event about that join, as clients register their presence handlers
+    /// once the join has answered.
+    pub(crate) fn track_quietly(
+        &self,
+        session: &SessionHandle,
+        stream: &Stream,
+        hidden: bool,
+        persistence: bool,
+        status: &str,
+    ) -> Announce {
         let presence = Presence {
             session_id: session.id(),
             user_id: session.user_id(),
@@ -242,18 +287,11 @@ impl Realtime {
             },
         };
         let outcome = self.tracker.track(stream, presence.clone());
-        match &outcome {
-            TrackOutcome::Joined => {
-                self.emit_presence_event(stream, std::slice::from_ref(&presence), &[])
-            }
-            TrackOutcome::Updated(old) => self.emit_presence_event(
-                stream,
-                std::slice::from_ref(&presence),
-                std::slice::from_ref(old),
-            ),
-            TrackOutcome::Unchanged => {}
+        Announce {
+            stream: stream.clone(),
+            outcome,
+            presence,
         }
-        outcome
     }
 
     /// Takes a session off a stream and announces it; false when it was not there.

@@ -116,6 +116,9 @@ impl Realtime {
             );
             return (Flow::Close, None);
         };
+        // A join's presence event goes out after its reply (see
+        // `Realtime::track_quietly`).
+        let mut announce = None;
         let result: Result<Option<Message>, RtError> = match message {
             Message::Ping(_) => Ok(Some(Message::Pong(Pong {}))),
             // A client's answer to our application ping: liveness is counted
@@ -128,10 +131,12 @@ impl Realtime {
             Message::StatusUnfollow(req) => self.status_unfollow(session, req).map(|()| None),
             Message::StatusUpdate(req) => self.status_update(session, req).map(|()| None),
 
-            Message::ChannelJoin(req) => self
-                .channel_join(session, req)
-                .await
-                .map(|c| Some(Message::Channel(c))),
+            Message::ChannelJoin(req) => {
+                self.channel_join(session, req).await.map(|(c, joined)| {
+                    announce = Some(joined);
+                    Some(Message::Channel(c))
+                })
+            }
             Message::ChannelLeave(req) => self.channel_leave(session, req).map(|()| None),
             Message::ChannelMessageSend(req) => self
                 .channel_message_send(session, req)
@@ -148,10 +153,10 @@ impl Realtime {
             Message::MatchCreate(req) => self
                 .match_create(session, req)
                 .map(|m| Some(Message::Match(m))),
-            Message::MatchJoin(req) => self
-                .match_join(session, req)
-                .await
-                .map(|m| Some(Message::Match(m))),
+            Message::MatchJoin(req) => self.match_join(session, req).await.map(|(m, joined)| {
+                announce = joined;
+                Some(Message::Match(m))
+            }),
             // Acknowledged with an empty envelope, as Nakama does.
             Message::MatchLeave(req) => self.match_leave(session, req).map(|()| None),
             Message::MatchDataSend(req) => match self.match_data_send(session, req) {
@@ -239,6 +244,9 @@ impl Realtime {
         };
         let kept = keep_reply.then(|| reply.clone());
         self.reply(session, reply);
+        if let Some(announce) = announce {
+            announce.emit(self);
+        }
         (Flow::Continue, kept)
     }
 

@@ -161,9 +161,14 @@ impl SessionRegistry {
         inner.sessions.insert(id, session);
         inner.by_user.entry(user).or_default().push(id);
         drop(inner);
-        for old in &replaced {
-            tracing::info!(session_id = %old.id(), user_id = %user, "closing older socket, session.single_socket is on");
-            old.close(CloseReason::Replaced);
+        if !replaced.is_empty() {
+            let notice = Encoded::new(single_socket_notice());
+            for old in &replaced {
+                tracing::info!(session_id = %old.id(), user_id = %user, "closing older socket, session.single_socket is on");
+                // Nakama tells the replaced socket why before it closes.
+                let _ = old.send(&notice);
+                old.close(CloseReason::Replaced);
+            }
         }
         replaced
     }
@@ -233,6 +238,37 @@ impl SessionRegistry {
         self.lock().sessions.len()
     }
 }
+
+/// Nakama's notification to a socket that `session.single_socket` replaces:
+/// code -7, subject `single_socket`, not persistent.
+fn single_socket_notice() -> ludus_proto::realtime::Envelope {
+    use ludus_proto::realtime::envelope::Message;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    ludus_proto::realtime::Envelope {
+        cid: String::new(),
+        message: Some(Message::Notifications(
+            ludus_proto::realtime::Notifications {
+                notifications: vec![ludus_proto::api::Notification {
+                    id: Uuid::new_v4().to_string(),
+                    subject: "single_socket".into(),
+                    content: "{}".into(),
+                    code: SINGLE_SOCKET_CODE,
+                    sender_id: String::new(),
+                    create_time: Some(ludus_proto::Timestamp {
+                        seconds: now,
+                        nanos: 0,
+                    }),
+                    persistent: false,
+                }],
+            },
+        )),
+    }
+}
+
+/// Nakama's `NotificationCodeSingleSocket`.
+const SINGLE_SOCKET_CODE: i32 = -7;
 
 #[cfg(test)]
 mod tests {

@@ -107,6 +107,15 @@ impl StatusRegistry {
 }
 
 impl Realtime {
+    /// Whether a user appears online: a session of theirs is on their status
+    /// stream (it connected with `status=true` or set a status), as Nakama's
+    /// status registry answers `online` for users and accounts.
+    pub fn is_online(&self, user: Uuid) -> bool {
+        self.tracker.count(&Stream::status(user)) > 0
+    }
+}
+
+impl Realtime {
     /// `status_follow`: follows users by id or username and answers with the
     /// status presences they have now. Unknown users are skipped, as in Nakama.
     pub async fn status_follow(

@@ -109,6 +109,7 @@ impl Runtime {
                 handle,
                 sources,
                 native_matches: lua_native,
+                run_once: Default::default(),
             });
             LuaRuntime::start(shared.clone()).map(|lua| (shared, lua))
         })

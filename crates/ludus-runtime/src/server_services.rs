@@ -114,7 +114,9 @@ impl RuntimeServices for ServerServices {
     }
 
     async fn account(&self, user_id: Uuid) -> Result<Account, ApiError> {
-        self.accounts.account(user_id).await
+        let mut account = self.accounts.account(user_id).await?;
+        account.user.online = self.realtime.is_online(account.user.id);
+        Ok(account)
     }
 
     async fn update_account(&self, user_id: Uuid, update: AccountUpdate) -> Result<(), ApiError> {
@@ -122,7 +124,11 @@ impl RuntimeServices for ServerServices {
     }
 
     async fn users(&self, ids: Vec<String>, usernames: Vec<String>) -> Result<Vec<User>, ApiError> {
-        self.accounts.users(&ids, &usernames).await
+        let mut users = self.accounts.users(&ids, &usernames).await?;
+        for u in &mut users {
+            u.online = self.realtime.is_online(u.id);
+        }
+        Ok(users)
     }
 
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError> {

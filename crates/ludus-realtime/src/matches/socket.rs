@@ -12,10 +12,10 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::{Call, Event, JoinReply, MatchMessage, not_found, parse_id};
-use crate::Realtime;
 use crate::error::{RtCode, RtError};
 use crate::registry::SessionHandle;
 use crate::stream::Stream;
+use crate::{Announce, Realtime};
 
 impl Realtime {
     /// `match_create`: a relayed match, named (a deterministic id) or not.
@@ -31,7 +31,7 @@ impl Realtime {
         };
         let stream = super::relayed_stream(id);
         self.track(session, &stream, false, false, "");
-        let others = self.others(&stream, session.id());
+        let others = self.match_presences(&stream, session.id(), true);
         Ok(Match {
             match_id: format!("{id}."),
             authoritative: false,
@@ -47,7 +47,7 @@ impl Realtime {
         &self,
         session: &SessionHandle,
         req: MatchJoin,
-    ) -> Result<Match, RtError> {
+    ) -> Result<(Match, Option<Announce>), RtError> {
         let (match_id, from_token) = match req.id {
             Some(Id::MatchId(id)) if !id.is_empty() => (id, false),
             Some(Id::Token(token)) if !token.is_empty() => (self.match_token_id(&token)?, true),
@@ -60,16 +60,17 @@ impl Realtime {
             if !from_token && self.tracker.count(&stream) == 0 {
                 return Err(not_found());
             }
-            self.track(session, &stream, false, false, "");
-            let others = self.others(&stream, session.id());
-            return Ok(Match {
+            let announce = self.track_quietly(session, &stream, false, false, "");
+            let presences = self.match_presences(&stream, session.id(), announce.is_new());
+            let joined = Match {
                 match_id,
                 authoritative: false,
                 label: None,
-                size: others.len() as i32,
-                presences: others,
+                size: presences.len() as i32,
+                presences,
                 self_: Some(self_presence(session)),
-            });
+            };
+            return Ok((joined, Some(announce)));
         }
         if node != self.matches.node() {
             return Err(not_found());
@@ -104,19 +105,21 @@ impl Realtime {
             }
         };
         let stream = self.matches.stream(id);
-        if new {
-            self.track(session, &stream, false, false, "");
+        let announce = new.then(|| {
+            let announce = self.track_quietly(session, &stream, false, false, "");
             entry.event(Event::Joined(presence));
-        }
-        let others = self.others(&stream, session.id());
-        Ok(Match {
+            announce
+        });
+        let presences = self.match_presences(&stream, session.id(), new);
+        let joined = Match {
             match_id,
             authoritative: true,
             label: Some(StringValue { value: label }),
-            size: others.len() as i32,
-            presences: others,
+            size: presences.len() as i32,
+            presences,
             self_: Some(self_presence(session)),
-        })
+        };
+        Ok((joined, announce))
     }
 
     /// `match_leave`: leaving a match one is not in is not an error.
@@ -201,11 +204,14 @@ impl Realtime {
     }
 
     /// Visible presences on a match stream except `me`.
-    fn others(&self, stream: &Stream, me: Uuid) -> Vec<UserPresence> {
+    /// The match's presences as a join answers them: the caller's own is
+    /// left out only when it just joined (as Nakama: a session already in
+    /// the match sees itself too).
+    fn match_presences(&self, stream: &Stream, me: Uuid, new: bool) -> Vec<UserPresence> {
         self.tracker
             .list(stream, false)
             .into_iter()
-            .filter(|p| p.session_id != me)
+            .filter(|p| !(new && p.session_id == me))
             .map(|p| p.to_wire(false))
             .collect()
     }

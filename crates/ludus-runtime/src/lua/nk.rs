@@ -102,7 +102,12 @@ fn install_registrations(
             let first = lua
                 .app_data_ref::<CallState>()
                 .is_some_and(|s| s.first && s.loading.get());
-            if !first {
+            // Only the first call of the node runs, as Nakama's `sync.Once`.
+            if !first
+                || shared_ro
+                    .run_once
+                    .swap(true, std::sync::atomic::Ordering::AcqRel)
+            {
                 return Ok(());
             }
             let ctx = context_table(lua, &shared_ro, &CallContext::new(ExecutionMode::RunOnce))?;

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use crate::localcache::LocalCache;
 use crate::native::{Handlers, MatchFactory};
@@ -24,6 +25,8 @@ pub struct LuaShared {
     /// Native match handlers by name (a native registration wins over a Lua
     /// module of the same name).
     pub native_matches: Arc<HashMap<String, MatchFactory>>,
+    /// Set by the first `nk.run_once` call; later calls do nothing.
+    pub run_once: AtomicBool,
 }
 
 impl LuaShared {

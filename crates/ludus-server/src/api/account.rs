@@ -20,7 +20,9 @@ pub async fn get(
 ) -> Result<Response, HttpError> {
     const API: &str = "getaccount";
     runtime::before_without_body(&state, API, Some(&caller), client).await?;
-    let account = convert::account(state.accounts.account(caller.user_id).await?);
+    let mut account = state.accounts.account(caller.user_id).await?;
+    account.user.online = state.sockets.realtime.is_online(account.user.id);
+    let account = convert::account(account);
     runtime::after(
         &state,
         API,

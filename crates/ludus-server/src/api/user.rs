@@ -26,8 +26,15 @@ pub async fn get_users(
     };
     let req = runtime::before(&state, API, Some(&caller), client, req).await?;
     let users = state.accounts.users(&req.ids, &req.usernames).await?;
+    let realtime = &state.sockets.realtime;
     let users = api::Users {
-        users: users.into_iter().map(convert::user).collect(),
+        users: users
+            .into_iter()
+            .map(|mut u| {
+                u.online = realtime.is_online(u.id);
+                convert::user(u)
+            })
+            .collect(),
     };
     runtime::after(&state, API, Some(&caller), client, &users, &req).await;
     Ok(json(&users))

@@ -74,6 +74,13 @@ async fn room_chat(backend: Backend, a_fmt: Fmt, b_fmt: Fmt) {
     let mut ben = WsClient::connect(&server, &b_token, b_fmt).await;
 
     let a_chan = channel(ann.request(join_room("lobby")).await);
+    // The reply comes before any presence event about the join.
+    assert!(
+        !ann.drain_pushes()
+            .iter()
+            .any(|e| matches!(e.message, Some(Message::ChannelPresenceEvent(_)))),
+        "a presence event reached the joiner before its channel reply"
+    );
     assert_eq!(a_chan.id, "2...lobby");
     assert_eq!(a_chan.room_name, "lobby");
     assert!(a_chan.presences.is_empty());
@@ -83,8 +90,8 @@ async fn room_chat(backend: Backend, a_fmt: Fmt, b_fmt: Fmt) {
     let b_chan = channel(ben.request(join_room("lobby")).await);
     assert_eq!(b_chan.presences.len(), 1);
     assert_eq!(b_chan.presences[0].user_id, a_id);
-    // Ann saw her own join first (everyone on the channel hears of a join,
-    // the joiner too), then Ben's.
+    // Ann hears of her own join (everyone on the channel hears of a join,
+    // the joiner too, after its reply), then of Ben's.
     let own = next_presence(&mut ann).await;
     assert_eq!(own.joins[0].user_id, a_id);
     let ev = next_presence(&mut ann).await;

@@ -506,9 +506,23 @@ async fn relayed_match_with_filters(backend: Backend) {
         .await;
     assert_eq!(joined(&again).match_id, m.match_id, "names give stable ids");
     let mc = join(&mut c, &m.match_id, &[]).await;
+    // The joiner hears of its join after the reply (clients register their
+    // presence handler once the join resolved).
+    assert!(
+        !c.drain_pushes()
+            .iter()
+            .any(|e| matches!(e.message, Some(Message::MatchPresenceEvent(_)))),
+        "a presence event reached the joiner before its match reply"
+    );
     let mc = joined(&mc);
     assert_eq!(mc.size, 2);
     let c_self = mc.self_.clone().unwrap();
+    // Joining again, as Nakama answers it: every presence, one's own too.
+    let rejoined = join(&mut c, &m.match_id, &[]).await;
+    let rejoined = joined(&rejoined);
+    assert_eq!(rejoined.size, 3);
+    assert_eq!(rejoined.presences.len(), 3);
+    assert!(rejoined.presences.contains(&c_self), "{rejoined:?}");
     // Everyone else…
     send(&mut a, &m.match_id, 3, "all").await;
     for cl in [&mut b, &mut c] {

@@ -10,7 +10,50 @@ use crate::both_backends;
 use crate::client::{Fmt, WsClient, user};
 use crate::support::{Backend, TestServer};
 
-both_backends!(status_flow_json_follower, status_flow_protobuf_follower);
+both_backends!(
+    status_flow_json_follower,
+    status_flow_protobuf_follower,
+    users_and_accounts_show_online,
+);
+
+/// `online` on users and accounts comes from the status registry: a user
+/// with a socket on their status stream (`status=true`) is online.
+async fn users_and_accounts_show_online(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (a_token, a_id, _) = user(&server, "status-online-0001").await;
+    let (b_token, b_id, _) = user(&server, "status-online-0002").await;
+    let online = |body: &serde_json::Value, id: &str| {
+        body["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["id"] == id)
+            .map(|u| u["online"] == true)
+            .unwrap()
+    };
+    let path = format!("/v2/user?ids={a_id}&ids={b_id}");
+    let before = server.get_bearer(&path, &b_token).await;
+    assert!(!online(&before.body, &a_id), "{}", before.body);
+    let mut a = WsClient::connect_status(&server, &a_token, Fmt::Json).await;
+    let _quiet = WsClient::connect(&server, &b_token, Fmt::Json).await;
+    let after = server.get_bearer(&path, &b_token).await;
+    assert!(online(&after.body, &a_id), "{}", after.body);
+    assert!(
+        !online(&after.body, &b_id),
+        "no status=true, not online: {}",
+        after.body
+    );
+    let account = server.get_bearer("/v2/account", &a_token).await;
+    assert_eq!(account.body["user"]["online"], true, "{}", account.body);
+    a.request(Message::StatusUpdate(StatusUpdate { status: None }))
+        .await;
+    let gone = server.get_bearer(&path, &b_token).await;
+    assert!(
+        !online(&gone.body, &a_id),
+        "appearing offline: {}",
+        gone.body
+    );
+}
 
 async fn status_flow_json_follower(backend: Backend) {
     status_flow(backend, Fmt::Protobuf, Fmt::Json).await

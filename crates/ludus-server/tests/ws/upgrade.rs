@@ -104,8 +104,20 @@ async fn single_socket_closes_the_older_socket(backend: Backend) {
     for format in BOTH {
         let mut old = WsClient::connect(&server, &token, format).await;
         let mut new = WsClient::connect(&server, &token, format).await;
-        let (code, _) = old.closed().await;
+        let (code, before) = old.closed().await;
         assert_eq!(code, Some(CloseCode::Normal));
+        // Nakama's notice comes first: code -7, subject single_socket.
+        let notice = before
+            .iter()
+            .find_map(|e| match &e.message {
+                Some(Message::Notifications(n)) => n.notifications.first().cloned(),
+                _ => None,
+            })
+            .expect("the replaced socket gets a single_socket notification");
+        assert_eq!(notice.code, -7);
+        assert_eq!(notice.subject, "single_socket");
+        assert_eq!(notice.content, "{}");
+        assert!(!notice.persistent);
         let reply = new.request(Message::Ping(Ping {})).await;
         assert!(matches!(reply.message, Some(Message::Pong(_))));
     }
