@@ -331,13 +331,8 @@ pub fn is_json_object(content: &str) -> bool {
         && serde_json::from_str::<serde_json::Value>(content).is_ok_and(|v| v.is_object())
 }
 
-/// Microseconds since the UNIX epoch.
-pub fn now_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
-}
+/// Microseconds since the UNIX epoch (the crate's one clock).
+pub use crate::unix_now_us as now_us;
 
 #[cfg(test)]
 mod tests {

@@ -19,10 +19,24 @@ pub mod validate;
 pub use error::{ApiError, Code};
 pub use store::{Store, StoreError};
 
-/// Seconds since the UNIX epoch, the one clock the domain uses.
+/// Seconds since the UNIX epoch: the one wall clock of every crate (with
+/// [`unix_now_us`] and [`unix_now_ns`] for finer stamps).
 pub fn unix_now() -> i64 {
+    since_epoch().as_secs() as i64
+}
+
+/// Microseconds since the UNIX epoch (stored times of messages).
+pub fn unix_now_us() -> i64 {
+    since_epoch().as_micros() as i64
+}
+
+/// Nanoseconds since the UNIX epoch (matchmaker ticket times, as Nakama).
+pub fn unix_now_ns() -> i64 {
+    since_epoch().as_nanos() as i64
+}
+
+fn since_epoch() -> std::time::Duration {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+        .unwrap_or_default()
 }

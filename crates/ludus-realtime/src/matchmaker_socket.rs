@@ -10,7 +10,7 @@
 //! seconds ([`crate::matchmaker::match_token`]).
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use ludus_proto::realtime::envelope::Message;
 use ludus_proto::realtime::matchmaker_matched::{Id, MatchmakerUser};
@@ -27,12 +27,7 @@ use crate::matchmaker::{MatchedEntry, MatchmakerPresence, TicketRequest, match_t
 use crate::modules::Modules;
 use crate::registry::SessionHandle;
 
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-}
+use ludus_core::unix_now_ns as now_ns;
 
 /// `<uuid>.<anything>`, as Nakama checks a hook's answer.
 fn is_match_id(id: &str) -> bool {

@@ -243,9 +243,7 @@ impl SessionRegistry {
 /// code -7, subject `single_socket`, not persistent.
 fn single_socket_notice() -> ludus_proto::realtime::Envelope {
     use ludus_proto::realtime::envelope::Message;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
+    let now = ludus_core::unix_now();
     ludus_proto::realtime::Envelope {
         cid: String::new(),
         message: Some(Message::Notifications(
