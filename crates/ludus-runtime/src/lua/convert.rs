@@ -2,7 +2,8 @@
 //! largest positive integer key is 0 is an object (so `{}` encodes as `{}`),
 //! otherwise an array of `1..=maxn` with holes as `null`; whole numbers
 //! become integers; JSON `null` becomes `nil`. Nesting is bounded, so a
-//! cyclic table is an error, not a stack overflow.
+//! cyclic table is an error, not a stack overflow. Functions, userdata and
+//! threads have no JSON form: converting one is an error.
 
 use mlua::{Lua, Table, Value as LuaValue};
 use serde_json::{Map, Number, Value};
@@ -62,7 +63,6 @@ fn from_lua_at(value: &LuaValue, depth: usize) -> mlua::Result<Value> {
         LuaValue::Number(n) => number(*n)?,
         LuaValue::String(s) => Value::String(s.to_string_lossy()),
         LuaValue::Table(t) => table(t, depth)?,
-        LuaValue::Function(_) => Value::String("function".into()),
         LuaValue::LightUserData(p) if p.0.is_null() => Value::Null,
         LuaValue::Error(e) => Value::String(super::vm::error_text(e)),
         other => {
