@@ -252,6 +252,7 @@ pub(super) fn block_on<T>(
     shared: &LuaShared,
     fut: impl Future<Output = Result<T, ApiError>>,
 ) -> mlua::Result<T> {
+    let fut = super::vm::within_deadline(fut);
     if super::matches::in_match_callback() {
         // A match callback runs on a worker of the match runtime, where
         // blocking on a future is only allowed after stepping off the worker.

@@ -93,6 +93,9 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
   -- Files, processes and the environment of the host are out of reach.
   G.io, G.debug, G.ffi, G.jit = nil, nil, nil, nil
   G.dofile, G.loadfile, G.module = nil, nil, nil
+  -- newproxy's userdata take a __gc finalizer, which would run in whatever
+  -- later call happens to collect them.
+  G.newproxy = nil
   local os = G.os
   for _, name in ipairs({"execute", "exit", "remove", "rename", "tmpname", "getenv", "setlocale"}) do
     os[name] = nil

@@ -78,7 +78,17 @@ impl CallState {
     fn reset(&self) {
         self.used.set(0);
         self.stopped.set(None);
-        self.deadline.set(Instant::now() + self.timeout.get());
+        let deadline = Instant::now() + self.timeout.get();
+        self.deadline.set(deadline);
+        CALL_DEADLINE.with(|d| d.set(Some(deadline)));
+    }
+
+    /// Why a call that failed must count as stopped: over a budget, or past
+    /// its deadline while the hook could not see it (waiting on the server).
+    fn stop_reason(&self) -> Option<Stop> {
+        self.stopped
+            .get()
+            .or_else(|| (Instant::now() >= self.deadline.get()).then_some(Stop::Deadline))
     }
 
     /// Counts `n` units of work against the call's budgets and checks its
@@ -130,6 +140,17 @@ impl CallState {
         };
         RuntimeError::new(code, self.message(stop))
     }
+}
+
+thread_local! {
+    /// The deadline of the Lua call running on this thread, for the server
+    /// calls it waits on (`nk_server::block_on`), which see no VM.
+    static CALL_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// When the Lua call running on this thread must end.
+pub(crate) fn call_deadline() -> Option<Instant> {
+    CALL_DEADLINE.with(Cell::get)
 }
 
 /// Charges `n` units of work to the call running in `lua` (see
@@ -421,7 +442,7 @@ impl Vm {
     /// Turns an error value caught by the trampoline into a `RuntimeError`:
     /// `error({"msg", code})` keeps its code, anything else is internal.
     fn describe(&self, err: &LuaValue) -> RuntimeError {
-        if let Some(stop) = self.state().stopped.get() {
+        if let Some(stop) = self.state().stop_reason() {
             return self.state().error(stop);
         }
         match err {
@@ -448,7 +469,7 @@ impl Vm {
     }
 
     fn classify(&self, e: mlua::Error) -> RuntimeError {
-        if let Some(stop) = self.state().stopped.get() {
+        if let Some(stop) = self.state().stop_reason() {
             return self.state().error(stop);
         }
         match e {
@@ -517,3 +538,20 @@ return function(fn, ...)
   return xpcall(fn, keep, ...)
 end
 "#;
+
+/// Ends a server call the running Lua call waits on at that call's deadline,
+/// so a module cannot outwait its budget in `nk.http_request` or SQL.
+pub(crate) async fn within_deadline<T>(
+    fut: impl std::future::Future<Output = Result<T, ludus_core::ApiError>>,
+) -> Result<T, ludus_core::ApiError> {
+    let Some(deadline) = call_deadline() else {
+        return fut.await;
+    };
+    match tokio::time::timeout_at(deadline.into(), fut).await {
+        Ok(result) => result,
+        Err(_) => Err(ludus_core::ApiError::new(
+            Code::DeadlineExceeded,
+            "the server call did not finish within the lua call's time budget",
+        )),
+    }
+}
