@@ -146,3 +146,39 @@ async fn module_sql_cannot_attach_files_or_change_the_connection() {
     );
     store.close().await;
 }
+
+/// A module statement that never ends (an endless recursive CTE) held the
+/// writer, and with it every write of the server, for ever; it is now
+/// interrupted at `module_sql_timeout_ms` with a clear error, on the writer
+/// and on a reader, and the next statement runs.
+#[tokio::test]
+async fn runaway_module_sql_is_interrupted() {
+    use ludus_core::store::StoreError;
+
+    let root = tempfile::tempdir().unwrap();
+    let options = StoreOptions {
+        module_sql_timeout_ms: 300,
+        ..StoreOptions::default()
+    };
+    let store = ludus_store::open("", &root.path().join("data"), options)
+        .await
+        .unwrap();
+    let endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) \
+                   SELECT count(*) FROM r";
+    let started = std::time::Instant::now();
+    for result in [
+        store.sql_exec(endless, vec![]).await.map(|_| ()),
+        store.sql_query(endless, vec![], 10).await.map(|_| ()),
+    ] {
+        match result.unwrap_err() {
+            StoreError::Sql(m) => assert!(m.contains("longer than 300 ms"), "{m}"),
+            other => panic!("expected a module sql error, got {other:?}"),
+        }
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    store
+        .sql_exec("CREATE TABLE after (x INTEGER)", vec![])
+        .await
+        .unwrap();
+    store.close().await;
+}

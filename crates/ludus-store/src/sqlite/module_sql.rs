@@ -9,9 +9,13 @@
 //! reaches past the server's database: `ATTACH` (which created a database
 //! file at any path, as the server's user, and stayed on the shared writer),
 //! `DETACH`, pragmas other than a few read-only ones (several write files or
-//! change the connection for every later call) and extension loading.
+//! change the connection for every later call) and extension loading; and
+//! under a progress handler that interrupts it past its time limit, since a
+//! runaway statement (an endless recursive CTE) would otherwise hold the
+//! writer, and every write of the server, for ever.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use ludus_core::store::{SqlRow, SqlValue, StoreError, StoreResult};
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
@@ -108,20 +112,32 @@ fn refusal(action: &AuthAction<'_>) -> Option<String> {
     }
 }
 
-/// Removes the authorizer when module SQL is done with the connection,
-/// whatever happened, so the store's own statements never meet it.
+/// SQLite VM steps between two looks at the clock.
+const PROGRESS_STEPS: i32 = 10_000;
+
+/// Removes the authorizer and the progress handler when module SQL is done
+/// with the connection, whatever happened, so the store's own statements
+/// never meet them.
 struct Authorized<'c>(&'c Connection);
 
 impl Drop for Authorized<'_> {
     fn drop(&mut self) {
         self.0
             .authorizer(None::<fn(AuthContext<'_>) -> Authorization>);
+        self.0.progress_handler(0, None::<fn() -> bool>);
     }
 }
 
-/// Runs `f` with module SQL's authorizer on `conn`; a statement it refused
-/// fails with the reason instead of SQLite's bare "not authorized".
-fn authorized<T>(conn: &Connection, f: impl FnOnce() -> StoreResult<T>) -> StoreResult<T> {
+/// Runs `f` with module SQL's authorizer on `conn` and interrupts it after
+/// `limit`; a statement refused or interrupted fails with the reason instead
+/// of SQLite's bare "not authorized" or "interrupted".
+fn authorized<T>(
+    conn: &Connection,
+    limit: Duration,
+    f: impl FnOnce() -> StoreResult<T>,
+) -> StoreResult<T> {
+    let deadline = Instant::now() + limit;
+    conn.progress_handler(PROGRESS_STEPS, Some(move || Instant::now() >= deadline));
     let refused: Arc<Mutex<Option<String>>> = Arc::default();
     let sink = refused.clone();
     conn.authorizer(Some(move |ctx: AuthContext<'_>| {
@@ -141,6 +157,11 @@ fn authorized<T>(conn: &Connection, f: impl FnOnce() -> StoreResult<T>) -> Store
     let why = refused.lock().ok().and_then(|mut slot| slot.take());
     match (result, why) {
         (Err(_), Some(why)) => Err(StoreError::Sql(why)),
+        (Err(_), None) if Instant::now() >= deadline => Err(StoreError::Sql(format!(
+            "the statement ran longer than {} ms and was interrupted: make it do less work \
+             (modules' statements share the database with every player)",
+            limit.as_millis()
+        ))),
         (result, _) => result,
     }
 }
@@ -160,8 +181,13 @@ fn prepare<'c>(conn: &'c Connection, sql: &str, params: &[SqlValue]) -> StoreRes
 }
 
 /// Runs a statement; returns the rows it changed (0 for one that changes none).
-pub(super) fn exec(conn: &Connection, sql: &str, params: &[SqlValue]) -> StoreResult<u64> {
-    authorized(conn, || exec_unguarded(conn, sql, params))
+pub(super) fn exec(
+    conn: &Connection,
+    sql: &str,
+    params: &[SqlValue],
+    limit: Duration,
+) -> StoreResult<u64> {
+    authorized(conn, limit, || exec_unguarded(conn, sql, params))
 }
 
 fn exec_unguarded(conn: &Connection, sql: &str, params: &[SqlValue]) -> StoreResult<u64> {
@@ -189,8 +215,9 @@ pub(super) fn query_read_only(
     sql: &str,
     params: &[SqlValue],
     max_rows: usize,
+    limit: Duration,
 ) -> StoreResult<Option<Vec<SqlRow>>> {
-    authorized(conn, || {
+    authorized(conn, limit, || {
         let mut stmt = prepare(conn, sql, params)?;
         if !stmt.readonly() {
             return Ok(None);
@@ -205,8 +232,9 @@ pub(super) fn query(
     sql: &str,
     params: &[SqlValue],
     max_rows: usize,
+    limit: Duration,
 ) -> StoreResult<Vec<SqlRow>> {
-    authorized(conn, || {
+    authorized(conn, limit, || {
         let mut stmt = prepare(conn, sql, params)?;
         collect(&mut stmt, max_rows)
     })
