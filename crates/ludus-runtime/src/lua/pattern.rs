@@ -826,6 +826,64 @@ mod tests {
         }
     }
 
+    /// The same calls through LuaJIT's matcher and this one; answers what
+    /// each returned (or `error`).
+    fn both(subject: &str, pattern: &str, init: i64) -> (String, String) {
+        const PROBE: &str = r##"
+            local s, p, init = ...
+            local function show(ok, ...)
+              if not ok then return "error" end
+              local out = {}
+              for i = 1, select("#", ...) do out[i] = tostring((select(i, ...))) end
+              return table.concat(out, ",")
+            end
+            local parts = {
+              show(pcall(string.find, s, p, init)),
+              show(pcall(string.match, s, p, init)),
+              show(pcall(function() return string.gsub(s, p, "<%0>") end)),
+              show(pcall(function()
+                local n = {}
+                for a, b in string.gmatch(s, p) do
+                  n[#n + 1] = tostring(a) .. "/" .. tostring(b)
+                  if #n > 50 then break end
+                end
+                return table.concat(n, ";")
+              end)),
+            }
+            return table.concat(parts, " | ")
+        "##;
+        let run = |ours: bool| {
+            let lua = Lua::new();
+            if ours {
+                install(&lua).unwrap();
+            }
+            lua.load(PROBE)
+                .call::<String>((subject, pattern, init))
+                .unwrap()
+        };
+        (run(false), run(true))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Differential test against LuaJIT's own matcher on small subjects
+        /// and patterns built from every kind of pattern item.
+        #[test]
+        fn agrees_with_luajit(
+            subject in "[ab1()x. %-]{0,12}",
+            pattern in proptest::collection::vec(proptest::sample::select(vec![
+                "a", "b", "x", ".", "%a", "%d", "%s", "%A", "%.", "%%", "[ab]", "[^a]", "[a-c]",
+                "[%a.]", "*", "+", "-", "?", "(", ")", "()", "%b()", "%fx", "%f[a]", "%f[^a]",
+                "^", "$", "%1", "%2", "[", "]", "%",
+            ]), 0..7),
+            init in -4i64..15,
+        ) {
+            let pattern = pattern.concat();
+            let (luajit, ours) = both(&subject, &pattern, init);
+            proptest::prop_assert_eq!(luajit, ours, "subject {:?} pattern {:?} init {}", subject, pattern, init);
+        }
+    }
+
     /// Backtracking work is charged, so a call's budget can stop it.
     #[test]
     fn backtracking_is_charged() {
