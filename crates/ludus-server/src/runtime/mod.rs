@@ -333,5 +333,35 @@ mod tests {
         let err =
             Config::load(None, [], &flags(&[("runtime.lua_instruction_budget", "5")])).unwrap_err();
         assert!(err.to_string().contains("lua_instruction_budget"), "{err}");
+        for (key, value) in [
+            ("runtime.lua_call_timeout_ms", "5"),
+            ("runtime.lua_call_timeout_ms", "600000"),
+            ("runtime.lua_match_timeout_percent", "0"),
+        ] {
+            let err = Config::load(None, [], &flags(&[(key, value)])).unwrap_err();
+            assert!(err.to_string().contains(key), "{key}={value}: {err}");
+        }
+    }
+
+    /// The sandbox's keys reach the runtime's settings (read_only_globals is
+    /// on unless turned off, as in Nakama).
+    #[test]
+    fn sandbox_keys_from_flags() {
+        let c = Config::load(None, [], &[]).unwrap();
+        assert!(c.runtime.read_only_globals);
+        let c = Config::load(
+            None,
+            [],
+            &flags(&[
+                ("runtime.read_only_globals", "false"),
+                ("runtime.lua_call_timeout_ms", "1500"),
+                ("runtime.lua_match_timeout_percent", "80"),
+            ]),
+        )
+        .unwrap();
+        assert!(!c.runtime.read_only_globals);
+        assert_eq!(c.runtime.lua_call_timeout_ms, 1500);
+        assert_eq!(c.runtime.lua_match_timeout_percent, 80);
+        assert_eq!(c.store_options().module_sql_timeout_ms, 1500);
     }
 }
