@@ -1,8 +1,9 @@
-//! Issue 11, hole 1, against the real binary: a module that starts LuaJIT's
+//! Issue 11 against the real binary. Hole 1: a module that starts LuaJIT's
 //! profiler with an erroring callback made LuaJIT call `exit(EXIT_FAILURE)`,
-//! so the server died with status 1 and no log line. The module below is
-//! what the hostile author wrote; the server must answer the call with an
-//! error and keep serving.
+//! so the server died with status 1 and no log line; the server must answer
+//! the call with an error and keep serving. Hole 3: SIGTERM waited for a
+//! backtracking pattern running in C (a 70 s call still needed SIGKILL);
+//! shutdown must end soon after its grace period.
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -17,6 +18,9 @@ nk.register_rpc(function()
   while true do end
 end, "profile_exit")
 nk.register_rpc(function() return "fine" end, "ok")
+nk.register_rpc(function()
+  return tostring(string.find(string.rep("x", 4000), "(.-)x(.-)x(.-)y"))
+end, "backtrack")
 "#;
 
 /// Kills the server when the test ends, however it ends.
@@ -63,20 +67,21 @@ fn rpc(port: u16, id: &str) -> (u16, String) {
     (status, body)
 }
 
-#[test]
-fn a_module_cannot_exit_the_process_through_jit_profile() {
-    let dir = tempfile::tempdir().unwrap();
-    let modules = dir.path().join("modules");
+/// Starts `ludus` with the hostile module and `flags`; answers once it
+/// accepts connections.
+fn start(dir: &std::path::Path, flags: &[&str]) -> (Server, u16) {
+    let modules = dir.join("modules");
     std::fs::create_dir_all(&modules).unwrap();
     std::fs::write(modules.join("hostile.lua"), MODULE).unwrap();
     let port = free_port();
     let mut server = Server(
         Command::new(env!("CARGO_BIN_EXE_ludus"))
             .arg("--data_dir")
-            .arg(dir.path().join("data"))
+            .arg(dir.join("data"))
             .arg("--runtime.path")
             .arg(&modules)
             .args(["--socket.port", &port.to_string(), "--logger.level", "warn"])
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -94,6 +99,13 @@ fn a_module_cannot_exit_the_process_through_jit_profile() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    (server, port)
+}
+
+#[test]
+fn a_module_cannot_exit_the_process_through_jit_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, port) = start(dir.path(), &[]);
 
     let (status, body) = rpc(port, "profile_exit");
     assert_eq!(status, 500, "{body}");
@@ -108,4 +120,47 @@ fn a_module_cannot_exit_the_process_through_jit_profile() {
     let (status, body) = rpc(port, "ok");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("fine"), "{body}");
+}
+
+/// With a call timeout longer than the shutdown grace (10 s), SIGTERM during
+/// a backtracking pattern still ends the process soon after the grace: the
+/// runtime stops the call when it closes.
+#[cfg(unix)]
+#[test]
+fn sigterm_does_not_wait_for_a_runaway_pattern() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, port) = start(
+        dir.path(),
+        &[
+            "--runtime.lua_call_timeout_ms",
+            "60000",
+            "--runtime.lua_instruction_budget",
+            "1000000000000",
+        ],
+    );
+    let call = std::thread::spawn(move || {
+        // The answer does not matter (the server closes the connection).
+        let _ = std::panic::catch_unwind(|| rpc(port, "backtrack"));
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let status = Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let started = Instant::now();
+    let exit = loop {
+        if let Some(exit) = server.0.try_wait().unwrap() {
+            break exit;
+        }
+        // Grace (10 s) plus slack; the runaway call alone would take minutes.
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the server still runs {:?} after SIGTERM",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(exit.success(), "{exit:?}");
+    call.join().unwrap();
 }
