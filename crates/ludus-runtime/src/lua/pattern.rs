@@ -17,6 +17,8 @@ const MAX_CAPTURES: usize = 32;
 const MAX_DEPTH: usize = 200;
 /// Steps between two charges to the budget.
 const CHARGE_EVERY: u32 = 4096;
+/// Bytes a `gsub` result grows by between two looks at the memory limit.
+const MEMORY_CHECK_EVERY: usize = 64 << 10;
 
 #[derive(Clone, Copy)]
 enum CapLen {
@@ -579,6 +581,7 @@ fn gsub(lua: &Lua, args: MultiValue) -> mlua::Result<(LuaString, i64)> {
     let mut out: Vec<u8> = Vec::with_capacity(src.len());
     let mut s1 = 0usize;
     let mut n = 0i64;
+    let mut next_memory_check = MEMORY_CHECK_EVERY;
     while n < max {
         m.level = 0;
         m.depth = 0;
@@ -586,6 +589,10 @@ fn gsub(lua: &Lua, args: MultiValue) -> mlua::Result<(LuaString, i64)> {
         if let Some(e) = e {
             n += 1;
             add_value(lua, &m, &repl, s1, e, &mut out)?;
+            if out.len() >= next_memory_check {
+                super::vm::check_memory(lua, out.len())?;
+                next_memory_check = out.len() + MEMORY_CHECK_EVERY;
+            }
         }
         match e {
             Some(e) if e > s1 => s1 = e,

@@ -55,6 +55,8 @@ pub(crate) struct CallState {
     pub used: Cell<u64>,
     /// Instructions one call may use.
     pub limit: u64,
+    /// Bytes the VM may allocate (0: no limit), for buffers built in Rust.
+    pub memory_limit: usize,
     /// When the current call must stop.
     pub deadline: Cell<Instant>,
     /// How long each call may run; matches shorten it after `match_init`.
@@ -151,6 +153,19 @@ thread_local! {
 /// When the Lua call running on this thread must end.
 pub(crate) fn call_deadline() -> Option<Instant> {
     CALL_DEADLINE.with(Cell::get)
+}
+
+/// Fails as the VM's allocator would when `extra` bytes built in Rust (a
+/// `gsub` result before it becomes a Lua string) would take the VM past its
+/// memory limit: Rust buffers are not counted by Lua's allocator.
+pub(crate) fn check_memory(lua: &Lua, extra: usize) -> mlua::Result<()> {
+    let limit = lua
+        .app_data_ref::<CallState>()
+        .map_or(0, |s| s.memory_limit);
+    if limit > 0 && lua.used_memory().saturating_add(extra) > limit {
+        return Err(mlua::Error::MemoryError("not enough memory".into()));
+    }
+    Ok(())
 }
 
 /// Charges `n` units of work to the call running in `lua` (see
@@ -287,6 +302,7 @@ impl Vm {
         lua.set_app_data(CallState {
             used: Cell::new(0),
             limit: shared.settings.instruction_budget,
+            memory_limit: shared.settings.memory_limit_bytes,
             deadline: Cell::new(Instant::now()),
             timeout: Cell::new(shared.settings.call_timeout),
             timeout_key: Cell::new("runtime.lua_call_timeout_ms"),

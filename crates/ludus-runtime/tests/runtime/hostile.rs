@@ -266,6 +266,19 @@ async fn read_only_globals_can_be_turned_off() {
     assert_eq!(state["leaked"], "yes", "{state}");
 }
 
+/// `gsub` builds its result in Rust, outside the VM's allocator: it is held
+/// to the VM's memory limit all the same.
+#[tokio::test]
+async fn gsub_results_are_held_to_the_memory_limit() {
+    let mut s = hostile();
+    s.instruction_budget = 1 << 50;
+    let rt = start(s).await.unwrap();
+    let err = rpc(&rt, "gsub_bomb").await.unwrap_err();
+    assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
+    assert!(err.message.contains("memory"), "{}", err.message);
+    still_serving(&rt).await;
+}
+
 /// Time spent waiting on the server counts too: a module asking
 /// `nk.http_request` for a ten-minute timeout is answered at its deadline.
 #[tokio::test]
