@@ -44,6 +44,12 @@ pub struct RuntimeSettings {
     pub instruction_budget: u64,
     /// Bytes one VM may allocate, modules included; 0 for no limit.
     pub memory_limit_bytes: usize,
+    /// Wall-clock time one Lua call (RPC, hook, module loading) may run.
+    pub call_timeout: Duration,
+    /// Percent of its tick interval one Lua match callback may run.
+    pub match_timeout_percent: u32,
+    /// Globals and the standard library are read-only once modules loaded.
+    pub read_only_globals: bool,
     /// Largest RPC payload accepted, in bytes.
     pub max_payload_bytes: usize,
     /// What `nk.get_config()` answers.
@@ -61,6 +67,9 @@ impl Default for RuntimeSettings {
             pool_timeout: Duration::from_secs(2),
             instruction_budget: 100_000_000,
             memory_limit_bytes: 64 << 20,
+            call_timeout: Duration::from_secs(5),
+            match_timeout_percent: 50,
+            read_only_globals: true,
             max_payload_bytes: 262_144,
             config: Value::Object(Default::default()),
         }

@@ -308,6 +308,7 @@ impl Config {
             max_open_conns: self.database.max_open_conns,
             conn_max_lifetime_ms: self.database.conn_max_lifetime_ms,
             acquire_timeout_ms: self.database.acquire_timeout_ms,
+            module_sql_timeout_ms: self.runtime.lua_call_timeout_ms,
         }
     }
 

@@ -50,6 +50,11 @@ pub struct StoreOptions {
     /// How long a request waits for a free PostgreSQL connection before it
     /// fails as unavailable, so an exhausted pool never hangs a client.
     pub acquire_timeout_ms: u64,
+    /// Longest one module statement (`nk.sql_*`) may run on SQLite before
+    /// it is interrupted: it holds the writer or a reader while it runs, and
+    /// the Lua call waiting for it has given up by then
+    /// (`runtime.lua_call_timeout_ms`).
+    pub module_sql_timeout_ms: u64,
 }
 
 impl Default for StoreOptions {
@@ -58,6 +63,7 @@ impl Default for StoreOptions {
             max_open_conns: 16,
             conn_max_lifetime_ms: 3_600_000,
             acquire_timeout_ms: 5_000,
+            module_sql_timeout_ms: 5_000,
         }
     }
 }

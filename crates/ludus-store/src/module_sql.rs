@@ -38,6 +38,55 @@ pub(crate) fn check(sql: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// PostgreSQL functions that read or write the database server's files
+/// (core and `adminpack`). Refused by name in module SQL; the role Ludus
+/// connects with should not hold `pg_read_server_files`,
+/// `pg_write_server_files` or `pg_execute_server_program` in the first
+/// place (README), since SQL built at run time (`EXECUTE` in a `DO` block)
+/// could name them without spelling them.
+const PG_FILE_FUNCTIONS: &[&str] = &[
+    "pg_read_file",
+    "pg_read_binary_file",
+    "pg_stat_file",
+    "pg_ls_dir",
+    "pg_ls_logdir",
+    "pg_ls_waldir",
+    "pg_ls_tmpdir",
+    "pg_ls_archive_statusdir",
+    "pg_file_write",
+    "pg_file_rename",
+    "pg_file_unlink",
+    "pg_file_sync",
+    "pg_logdir_ls",
+    "lo_import",
+    "lo_export",
+];
+
+/// On PostgreSQL, also refuses `COPY` (which reads and writes server files
+/// or runs programs) and the file functions above.
+pub(crate) fn check_postgres(sql: &str) -> Result<(), StoreError> {
+    if first_keyword(sql).eq_ignore_ascii_case("COPY") {
+        return Err(StoreError::Sql(
+            "COPY is not allowed in module SQL: it reads and writes the database server's files; \
+             use INSERT and SELECT"
+                .into(),
+        ));
+    }
+    let lower = sql.to_ascii_lowercase();
+    let named = PG_FILE_FUNCTIONS.iter().find(|f| {
+        lower.match_indices(*f).any(|(i, _)| {
+            let before = lower[..i].bytes().next_back();
+            !before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })
+    });
+    if let Some(f) = named {
+        return Err(StoreError::Sql(format!(
+            "{f}() is not allowed in module SQL: it touches the database server's files"
+        )));
+    }
+    Ok(())
+}
+
 /// The error for a query that matched more rows than the caller allows.
 pub(crate) fn too_many_rows(max_rows: usize) -> StoreError {
     StoreError::Sql(format!(
@@ -146,6 +195,31 @@ mod tests {
             dollar_to_question("SELECT 'unterminated $1"),
             "SELECT 'unterminated $1"
         );
+    }
+
+    #[test]
+    fn postgres_file_access_is_refused() {
+        for sql in [
+            "COPY t TO '/tmp/x'",
+            " copy t FROM PROGRAM 'id'",
+            "SELECT pg_read_file('/etc/passwd')",
+            "select PG_LS_DIR('.')",
+            "SELECT lo_import('/etc/passwd')",
+            "SELECT pg_catalog.lo_export(1, '/tmp/x')",
+        ] {
+            let err = check_postgres(sql).unwrap_err();
+            assert!(
+                matches!(&err, StoreError::Sql(m) if m.contains("not allowed")),
+                "{sql}: {err:?}"
+            );
+        }
+        for sql in [
+            "SELECT my_pg_read_file_count FROM t",
+            "SELECT 1",
+            "INSERT INTO copy_log VALUES (1)",
+        ] {
+            assert_eq!(check_postgres(sql), Ok(()), "{sql}");
+        }
     }
 
     #[test]

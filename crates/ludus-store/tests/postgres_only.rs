@@ -137,3 +137,32 @@ async fn lost_connections_are_unavailable_then_replaced() {
         .unwrap();
     store.close().await;
 }
+
+/// Issue 11, hole 4 on PostgreSQL: module SQL refuses `COPY` and the
+/// functions that read or write the database server's files, with a clear
+/// error, and the next statement runs.
+#[tokio::test]
+async fn module_sql_cannot_touch_server_files() {
+    use crate::suite::Backend as _;
+
+    let (_backend, store) = crate::suite::PostgresBackend::store().await;
+    for sql in [
+        "COPY (SELECT 1) TO '/tmp/ludus-copy'",
+        "SELECT pg_read_file('/etc/hostname')",
+        "SELECT lo_import('/etc/hostname')",
+    ] {
+        match store.sql_query(sql, vec![], 100).await.unwrap_err() {
+            StoreError::Sql(m) => assert!(m.contains("not allowed in module SQL"), "{sql}: {m}"),
+            other => panic!("{sql}: expected a module sql error, got {other:?}"),
+        }
+        assert!(store.sql_exec(sql, vec![]).await.is_err(), "{sql}");
+    }
+    assert_eq!(
+        store
+            .sql_query("SELECT 1 AS one", vec![], 100)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}

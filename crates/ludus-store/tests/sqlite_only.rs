@@ -60,3 +60,125 @@ async fn an_unwritable_data_dir_says_so() {
         "{err:?}"
     );
 }
+
+/// Issue 11, hole 4: `nk.sql_exec("ATTACH DATABASE '<any path>' AS x")`
+/// then `CREATE TABLE x.t` created a SQLite file anywhere the server could
+/// write, and the attachment stayed on the shared writer. Module SQL now
+/// runs under an authorizer: ATTACH, DETACH, pragmas that are not read-only
+/// and extension loading are refused, by `sql_exec` and `sql_query` alike,
+/// and the next statement runs.
+#[tokio::test]
+async fn module_sql_cannot_attach_files_or_change_the_connection() {
+    use ludus_core::store::{SqlValue, StoreError};
+
+    let root = tempfile::tempdir().unwrap();
+    let store = ludus_store::open("", &root.path().join("data"), StoreOptions::default())
+        .await
+        .unwrap();
+    let planted = root.path().join("planted.db");
+    let attach = format!("ATTACH DATABASE '{}' AS planted", planted.display());
+    let refused = |e: StoreError, says: &str| match e {
+        StoreError::Sql(m) => assert!(m.contains(says), "{m}"),
+        other => panic!("expected a module sql error, got {other:?}"),
+    };
+    refused(
+        store.sql_exec(&attach, vec![]).await.unwrap_err(),
+        "ATTACH is not allowed",
+    );
+    refused(
+        store.sql_query(&attach, vec![], 100).await.unwrap_err(),
+        "ATTACH is not allowed",
+    );
+    let bound = "ATTACH DATABASE $1 AS planted";
+    let path = vec![SqlValue::Text(planted.display().to_string())];
+    refused(
+        store.sql_exec(bound, path).await.unwrap_err(),
+        "ATTACH is not allowed",
+    );
+    assert!(
+        store
+            .sql_exec("CREATE TABLE planted.t (x INTEGER)", vec![])
+            .await
+            .is_err()
+    );
+    assert!(!planted.exists(), "no file was created");
+    refused(
+        store
+            .sql_exec("DETACH DATABASE temp", vec![])
+            .await
+            .unwrap_err(),
+        "DETACH is not allowed",
+    );
+    for pragma in [
+        "PRAGMA writable_schema = ON",
+        "PRAGMA journal_mode = DELETE",
+        "PRAGMA temp_store_directory = '/tmp'",
+        "PRAGMA query_only = ON",
+    ] {
+        refused(
+            store.sql_exec(pragma, vec![]).await.unwrap_err(),
+            "is not allowed in module SQL",
+        );
+    }
+    refused(
+        store
+            .sql_query("SELECT load_extension('/tmp/evil.so')", vec![], 100)
+            .await
+            .unwrap_err(),
+        "load_extension() is not allowed",
+    );
+    // Module SQL still works, read-only pragmas included.
+    store
+        .sql_exec("CREATE TABLE mine (x INTEGER)", vec![])
+        .await
+        .unwrap();
+    let rows = store
+        .sql_query("PRAGMA table_info(mine)", vec![], 100)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        store
+            .sql_exec("INSERT INTO mine VALUES (1)", vec![])
+            .await
+            .unwrap(),
+        1
+    );
+    store.close().await;
+}
+
+/// A module statement that never ends (an endless recursive CTE) held the
+/// writer, and with it every write of the server, for ever; it is now
+/// interrupted at `module_sql_timeout_ms` with a clear error, on the writer
+/// and on a reader, and the next statement runs.
+#[tokio::test]
+async fn runaway_module_sql_is_interrupted() {
+    use ludus_core::store::StoreError;
+
+    let root = tempfile::tempdir().unwrap();
+    let options = StoreOptions {
+        module_sql_timeout_ms: 300,
+        ..StoreOptions::default()
+    };
+    let store = ludus_store::open("", &root.path().join("data"), options)
+        .await
+        .unwrap();
+    let endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) \
+                   SELECT count(*) FROM r";
+    let started = std::time::Instant::now();
+    for result in [
+        store.sql_exec(endless, vec![]).await.map(|_| ()),
+        store.sql_query(endless, vec![], 10).await.map(|_| ()),
+    ] {
+        match result.unwrap_err() {
+            StoreError::Sql(m) => assert!(m.contains("longer than 300 ms"), "{m}"),
+            other => panic!("expected a module sql error, got {other:?}"),
+        }
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    store
+        .sql_exec("CREATE TABLE after (x INTEGER)", vec![])
+        .await
+        .unwrap();
+    store.close().await;
+}

@@ -2,13 +2,39 @@
 //! largest positive integer key is 0 is an object (so `{}` encodes as `{}`),
 //! otherwise an array of `1..=maxn` with holes as `null`; whole numbers
 //! become integers; JSON `null` becomes `nil`. Nesting is bounded, so a
-//! cyclic table is an error, not a stack overflow.
+//! cyclic table is an error, not a stack overflow. Functions, userdata and
+//! threads have no JSON form: converting one is an error. The JSON built is
+//! bounded too ([`MAX_JSON_BYTES`]): a table that refers to one big string
+//! or table many times is small in Lua but would be huge, or take for ever,
+//! as JSON.
 
 use mlua::{Lua, Table, Value as LuaValue};
 use serde_json::{Map, Number, Value};
 
 /// Deepest nesting converted either way.
 pub const MAX_DEPTH: usize = 64;
+
+/// Most bytes one conversion to JSON may build (about: each value counts
+/// 32 bytes plus its text), outside the VM's own memory limit.
+pub const MAX_JSON_BYTES: usize = 64 << 20;
+
+/// What is left of [`MAX_JSON_BYTES`] for one conversion.
+struct Budget(usize);
+
+impl Budget {
+    fn spend(&mut self, bytes: usize) -> mlua::Result<()> {
+        match self.0.checked_sub(bytes.saturating_add(32)) {
+            Some(left) => {
+                self.0 = left;
+                Ok(())
+            }
+            None => Err(mlua::Error::runtime(format!(
+                "value too large to convert: more than {} MiB as JSON (does it repeat a big string or table?)",
+                MAX_JSON_BYTES >> 20
+            ))),
+        }
+    }
+}
 
 pub fn to_lua(lua: &Lua, value: &Value) -> mlua::Result<LuaValue> {
     to_lua_at(lua, value, 0)
@@ -46,23 +72,27 @@ fn to_lua_at(lua: &Lua, value: &Value, depth: usize) -> mlua::Result<LuaValue> {
 }
 
 pub fn from_lua(value: &LuaValue) -> mlua::Result<Value> {
-    from_lua_at(value, 0)
+    from_lua_at(value, 0, &mut Budget(MAX_JSON_BYTES))
 }
 
-fn from_lua_at(value: &LuaValue, depth: usize) -> mlua::Result<Value> {
+fn from_lua_at(value: &LuaValue, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
     if depth > MAX_DEPTH {
         return Err(mlua::Error::runtime(format!(
             "table nested deeper than {MAX_DEPTH} levels (is it cyclic?)"
         )));
     }
+    let text = match value {
+        LuaValue::String(s) => s.as_bytes().len(),
+        _ => 0,
+    };
+    budget.spend(text)?;
     Ok(match value {
         LuaValue::Nil => Value::Null,
         LuaValue::Boolean(b) => Value::Bool(*b),
         LuaValue::Integer(i) => Value::from(*i),
         LuaValue::Number(n) => number(*n)?,
         LuaValue::String(s) => Value::String(s.to_string_lossy()),
-        LuaValue::Table(t) => table(t, depth)?,
-        LuaValue::Function(_) => Value::String("function".into()),
+        LuaValue::Table(t) => table(t, depth, budget)?,
         LuaValue::LightUserData(p) if p.0.is_null() => Value::Null,
         LuaValue::Error(e) => Value::String(super::vm::error_text(e)),
         other => {
@@ -83,7 +113,7 @@ fn number(n: f64) -> mlua::Result<Value> {
         .ok_or_else(|| mlua::Error::runtime("cannot convert NaN or infinity to JSON"))
 }
 
-fn table(t: &Table, depth: usize) -> mlua::Result<Value> {
+fn table(t: &Table, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
     let mut maxn: usize = 0;
     for pair in t.pairs::<LuaValue, LuaValue>() {
         let (k, _) = pair?;
@@ -110,7 +140,8 @@ fn table(t: &Table, depth: usize) -> mlua::Result<Value> {
                     )));
                 }
             };
-            map.insert(key, from_lua_at(&v, depth + 1)?);
+            budget.spend(key.len())?;
+            map.insert(key, from_lua_at(&v, depth + 1, budget)?);
         }
         return Ok(Value::Object(map));
     }
@@ -120,7 +151,7 @@ fn table(t: &Table, depth: usize) -> mlua::Result<Value> {
     let mut items = Vec::with_capacity(maxn.min(4096));
     for i in 1..=maxn {
         let v: LuaValue = t.raw_get(i)?;
-        items.push(from_lua_at(&v, depth + 1)?);
+        items.push(from_lua_at(&v, depth + 1, budget)?);
     }
     Ok(Value::Array(items))
 }
@@ -194,5 +225,22 @@ mod tests {
         let cyclic = lua.create_table().unwrap();
         cyclic.raw_set("me", &cyclic).unwrap();
         assert!(from_lua(&LuaValue::Table(cyclic)).is_err());
+    }
+
+    /// Small in Lua, enormous as JSON: a string repeated, a sparse array
+    /// repeated, and a table that holds itself twice per level (2^60 nodes,
+    /// which would take for ever).
+    #[test]
+    fn amplified_values_are_refused() {
+        let lua = Lua::new();
+        for code in [
+            "local s = string.rep('x', 1e6) local t = {} for i = 1, 100 do t[i] = s end return t",
+            "local big = {} big[9999999] = 1 local t = {} for i = 1, 100 do t[i] = big end return t",
+            "local t = {} for i = 1, 60 do t = {t, t} end return t",
+        ] {
+            let v: LuaValue = lua.load(code).eval().unwrap();
+            let err = from_lua(&v).unwrap_err().to_string();
+            assert!(err.contains("too large to convert"), "{code}: {err}");
+        }
     }
 }

@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
 use ludus_realtime::matches::{
     Dispatcher, Effect, HandlerError, JoinDecision, MatchHandler, MatchInfo, MatchInit,
@@ -158,6 +159,18 @@ impl LuaMatch {
     }
 }
 
+/// The shortest wall-clock budget of a match callback: below it a busy
+/// machine's scheduling alone could end a healthy match.
+const MIN_CALLBACK_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// How long each callback after `match_init` may run: `percent` of the tick
+/// interval, at least [`MIN_CALLBACK_TIMEOUT`]. (`match_init` itself runs
+/// under `runtime.lua_call_timeout_ms`: the tick rate is not known yet.)
+fn callback_timeout(tick_rate: u32, percent: u32) -> Duration {
+    let interval = Duration::from_secs(1) / tick_rate.max(1);
+    (interval * percent / 100).max(MIN_CALLBACK_TIMEOUT)
+}
+
 thread_local! {
     static IN_MATCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -223,6 +236,10 @@ impl MatchHandler for LuaMatch {
         }
         check_label(&label)?;
         let tick_rate = u32::try_from(tick_rate).unwrap_or(0);
+        self.vm.set_timeout(
+            callback_timeout(tick_rate, self.shared.settings.match_timeout_percent),
+            "runtime.lua_match_timeout_percent",
+        );
         let _ = self.ctx.raw_set("match_label", label.as_str());
         let _ = self.ctx.raw_set("match_tick_rate", tick_rate);
         Ok(MatchInit { tick_rate, label })

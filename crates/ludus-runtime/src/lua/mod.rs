@@ -17,11 +17,14 @@ mod nk_party;
 mod nk_realtime;
 mod nk_server;
 mod nk_sql;
+mod pattern;
 mod pool;
+mod sandbox;
 mod shared;
 mod vm;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
@@ -39,6 +42,8 @@ pub struct LuaRuntime {
     pool: VmPool,
     registered: Registered,
     sources: Arc<Vec<modules::ModuleSource>>,
+    /// Raised at shutdown: every call still running in the pool stops.
+    interrupt: Arc<AtomicBool>,
 }
 
 impl LuaRuntime {
@@ -51,11 +56,12 @@ impl LuaRuntime {
             return Ok(None);
         }
         let size = shared.settings.pool_size.max(1);
-        let (first, registered) = Vm::new(shared.clone(), &modules, true)?;
+        let interrupt = Arc::new(AtomicBool::new(false));
+        let (first, registered) = Vm::new(shared.clone(), &modules, true, interrupt.clone())?;
         let mut vms = Vec::with_capacity(size);
         vms.push(first);
         for _ in 1..size {
-            vms.push(Vm::new(shared.clone(), &modules, false)?.0);
+            vms.push(Vm::new(shared.clone(), &modules, false, interrupt.clone())?.0);
         }
         for module in modules.iter() {
             tracing::info!(module = %module.name, path = %module.display_path, "lua module loaded");
@@ -69,16 +75,26 @@ impl LuaRuntime {
         );
         let rebuild_shared = shared.clone();
         let rebuild_modules = modules.clone();
+        let rebuild_interrupt = interrupt.clone();
         let pool = VmPool::new(
             vms,
             shared.settings.pool_queue_size,
             shared.settings.pool_timeout,
-            Box::new(move || Vm::new(rebuild_shared.clone(), &rebuild_modules, false).map(|v| v.0)),
+            Box::new(move || {
+                Vm::new(
+                    rebuild_shared.clone(),
+                    &rebuild_modules,
+                    false,
+                    rebuild_interrupt.clone(),
+                )
+                .map(|v| v.0)
+            }),
         );
         Ok(Some(LuaRuntime {
             pool,
             registered,
             sources: modules,
+            interrupt,
         }))
     }
 
@@ -100,7 +116,11 @@ impl LuaRuntime {
         self.pool.run(move |vm| vm.call(&key, &ctx, args)).await
     }
 
+    /// Refuses new calls and stops those still running (at their next
+    /// budget check, within microseconds), so shutdown never waits for a
+    /// runaway call.
     pub fn close(&self) {
         self.pool.close();
+        self.interrupt.store(true, Ordering::Relaxed);
     }
 }

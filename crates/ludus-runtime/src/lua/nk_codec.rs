@@ -17,6 +17,9 @@ use super::convert;
 
 const AES_BLOCK: usize = 16;
 
+/// Highest bcrypt cost `nk.bcrypt_compare` verifies (each step doubles the
+/// work; `nk.bcrypt_hash` uses bcrypt's default, 12).
+const MAX_BCRYPT_COST: u32 = 14;
 pub fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
     nk.set(
         "json_encode",
@@ -128,6 +131,14 @@ pub fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
         lua.create_function(|_, (hash, plaintext): (String, LuaString)| {
             if hash.is_empty() {
                 return Err(mlua::Error::runtime("bcrypt_compare: expects a hash"));
+            }
+            // The cost comes from the hash: a module-made `$2b$31$…` would
+            // hold the VM for hours in code no budget can interrupt.
+            let cost = hash.split('$').nth(2).and_then(|c| c.parse::<u32>().ok());
+            if cost.is_some_and(|c| c > MAX_BCRYPT_COST) {
+                return Err(mlua::Error::runtime(format!(
+                    "bcrypt_compare: the hash's cost is above {MAX_BCRYPT_COST}, the most a module may verify"
+                )));
             }
             Ok(bcrypt::verify(&*plaintext.as_bytes(), &hash).unwrap_or(false))
         })?,

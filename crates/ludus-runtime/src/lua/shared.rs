@@ -31,10 +31,15 @@ pub struct LuaShared {
 
 impl LuaShared {
     /// Waits for a server call from Lua: the one way `nk` functions run
-    /// async work. VMs run on blocking threads, where the handle drives the
-    /// future; a match callback runs on a worker of the match runtime, where
-    /// blocking is only allowed after stepping off the worker first.
-    pub fn wait<T>(&self, fut: impl std::future::Future<Output = T>) -> T {
+    /// async work. The wait ends at the running call's deadline. VMs run on
+    /// blocking threads, where the handle drives the future; a match callback
+    /// runs on a worker of the match runtime, where blocking is only allowed
+    /// after stepping off the worker first.
+    pub fn wait<T>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, ludus_core::ApiError>>,
+    ) -> Result<T, ludus_core::ApiError> {
+        let fut = super::vm::within_deadline(fut);
         if super::matches::in_match_callback() {
             return tokio::task::block_in_place(|| self.handle.block_on(fut));
         }

@@ -6,6 +6,8 @@
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, VmState};
 use serde_json::Value;
@@ -13,6 +15,7 @@ use serde_json::Value;
 use super::convert;
 use super::modules::ModuleSource;
 use super::nk;
+use super::sandbox;
 use super::shared::LuaShared;
 use crate::context::CallContext;
 use crate::error::{LoadError, RuntimeError};
@@ -34,16 +37,144 @@ pub struct Registered {
     pub shutdown: bool,
 }
 
+/// Why the current call was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// It ran more VM instructions (and pattern-matching steps) than allowed.
+    Instructions,
+    /// It ran past its wall-clock deadline.
+    Deadline,
+    /// The runtime is shutting down.
+    Shutdown,
+}
+
 /// Per-VM bookkeeping kept in the Lua state's app data.
 pub(crate) struct CallState {
-    /// Instructions used by the current call (in hook intervals).
+    /// Instructions used by the current call (in hook intervals), plus the
+    /// steps of the pattern matcher.
     pub used: Cell<u64>,
-    pub exceeded: Cell<bool>,
+    /// Instructions one call may use.
+    pub limit: u64,
+    /// Bytes the VM may allocate (0: no limit), for buffers built in Rust.
+    pub memory_limit: usize,
+    /// When the current call must stop.
+    pub deadline: Cell<Instant>,
+    /// How long each call may run; matches shorten it after `match_init`.
+    pub timeout: Cell<Duration>,
+    /// The setting named in the error of a call past its deadline.
+    pub timeout_key: Cell<&'static str>,
+    /// Raised by the pool when the runtime shuts down: every call stops.
+    pub interrupt: Arc<AtomicBool>,
+    /// Set once the current call is over a budget; it stays stopped even if
+    /// Lua code catches the error.
+    pub stopped: Cell<Option<Stop>>,
     /// True only while modules load: registrations are refused afterwards.
     pub loading: Cell<bool>,
     /// True in the first VM while it loads: `run_once` runs only there.
     pub first: bool,
     pub registered: std::cell::RefCell<Registered>,
+}
+
+impl CallState {
+    /// Starts the budgets of a new call.
+    fn reset(&self) {
+        self.used.set(0);
+        self.stopped.set(None);
+        let deadline = Instant::now() + self.timeout.get();
+        self.deadline.set(deadline);
+        CALL_DEADLINE.with(|d| d.set(Some(deadline)));
+    }
+
+    /// Why a call that failed must count as stopped: over a budget, or past
+    /// its deadline while the hook could not see it (waiting on the server).
+    fn stop_reason(&self) -> Option<Stop> {
+        self.stopped
+            .get()
+            .or_else(|| (Instant::now() >= self.deadline.get()).then_some(Stop::Deadline))
+    }
+
+    /// Counts `n` units of work against the call's budgets and checks its
+    /// deadline: the instruction hook calls it every `HOOK_INTERVAL`
+    /// instructions and the pattern matcher every few thousand steps, so a
+    /// call is stopped within microseconds of its deadline wherever it runs.
+    pub(crate) fn charge(&self, n: u64) -> mlua::Result<()> {
+        let used = self.used.get() + n;
+        self.used.set(used);
+        let stop = if used > self.limit {
+            Stop::Instructions
+        } else if self.interrupt.load(Ordering::Relaxed) {
+            Stop::Shutdown
+        } else if Instant::now() >= self.deadline.get() {
+            Stop::Deadline
+        } else {
+            return match self.stopped.get() {
+                // A stopped call raised its error already; raise it again
+                // wherever the caught call goes on running.
+                Some(stop) => Err(mlua::Error::runtime(self.message(stop))),
+                None => Ok(()),
+            };
+        };
+        self.stopped.set(Some(stop));
+        Err(mlua::Error::runtime(self.message(stop)))
+    }
+
+    fn message(&self, stop: Stop) -> String {
+        match stop {
+            Stop::Instructions => format!(
+                "lua call exceeded its budget of {} instructions: make it do less work or raise runtime.lua_instruction_budget",
+                self.limit
+            ),
+            Stop::Deadline => format!(
+                "lua call exceeded its time budget of {} ms: make it do less work or raise {}",
+                self.timeout.get().as_millis(),
+                self.timeout_key.get()
+            ),
+            Stop::Shutdown => "the server is shutting down: the lua call was stopped".into(),
+        }
+    }
+
+    /// The error the caller sees for a stopped call.
+    fn error(&self, stop: Stop) -> RuntimeError {
+        let code = match stop {
+            Stop::Instructions => Code::ResourceExhausted,
+            Stop::Deadline => Code::DeadlineExceeded,
+            Stop::Shutdown => Code::Unavailable,
+        };
+        RuntimeError::new(code, self.message(stop))
+    }
+}
+
+thread_local! {
+    /// The deadline of the Lua call running on this thread, for the server
+    /// calls it waits on (`nk_server::block_on`), which see no VM.
+    static CALL_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// When the Lua call running on this thread must end.
+pub(crate) fn call_deadline() -> Option<Instant> {
+    CALL_DEADLINE.with(Cell::get)
+}
+
+/// Fails as the VM's allocator would when `extra` bytes built in Rust (a
+/// `gsub` result before it becomes a Lua string) would take the VM past its
+/// memory limit: Rust buffers are not counted by Lua's allocator.
+pub(crate) fn check_memory(lua: &Lua, extra: usize) -> mlua::Result<()> {
+    let limit = lua
+        .app_data_ref::<CallState>()
+        .map_or(0, |s| s.memory_limit);
+    if limit > 0 && lua.used_memory().saturating_add(extra) > limit {
+        return Err(mlua::Error::MemoryError("not enough memory".into()));
+    }
+    Ok(())
+}
+
+/// Charges `n` units of work to the call running in `lua` (see
+/// [`CallState::charge`]).
+pub(crate) fn charge(lua: &Lua, n: u64) -> mlua::Result<()> {
+    match lua.app_data_ref::<CallState>() {
+        Some(state) => state.charge(n),
+        None => Ok(()),
+    }
 }
 
 pub struct Vm {
@@ -54,20 +185,23 @@ pub struct Vm {
 }
 
 impl Vm {
-    /// Builds a VM and loads every module into it, in name order.
+    /// Builds a VM and loads every module into it, in name order. Raising
+    /// `interrupt` stops whatever call the VM runs.
     pub fn new(
         shared: Arc<LuaShared>,
         modules: &Arc<Vec<ModuleSource>>,
         first: bool,
+        interrupt: Arc<AtomicBool>,
     ) -> Result<(Vm, Registered), LoadError> {
-        let vm = Vm::build(shared, modules, first)?;
+        let vm = Vm::build(shared, modules, first, interrupt)?;
         vm.load_modules(modules)?;
         let registered = {
             let state = vm.state();
             state.loading.set(false);
             state.registered.borrow().clone()
         };
-        vm.collect_setup_garbage();
+        vm.finish_loading()
+            .map_err(|e| LoadError::Setup(e.to_string()))?;
         Ok((vm, registered))
     }
 
@@ -81,7 +215,7 @@ impl Vm {
         if !modules.iter().any(|m| m.name == name) {
             return Err(format!("no lua module named {name:?} under runtime.path"));
         }
-        let vm = Vm::build(shared, modules, false).map_err(|e| e.to_string())?;
+        let vm = Vm::build(shared, modules, false, Arc::default()).map_err(|e| e.to_string())?;
         let require: Function = vm.lua.globals().get("require").map_err(|e| e.to_string())?;
         vm.reset_budget();
         let result: mlua::Result<(bool, LuaValue)> = vm.invoke.call((require, name));
@@ -91,7 +225,7 @@ impl Vm {
             Err(e) => return Err(vm.classify(e).message),
         };
         vm.state().loading.set(false);
-        vm.collect_setup_garbage();
+        vm.finish_loading().map_err(|e| e.to_string())?;
         match loaded {
             LuaValue::Table(t) => Ok((vm, t)),
             _ => Err(
@@ -100,12 +234,25 @@ impl Vm {
         }
     }
 
-    /// Building a VM leaves compiler and set-up garbage behind (about a
-    /// third of a fresh VM); a full collection returns it before the VM
-    /// starts serving, which matters with one VM per match.
-    fn collect_setup_garbage(&self) {
+    /// Ends module loading: globals and the standard library become
+    /// read-only (unless `runtime.read_only_globals` is off), then a full
+    /// collection returns the compiler and set-up garbage (about a third of
+    /// a fresh VM) before the VM starts serving, which matters with one VM
+    /// per match.
+    fn finish_loading(&self) -> mlua::Result<()> {
+        if self.shared.settings.read_only_globals {
+            sandbox::freeze(&self.lua)?;
+        }
         let _ = self.lua.gc_collect();
         let _ = self.lua.gc_collect();
+        Ok(())
+    }
+
+    /// Sets how long each later call may run and the setting that names it.
+    pub fn set_timeout(&self, timeout: Duration, key: &'static str) {
+        let state = self.state();
+        state.timeout.set(timeout);
+        state.timeout_key.set(key);
     }
 
     pub fn lua(&self) -> &Lua {
@@ -123,10 +270,8 @@ impl Vm {
     ) -> Result<(LuaValue, LuaValue, LuaValue, LuaValue), RuntimeError> {
         self.reset_budget();
         let result = f.call::<(LuaValue, LuaValue, LuaValue, LuaValue)>(args);
-        if self.state().exceeded.get() {
-            return Err(RuntimeError::busy(budget_message(
-                self.shared.settings.instruction_budget,
-            )));
+        if let Some(stop) = self.state().stopped.get() {
+            return Err(self.state().error(stop));
         }
         result.map_err(|e| {
             let mut e = self.classify(e);
@@ -143,6 +288,7 @@ impl Vm {
         shared: Arc<LuaShared>,
         modules: &Arc<Vec<ModuleSource>>,
         first: bool,
+        interrupt: Arc<AtomicBool>,
     ) -> Result<Vm, LoadError> {
         let setup = |e: mlua::Error| LoadError::Setup(e.to_string());
         let libs = StdLib::TABLE
@@ -155,26 +301,25 @@ impl Vm {
         let lua = Lua::new_with(libs, LuaOptions::new()).map_err(setup)?;
         lua.set_app_data(CallState {
             used: Cell::new(0),
-            exceeded: Cell::new(false),
+            limit: shared.settings.instruction_budget,
+            memory_limit: shared.settings.memory_limit_bytes,
+            deadline: Cell::new(Instant::now()),
+            timeout: Cell::new(shared.settings.call_timeout),
+            timeout_key: Cell::new("runtime.lua_call_timeout_ms"),
+            interrupt,
+            stopped: Cell::new(None),
             loading: Cell::new(true),
             first,
             registered: Default::default(),
         });
-        let budget = shared.settings.instruction_budget;
         // A global hook: LuaJIT's hooks are per VM, and a per-thread mlua hook
-        // would be dropped by the first coroutine that runs.
+        // would be dropped by the first coroutine that runs. Besides counting,
+        // it reads the clock once per interval (a vDSO call of about 20 ns
+        // every thousand instructions, well under 1 % of their run time).
         lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(HOOK_INTERVAL),
-            move |lua, _| {
-                let Some(state) = lua.app_data_ref::<CallState>() else {
-                    return Ok(VmState::Continue);
-                };
-                let used = state.used.get() + u64::from(HOOK_INTERVAL);
-                state.used.set(used);
-                if used > budget {
-                    state.exceeded.set(true);
-                    return Err(mlua::Error::runtime(budget_message(budget)));
-                }
+            |lua, _| {
+                charge(lua, u64::from(HOOK_INTERVAL))?;
                 Ok(VmState::Continue)
             },
         )
@@ -182,7 +327,7 @@ impl Vm {
         let callbacks = lua.create_table().map_err(setup)?;
         lua.set_named_registry_value(CALLBACKS, &callbacks)
             .map_err(setup)?;
-        sandbox(&lua, modules).map_err(setup)?;
+        sandbox::install(&lua, modules).map_err(setup)?;
         let nk_table = nk::install(&lua, &shared, &callbacks).map_err(setup)?;
         let package: Table = lua.globals().get("package").map_err(setup)?;
         let loaded: Table = package.get("loaded").map_err(setup)?;
@@ -236,9 +381,7 @@ impl Vm {
     }
 
     fn reset_budget(&self) {
-        let state = self.state();
-        state.used.set(0);
-        state.exceeded.set(false);
+        self.state().reset();
     }
 
     /// Runs a registered callback; `Ok(None)` when it returned nothing.
@@ -289,16 +432,20 @@ impl Vm {
         self.reset_budget();
         let result: mlua::Result<(bool, LuaValue)> = self.invoke.call(call_args);
         let _ = lua.set_named_registry_value(nk::CURRENT_CTX, LuaValue::Nil);
-        if self.state().exceeded.get() {
+        if let Some(stop) = self.state().stopped.get() {
             // Over budget but caught (by a coroutine, say): still a failure.
-            return Err(RuntimeError::busy(budget_message(
-                self.shared.settings.instruction_budget,
-            )));
+            return Err(self.state().error(stop));
         }
         match result {
             Ok((true, LuaValue::Nil)) => Ok(None),
             Ok((true, value)) => match &value {
                 LuaValue::String(s) => Ok(Some(Value::String(s.to_string_lossy()))),
+                LuaValue::Function(_) | LuaValue::UserData(_) | LuaValue::Thread(_) => {
+                    Err(RuntimeError::internal(format!(
+                        "lua function returned a {}, which cannot be a payload: return a string (or a table from a hook)",
+                        value.type_name()
+                    )))
+                }
                 _ => convert::from_lua(&value)
                     .map(Some)
                     .map_err(|e| RuntimeError::internal(format!("cannot convert result: {e}"))),
@@ -311,8 +458,8 @@ impl Vm {
     /// Turns an error value caught by the trampoline into a `RuntimeError`:
     /// `error({"msg", code})` keeps its code, anything else is internal.
     fn describe(&self, err: &LuaValue) -> RuntimeError {
-        if self.state().exceeded.get() {
-            return RuntimeError::busy(budget_message(self.shared.settings.instruction_budget));
+        if let Some(stop) = self.state().stop_reason() {
+            return self.state().error(stop);
         }
         match err {
             LuaValue::Table(t) => {
@@ -338,8 +485,8 @@ impl Vm {
     }
 
     fn classify(&self, e: mlua::Error) -> RuntimeError {
-        if self.state().exceeded.get() {
-            return RuntimeError::busy(budget_message(self.shared.settings.instruction_budget));
+        if let Some(stop) = self.state().stop_reason() {
+            return self.state().error(stop);
         }
         match e {
             mlua::Error::MemoryError(_) => RuntimeError::busy(self.memory_message()),
@@ -360,12 +507,6 @@ impl Vm {
             self.shared.settings.memory_limit_bytes
         )
     }
-}
-
-fn budget_message(budget: u64) -> String {
-    format!(
-        "lua call exceeded its budget of {budget} instructions: make it do less work or raise runtime.lua_instruction_budget"
-    )
 }
 
 /// Drops mlua's wrapping and the traceback, keeping `file:line: message`.
@@ -414,116 +555,19 @@ return function(fn, ...)
 end
 "#;
 
-/// Removes what modules must not reach (files, processes, the debug library,
-/// bytecode) and points `require` at the module sources only.
-fn sandbox(lua: &Lua, modules: &Arc<Vec<ModuleSource>>) -> mlua::Result<()> {
-    // Sources stay on the Rust side, shared by every VM: a VM copies a
-    // module's text only while it loads it.
-    let modules = modules.clone();
-    let sources = lua.create_function(move |lua, name: String| {
-        match modules.iter().find(|m| m.name == name) {
-            Some(m) => Ok((
-                Some(lua.create_string(&m.source)?),
-                Some(format!("@{}", m.display_path)),
-            )),
-            None => Ok((None, None)),
-        }
-    })?;
-    let exhausted = lua.create_function(|lua, ()| {
-        Ok(lua
-            .app_data_ref::<CallState>()
-            .is_some_and(|s| s.exceeded.get()))
-    })?;
-    let errtext = lua.create_function(|_, e: LuaValue| {
-        Ok(match e {
-            LuaValue::Error(e) => error_text(&e),
-            other => other.to_string().unwrap_or_default(),
-        })
-    })?;
-    let setup: Function = lua.load(SANDBOX).set_name("=ludus.sandbox").eval()?;
-    setup.call::<()>((sources, exhausted, errtext))
+/// Ends a server call the running Lua call waits on at that call's deadline,
+/// so a module cannot outwait its budget in `nk.http_request` or SQL.
+pub(crate) async fn within_deadline<T>(
+    fut: impl std::future::Future<Output = Result<T, ludus_core::ApiError>>,
+) -> Result<T, ludus_core::ApiError> {
+    let Some(deadline) = call_deadline() else {
+        return fut.await;
+    };
+    match tokio::time::timeout_at(deadline.into(), fut).await {
+        Ok(result) => result,
+        Err(_) => Err(ludus_core::ApiError::new(
+            Code::DeadlineExceeded,
+            "the server call did not finish within the lua call's time budget",
+        )),
+    }
 }
-
-const SANDBOX: &str = r#"
-return function(sources, exhausted, errtext)
-  local G = _G
-  local raw_pcall, raw_xpcall, error, select = pcall, xpcall, error, select
-  local loadstring, type = loadstring, type
-
-  -- LuaJIT's compiled traces never call debug hooks, so a compiled loop
-  -- would escape the instruction budget: modules run on the interpreter.
-  if G.jit then G.jit.off() G.jit.flush() end
-
-  -- Files, processes and the environment of the host are out of reach.
-  G.io, G.debug, G.ffi, G.jit = nil, nil, nil, nil
-  G.dofile, G.loadfile, G.module = nil, nil, nil
-  local os = G.os
-  for _, name in ipairs({"execute", "exit", "remove", "rename", "tmpname", "getenv", "setlocale"}) do
-    os[name] = nil
-  end
-  G.string.dump = nil
-
-  -- Text chunks only: precompiled bytecode can break out of any sandbox.
-  local function text_only(chunk)
-    if type(chunk) == "string" and chunk:byte(1) == 27 then
-      return nil, "binary chunks are not allowed"
-    end
-    return chunk
-  end
-  G.loadstring = function(chunk, name)
-    local ok, why = text_only(chunk)
-    if not ok then return nil, why end
-    return loadstring(chunk, name)
-  end
-  G.load = function(chunk, name)
-    if type(chunk) == "function" then
-      local parts = {}
-      while true do
-        local piece = chunk()
-        if piece == nil or piece == "" then break end
-        parts[#parts + 1] = piece
-      end
-      chunk = table.concat(parts)
-    end
-    return G.loadstring(chunk, name)
-  end
-
-  -- A call over its instruction budget stays stopped even if it is caught;
-  -- errors raised by `nk` functions reach Lua code as plain strings.
-  local function recheck(ok, ...)
-    if exhausted() then error("instruction budget exceeded", 0) end
-    if not ok and type((...)) == "userdata" then
-      return false, errtext((...))
-    end
-    return ok, ...
-  end
-  G.pcall = function(...) return recheck(raw_pcall(...)) end
-  G.xpcall = function(...) return recheck(raw_xpcall(...)) end
-  local raw_resume = G.coroutine.resume
-  G.coroutine.resume = function(...) return recheck(raw_resume(...)) end
-
-  -- require finds the server's modules and nothing on disk.
-  local package = G.package
-  package.path, package.cpath, package.loadlib = "", "", nil
-  local preload = package.preload
-  package.loaders = {
-    function(name)
-      local p = preload[name]
-      if p then return p end
-      return "\n\tno preloaded module '" .. name .. "'"
-    end,
-    function(name)
-      local source, chunk = sources(name)
-      if not source then return "\n\tno server module '" .. name .. "'" end
-      local f, err = loadstring(source, chunk)
-      if not f then error(err, 0) end
-      return f
-    end,
-  }
-  for name in pairs(package.loaded) do
-    if name == "jit" or name == "io" or name == "debug" or name == "ffi" or name:match("^jit%.") then
-      package.loaded[name] = nil
-    end
-  end
-end
-"#;

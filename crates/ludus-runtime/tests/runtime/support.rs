@@ -191,6 +191,9 @@ pub fn settings(name: &str) -> RuntimeSettings {
         pool_timeout: Duration::from_secs(5),
         instruction_budget: 20_000_000,
         memory_limit_bytes: 32 << 20,
+        call_timeout: Duration::from_secs(5),
+        match_timeout_percent: 50,
+        read_only_globals: true,
         max_payload_bytes: 4096,
         config: serde_json::json!({"name": "test-node"}),
     }

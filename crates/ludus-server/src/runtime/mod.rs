@@ -41,6 +41,15 @@ pub struct RuntimeConfig {
     pub lua_instruction_budget: u64,
     /// Bytes one Lua VM may allocate, its modules included; 0 for no limit.
     pub lua_memory_limit_bytes: usize,
+    /// Wall-clock milliseconds one Lua call (RPC, hook, module loading) may
+    /// run before it is stopped.
+    pub lua_call_timeout_ms: u64,
+    /// Percent of its tick interval one Lua match callback may run (at
+    /// least 50 ms) before it is stopped and its match ends.
+    pub lua_match_timeout_percent: u32,
+    /// Globals and the standard library are read-only while calls run, as
+    /// Nakama's `runtime.read_only_globals`.
+    pub read_only_globals: bool,
     /// Largest RPC payload accepted, in bytes.
     pub max_rpc_payload_bytes: usize,
     /// Most rows one `nk.sql_query` may return; a query matching more fails.
@@ -62,6 +71,9 @@ impl Default for RuntimeConfig {
             lua_pool_timeout_ms: d.pool_timeout.as_millis() as u64,
             lua_instruction_budget: d.instruction_budget,
             lua_memory_limit_bytes: d.memory_limit_bytes,
+            lua_call_timeout_ms: d.call_timeout.as_millis() as u64,
+            lua_match_timeout_percent: d.match_timeout_percent,
+            read_only_globals: d.read_only_globals,
             max_rpc_payload_bytes: d.max_payload_bytes,
             sql_max_rows: 10_000,
             http_ca_file: String::new(),
@@ -93,6 +105,18 @@ impl RuntimeConfig {
             return bad(
                 "runtime.lua_memory_limit_bytes",
                 "must be 0 (no limit) or at least 1048576",
+            );
+        }
+        if !(10..=60_000).contains(&self.lua_call_timeout_ms) {
+            return bad(
+                "runtime.lua_call_timeout_ms",
+                "must be between 10 and 60000 (shutdown waits for calls up to this long)",
+            );
+        }
+        if !(1..=1000).contains(&self.lua_match_timeout_percent) {
+            return bad(
+                "runtime.lua_match_timeout_percent",
+                "must be between 1 and 1000",
             );
         }
         if self.max_rpc_payload_bytes == 0 {
@@ -142,6 +166,9 @@ pub async fn start(
         pool_timeout: Duration::from_millis(rc.lua_pool_timeout_ms),
         instruction_budget: rc.lua_instruction_budget,
         memory_limit_bytes: rc.lua_memory_limit_bytes,
+        call_timeout: Duration::from_millis(rc.lua_call_timeout_ms),
+        match_timeout_percent: rc.lua_match_timeout_percent,
+        read_only_globals: rc.read_only_globals,
         max_payload_bytes: rc.max_rpc_payload_bytes,
         config: config_view(config),
     };
@@ -220,5 +247,35 @@ mod tests {
         let err =
             Config::load(None, [], &flags(&[("runtime.lua_instruction_budget", "5")])).unwrap_err();
         assert!(err.to_string().contains("lua_instruction_budget"), "{err}");
+        for (key, value) in [
+            ("runtime.lua_call_timeout_ms", "5"),
+            ("runtime.lua_call_timeout_ms", "600000"),
+            ("runtime.lua_match_timeout_percent", "0"),
+        ] {
+            let err = Config::load(None, [], &flags(&[(key, value)])).unwrap_err();
+            assert!(err.to_string().contains(key), "{key}={value}: {err}");
+        }
+    }
+
+    /// The sandbox's keys reach the runtime's settings (read_only_globals is
+    /// on unless turned off, as in Nakama).
+    #[test]
+    fn sandbox_keys_from_flags() {
+        let c = Config::load(None, [], &[]).unwrap();
+        assert!(c.runtime.read_only_globals);
+        let c = Config::load(
+            None,
+            [],
+            &flags(&[
+                ("runtime.read_only_globals", "false"),
+                ("runtime.lua_call_timeout_ms", "1500"),
+                ("runtime.lua_match_timeout_percent", "80"),
+            ]),
+        )
+        .unwrap();
+        assert!(!c.runtime.read_only_globals);
+        assert_eq!(c.runtime.lua_call_timeout_ms, 1500);
+        assert_eq!(c.runtime.lua_match_timeout_percent, 80);
+        assert_eq!(c.store_options().module_sql_timeout_ms, 1500);
     }
 }

@@ -8,7 +8,9 @@
 //! `timestamptz` columns as in SQL, and a bad value gets the server's own
 //! message). Result columns are read by type; a type that has no Lua
 //! counterpart asks for a cast in the query. Rows are streamed, so a query
-//! past the row limit stops reading at the limit.
+//! past the row limit stops reading at the limit. `COPY` and the functions
+//! that touch the database server's files are refused
+//! (`module_sql::check_postgres`); the role's own limits do the rest.
 
 use std::error::Error as StdError;
 
@@ -20,7 +22,7 @@ use tokio_postgres::{Row, Statement};
 
 use super::errors::{Failure, classify, with_retry};
 use super::pool::Pool;
-use crate::module_sql::{too_many_rows, wrong_param_count};
+use crate::module_sql::{check_postgres, too_many_rows, wrong_param_count};
 
 type BoxError = Box<dyn StdError + Sync + Send>;
 
@@ -301,6 +303,7 @@ async fn prepare(
 }
 
 pub(super) async fn exec(pool: &Pool, sql: &str, params: &[SqlValue]) -> StoreResult<u64> {
+    check_postgres(sql)?;
     with_retry("module sql exec", || async {
         let conn = pool.get().await?;
         let stmt = prepare(&conn.client, sql, params).await?;
@@ -319,6 +322,7 @@ pub(super) async fn query(
     params: &[SqlValue],
     max_rows: usize,
 ) -> StoreResult<Vec<SqlRow>> {
+    check_postgres(sql)?;
     with_retry("module sql query", || async {
         let conn = pool.get().await?;
         let stmt = prepare(&conn.client, sql, params).await?;

@@ -30,6 +30,8 @@ const FALLBACK_READERS: usize = 2;
 pub(crate) struct SqliteStore {
     writer: Writer,
     readers: Readers,
+    /// How long one module statement may run (`StoreOptions`).
+    module_sql_timeout: std::time::Duration,
 }
 
 impl SqliteStore {
@@ -37,6 +39,7 @@ impl SqliteStore {
     pub(crate) async fn open(path: PathBuf, opts: &StoreOptions) -> Result<SqliteStore, OpenError> {
         let cores = std::thread::available_parallelism().map_or(FALLBACK_READERS, usize::from);
         let reader_count = cores.clamp(2, 8).min(opts.max_open_conns.max(1));
+        let module_sql_timeout = std::time::Duration::from_millis(opts.module_sql_timeout_ms);
         blocking(move || {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(|source| OpenError::DataDir {
@@ -58,7 +61,11 @@ impl SqliteStore {
                 readers = reader_count,
                 "store open"
             );
-            Ok(SqliteStore { writer, readers })
+            Ok(SqliteStore {
+                writer,
+                readers,
+                module_sql_timeout,
+            })
         })
         .await
     }
@@ -250,8 +257,9 @@ impl Store for SqliteStore {
     async fn sql_exec(&self, sql: &str, params: Vec<SqlValue>) -> StoreResult<u64> {
         crate::module_sql::check(sql)?;
         let sql = sql.to_owned();
+        let limit = self.module_sql_timeout;
         self.writer
-            .write(move |conn| module_sql::exec(conn, &sql, &params))
+            .write(move |conn| module_sql::exec(conn, &sql, &params, limit))
             .await
     }
 
@@ -265,16 +273,19 @@ impl Store for SqliteStore {
         let sql: std::sync::Arc<str> = sql.into();
         let params = std::sync::Arc::new(params);
         let (read_sql, read_params) = (sql.clone(), params.clone());
+        let limit = self.module_sql_timeout;
         let read = self
             .readers
-            .read(move |conn| module_sql::query_read_only(conn, &read_sql, &read_params, max_rows))
+            .read(move |conn| {
+                module_sql::query_read_only(conn, &read_sql, &read_params, max_rows, limit)
+            })
             .await?;
         match read {
             Some(rows) => Ok(rows),
             // The statement writes (`… RETURNING`): run it on the writer.
             None => {
                 self.writer
-                    .write(move |conn| module_sql::query(conn, &sql, &params, max_rows))
+                    .write(move |conn| module_sql::query(conn, &sql, &params, max_rows, limit))
                     .await
             }
         }
