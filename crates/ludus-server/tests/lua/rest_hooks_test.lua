@@ -38,3 +38,12 @@ end, "GetMatchmakerStats")
 nk.register_req_after(function(ctx, res, req)
   nk.localcache_put("after_matchmaker_stats", tostring(res.ticket_count or 0))
 end, "GetMatchmakerStats")
+
+nk.register_req_before(function(ctx, req)
+  req.id = req.id .. "-hooked"
+  return req
+end, "LinkCustom")
+
+nk.register_req_after(function(ctx, res, req)
+  nk.localcache_put("after_unlink_custom", req.id or "any")
+end, "UnlinkCustom")
