@@ -19,7 +19,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
-use ludus_core::model::{Account, AccountUpdate, User};
+use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::notification::Notification;
 use ludus_core::store::{SqlRow, SqlValue};
 use ludus_core::token::{self, SessionClaims};
@@ -208,6 +208,16 @@ impl RuntimeServices for Services {
 
     async fn users(&self, ids: Vec<String>, usernames: Vec<String>) -> Result<Vec<User>, ApiError> {
         self.accounts.users(&ids, &usernames).await
+    }
+
+    // Linking: one-line delegations to AccountService.
+
+    async fn link(&self, user_id: Uuid, credential: Credential) -> Result<(), ApiError> {
+        self.accounts.link(user_id, credential).await
+    }
+
+    async fn unlink(&self, user_id: Uuid, identity: Identity) -> Result<(), ApiError> {
+        self.accounts.unlink(user_id, identity).await
     }
 
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError> {

@@ -12,6 +12,7 @@ both_backends!(
     linked_identities_sign_in_to_one_account,
     link_refusals_and_the_last_identity,
     link_hooks_run,
+    lua_links_with_nakamas_shapes,
 );
 
 /// Signs in without creating and answers the user id.
@@ -196,4 +197,49 @@ async fn link_hooks_run(b: Backend) {
         )
         .await;
     assert_eq!(r.body["payload"], "any", "the after hook ran");
+}
+
+async fn lua_links_with_nakamas_shapes(b: Backend) {
+    let t = TestServer::start_with(b, crate::rpc::lua_config).await;
+    let s = t.device_session("lua-first-device").await;
+    let r = t
+        .post_bearer("/v2/rpc/lua_links", &token(&s), json!("lua-first-device"))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    for call in [
+        "link_device",
+        "link_custom",
+        "link_email",
+        "unlink_email_any",
+        "unlink_custom_named",
+        "unlink_first_device",
+    ] {
+        assert_eq!(out[call], "ok", "{call}: {out}");
+    }
+    let text = |call: &str| out[call].as_str().unwrap().to_owned();
+    assert!(text("link_bad_user").contains("valid identifier"), "{out}");
+    assert!(
+        text("link_short_device").contains("error linking: device id invalid"),
+        "{out}"
+    );
+    assert!(
+        text("unlink_last_device").contains("error unlinking: cannot unlink the last"),
+        "{out}"
+    );
+    // What Lua linked signs in; what it unlinked does not.
+    assert_eq!(
+        sign_in(&t, "device", json!({"id": "lua-linked-device"})).await,
+        Ok(user_id(&s))
+    );
+    for (kind, body) in [
+        ("device", json!({"id": "lua-first-device"})),
+        ("custom", json!({"id": "lua-custom-01"})),
+        (
+            "email",
+            json!({"email": "lua@example.com", "password": "password-01"}),
+        ),
+    ] {
+        assert_eq!(sign_in(&t, kind, body).await, Err(404), "{kind}");
+    }
 }
