@@ -112,6 +112,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 fn serve(args: &[String], native: NativeModule) -> anyhow::Result<()> {
     let config = load_config(args)?;
     ludus_server::logging::init(&config.logger);
+    config.warn_ignored_keys();
     tracing::info!(version = env!("CARGO_PKG_VERSION"), data_dir = %config.data_dir.display(), "starting ludus");
     runtime()?.block_on(async move {
         let server = ludus_server::start_with(config, native).await?;
