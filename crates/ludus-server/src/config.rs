@@ -53,7 +53,7 @@ pub struct Config {
     pub database: DatabaseConfig,
     pub runtime: crate::runtime::RuntimeConfig,
     pub party: PartyConfig,
-    pub matchmaker: crate::matchmaker::MatchmakerConfig,
+    pub matchmaker: ludus_realtime::MatchmakerConfig,
     #[serde(rename = "match")]
     pub matches: MatchSettings,
     /// Keys of Nakama's that the file or flags set and Ludus ignores, for
@@ -74,7 +74,7 @@ impl Default for Config {
             database: DatabaseConfig::default(),
             runtime: crate::runtime::RuntimeConfig::default(),
             party: PartyConfig::default(),
-            matchmaker: crate::matchmaker::MatchmakerConfig::default(),
+            matchmaker: ludus_realtime::MatchmakerConfig::default(),
             matches: MatchSettings::default(),
             ignored_keys: Vec::new(),
         }
@@ -460,7 +460,7 @@ impl Config {
         if self.party.max_per_session == 0 {
             return bad("party.max_per_session", "must be at least 1");
         }
-        self.matchmaker.validate()?;
+        crate::matchmaker::validate(&self.matchmaker)?;
         if self.database.acquire_timeout_ms == 0 {
             return bad("database.acquire_timeout_ms", "must be at least 1");
         }
