@@ -1,7 +1,9 @@
 //! The REST API on port 7350: routes, and the layers every request passes
-//! through (CORS, gzip request bodies, body limit, timeout, no-store caching).
+//! through (access log, CORS, gzip request bodies, body limit, timeout,
+//! no-store caching).
 
 mod absent;
+pub(crate) mod access_log;
 mod account;
 mod authenticate;
 mod channel;
@@ -98,6 +100,7 @@ pub fn router(state: AppState) -> Router {
             HeaderValue::from_static("no-store, no-cache, must-revalidate"),
         ))
         .layer(cors)
+        .layer(axum::middleware::from_fn(access_log::access_log))
         .with_state(state)
 }
 
