@@ -324,7 +324,7 @@ impl Config {
             Some(path) => read_file(path)?,
             None => Value::Mapping(Mapping::new()),
         };
-        let mut ignored = drop_nakama_only(&mut tree, &defaults);
+        let mut ignored = drop_nakama_only(&mut tree, &defaults)?;
         let known = leaf_keys(&defaults);
         for (name, value) in env {
             let Some(rest) = name.strip_prefix("LUDUS_") else {
@@ -538,9 +538,15 @@ fn read_file(path: &Path) -> Result<Value, ConfigError> {
 
 /// Removes from the file's tree the keys that Nakama has and Ludus does not
 /// (whole sections such as `console` included), and answers their paths.
-/// Anything else stays, for deserialization to accept or name as unknown.
-fn drop_nakama_only(tree: &mut Value, defaults: &Value) -> Vec<String> {
-    fn walk(node: &mut Mapping, prefix: &str, defaults: &Value, out: &mut Vec<String>) {
+/// A key that neither has inside such a section is named at once; any
+/// other stays for deserialization to accept or name as unknown.
+fn drop_nakama_only(tree: &mut Value, defaults: &Value) -> Result<Vec<String>, ConfigError> {
+    fn walk(
+        node: &mut Mapping,
+        prefix: &str,
+        defaults: &Value,
+        out: &mut Vec<String>,
+    ) -> Result<(), ConfigError> {
         let names: Vec<Value> = node.keys().cloned().collect();
         for name in names {
             let Some(text) = name.as_str() else { continue };
@@ -560,7 +566,7 @@ fn drop_nakama_only(tree: &mut Value, defaults: &Value) -> Vec<String> {
                 // One of Ludus's sections, maybe holding keys of Nakama's.
                 Some(true) => {
                     if let Some(section) = value.as_mapping_mut() {
-                        walk(section, &path, defaults, out);
+                        walk(section, &path, defaults, out)?;
                     }
                 }
                 None if crate::nakama_config::is_key(&path) => {
@@ -569,10 +575,13 @@ fn drop_nakama_only(tree: &mut Value, defaults: &Value) -> Vec<String> {
                 }
                 None if nakama_section => {
                     if let Some(section) = value.as_mapping_mut() {
-                        walk(section, &path, defaults, out);
-                        if section.is_empty() {
-                            node.remove(&name);
+                        walk(section, &path, defaults, out)?;
+                        // What is left is a key neither server has.
+                        if let Some(left) = section.keys().next() {
+                            let left = left.as_str().unwrap_or_default();
+                            return Err(ConfigError::UnknownKey(format!("{path}.{left}")));
                         }
+                        node.remove(&name);
                     } else if value.is_null() {
                         node.remove(&name);
                     }
@@ -580,12 +589,13 @@ fn drop_nakama_only(tree: &mut Value, defaults: &Value) -> Vec<String> {
                 None => {}
             }
         }
+        Ok(())
     }
     let mut out = Vec::new();
     if let Some(root) = tree.as_mapping_mut() {
-        walk(root, "", defaults, &mut out);
+        walk(root, "", defaults, &mut out)?;
     }
-    out
+    Ok(out)
 }
 
 fn env_name(key: &str) -> String {
@@ -803,14 +813,18 @@ mod tests {
         );
         // A key neither server has still stops start-up, inside a Nakama
         // section or out of one.
-        for yaml in [
-            "console:\n  prot: 1\n",
-            "nothing: 1\n",
-            "socket:\n  prot: 1\n",
+        for (yaml, key) in [
+            ("console:\n  prot: 1\n", "console.prot"),
+            ("social:\n  steam:\n    app: 1\n", "social.steam.app"),
+            ("nothing: 1\n", "nothing"),
+            ("socket:\n  prot: 1\n", "socket.prot"),
         ] {
             std::fs::write(&path, yaml).unwrap();
             let err = Config::load(Some(&path), [], &[]).unwrap_err();
-            assert!(matches!(err, ConfigError::UnknownKey(_)), "{yaml}: {err}");
+            assert!(
+                matches!(err, ConfigError::UnknownKey(ref k) if k == key),
+                "{yaml}: {err}"
+            );
         }
         let err = Config::load(None, [], &flags(&[("console.prot", "1")])).unwrap_err();
         assert!(err.to_string().contains("`console.prot`"), "{err}");
