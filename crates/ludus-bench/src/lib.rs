@@ -17,25 +17,19 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use options::{HELP, Options, Workload};
+use options::{Options, Workload};
 use report::RunResult;
 use stats::Summary;
 use workload::http::Progress;
 
 /// Runs `ludus bench ARGS`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
-    if args
-        .first()
-        .is_none_or(|a| a == "--help" || a == "-h" || a == "help")
-    {
-        print!("{HELP}");
-        return if args.is_empty() { 2 } else { 0 };
-    }
     let opts = match Options::parse(args) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("ludus bench: {e}");
-            return 2;
+            // Help goes to stdout and succeeds; mistakes go to stderr.
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
         }
     };
     // Many sockets need many descriptors; take what the hard limit allows.

@@ -1,25 +1,14 @@
 //! Command-line options of `ludus bench`, with the defaults of the published
-//! workloads.
+//! workloads: one clap subcommand per workload, all sharing one set of
+//! flags. Durations take units (`30s`, `2m`, `250ms`; a bare number is the
+//! flag's own unit), and a value out of range is refused with a message,
+//! never clamped.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-#[derive(Debug, thiserror::Error)]
-pub enum OptionsError {
-    #[error(
-        "usage: ludus bench <register|login|rpc|ccu|echo|fanout|match> [flags]; see `ludus bench --help`"
-    )]
-    NoWorkload,
-    #[error("unknown workload `{0}`: use register, login, rpc, ccu, echo, fanout or match")]
-    UnknownWorkload(String),
-    #[error("unknown flag `{0}`; see `ludus bench --help`")]
-    UnknownFlag(String),
-    #[error("flag `{0}` needs a value")]
-    MissingValue(String),
-    #[error("flag `{flag}`: {message}")]
-    BadValue { flag: String, message: String },
-}
+use clap::{Args, Parser, Subcommand, ValueEnum, value_parser};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workload {
@@ -47,7 +36,7 @@ impl Workload {
 }
 
 /// The realtime socket's wire format (`/ws?format=…`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Json,
     Protobuf,
@@ -65,47 +54,127 @@ impl Format {
 /// Sockets per loopback source address when `--sources` is not given.
 pub const SOCKETS_PER_SOURCE: usize = 10_000;
 
-pub const HELP: &str = "\
-usage: ludus bench WORKLOAD [flags]
+/// `ludus bench WORKLOAD [flags]`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ludus bench",
+    about = "Load-test a Nakama-compatible server with Nakama's published workloads",
+    disable_version_flag = true,
+    disable_help_subcommand = true,
+    subcommand_value_name = "WORKLOAD",
+    subcommand_help_heading = "Workloads"
+)]
+struct Cli {
+    #[command(subcommand)]
+    workload: WorkloadCommand,
+}
 
-workloads:
-  register   new device sign-ups (POST /v2/account/authenticate/device)
-  login      sign-ins of devices registered before the clock starts
-  rpc        RPC calls with a JSON payload (--rpc-id, default echo)
-  ccu        open and hold --concurrency sockets, ramping at --rate per second
-  echo       socket round trips: ping/pong by cid, or --rpc ID with a timestamp
-  fanout     --concurrency subscribers in --rooms chat rooms; --publishers send
-             channel_message_send at --rate messages/s in total
-  match      authoritative matches: find-or-create RPC (--match-rpc), join, then
-             every --interval-ms alternate op 1 (echo, 44 chars) and op 2
-             (broadcast, 35 chars); needs bench/modules on the server
+#[derive(Debug, Subcommand)]
+enum WorkloadCommand {
+    /// New device sign-ups (POST /v2/account/authenticate/device)
+    Register(Flags),
+    /// Sign-ins of devices registered before the clock starts
+    Login(Flags),
+    /// RPC calls with a JSON payload (--rpc-id, default echo)
+    Rpc(Flags),
+    /// Open and hold --concurrency sockets, ramping at --rate per second
+    Ccu(Flags),
+    /// Socket round trips: ping/pong by cid, or --rpc ID with a timestamp
+    Echo(Flags),
+    /// --concurrency subscribers in --rooms chat rooms; --publishers send
+    /// channel_message_send at --rate messages/s in total
+    Fanout(Flags),
+    /// Authoritative matches: find-or-create RPC (--match-rpc), join, then
+    /// every --interval-ms alternate op 1 (echo) and op 2 (broadcast);
+    /// needs bench/modules on the server
+    Match(Flags),
+}
 
-flags:
-  --target URL         server base URL (http://127.0.0.1:7350)
-  --server-key KEY     server key for sign-in (defaultkey)
-  --concurrency N      virtual users, each with its own connection (64)
-  --duration SECS      measured duration; the run stops by itself (30)
-  --ramp SECS          start users evenly over this many seconds (0)
-  --timeout-ms MS      per-request timeout (10000)
-  --users N            devices registered before a login run (10000)
-  --rpc-id ID          RPC function name (echo)
-  --rpc ID             echo workload: call this socket RPC instead of ping
-  --rate N             ccu: sockets opened per second; fanout: messages/s (100)
-  --rooms N            fanout: chat rooms (10)
-  --publishers N       fanout: sockets that publish, one room each in turn (rooms)
-  --in-flight N        echo: round trips in flight per socket (1)
-  --interval-ms MS     match: time between a player's messages (500)
-  --match-rpc ID       match: the find-or-create RPC (ludus_bench_find_match)
-  --tick-floor-ms MS   match: also report echo latency above this floor (100)
-  --format F           socket message format: json or protobuf (json)
-  --payload-size N     RPC payload size in bytes (40)
-  --sources N|IP,IP    source addresses: N uses 127.0.0.1..127.0.0.N (1, or
-                       one per 10,000 sockets on a loopback target)
-  --threads N          worker threads of the load generator (1)
-  --json FILE          write the full result as JSON
-  --svg FILE           draw rate, latency and users over time
-  --quiet              no progress line
-";
+/// The flags every workload takes.
+#[derive(Debug, Args)]
+struct Flags {
+    /// Server base URL
+    #[arg(long, default_value = "http://127.0.0.1:7350", value_parser = parse_target)]
+    target: Target,
+    /// Server key for sign-in
+    #[arg(long, default_value = "defaultkey")]
+    server_key: String,
+    /// Virtual users, each with its own connection
+    #[arg(long, default_value_t = 64, value_parser = value_parser!(u64).range(1..=1_000_000))]
+    concurrency: u64,
+    /// Measured duration (30s, 2m; a bare number is seconds); the run stops by itself
+    #[arg(long, default_value = "30s", value_parser = positive_seconds)]
+    duration: Duration,
+    /// Start users evenly over this long (a bare number is seconds)
+    #[arg(long, default_value = "0s", value_parser = seconds)]
+    ramp: Duration,
+    /// Per-request timeout (a bare number is milliseconds)
+    #[arg(long = "timeout-ms", default_value = "10000", value_parser = positive_millis)]
+    timeout: Duration,
+    /// Devices registered before a login run
+    #[arg(long, default_value_t = 10_000, value_parser = value_parser!(u64).range(1..=10_000_000))]
+    users: u64,
+    /// RPC function name
+    #[arg(long, default_value = "echo")]
+    rpc_id: String,
+    /// Echo workload: call this socket RPC instead of ping
+    #[arg(long = "rpc")]
+    echo_rpc: Option<String>,
+    /// ccu: sockets opened per second; fanout: messages per second
+    #[arg(long, default_value = "100", value_parser = positive_rate)]
+    rate: f64,
+    /// fanout: chat rooms
+    #[arg(long, default_value_t = 10, value_parser = value_parser!(u64).range(1..=100_000))]
+    rooms: u64,
+    /// fanout: sockets that publish, one room each in turn (default: one per room)
+    #[arg(long, value_parser = value_parser!(u64).range(1..=1_000_000))]
+    publishers: Option<u64>,
+    /// echo: round trips in flight per socket
+    #[arg(long, default_value_t = 1, value_parser = value_parser!(u64).range(1..=4096))]
+    in_flight: u64,
+    /// match: time between a player's messages (a bare number is milliseconds)
+    #[arg(long = "interval-ms", default_value = "500", value_parser = positive_millis)]
+    interval: Duration,
+    /// match: the find-or-create RPC
+    #[arg(long, default_value = "ludus_bench_find_match")]
+    match_rpc: String,
+    /// match: also report echo latency above this floor (a bare number is milliseconds)
+    #[arg(long = "tick-floor-ms", default_value = "100", value_parser = millis)]
+    tick_floor: Duration,
+    /// Socket message format
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    format: Format,
+    /// RPC payload size in bytes
+    #[arg(long, default_value_t = 40, value_parser = value_parser!(u64).range(0..=1_048_576))]
+    payload_size: u64,
+    /// Source addresses: N uses 127.0.0.1..127.0.0.N, or a list IP,IP (default
+    /// one, or one per 10,000 sockets on a loopback target)
+    #[arg(long, value_parser = parse_sources)]
+    sources: Option<Sources>,
+    /// Worker threads of the load generator
+    #[arg(long, default_value_t = 1, value_parser = value_parser!(u64).range(1..=64))]
+    threads: u64,
+    /// Write the full result as JSON to this file
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Draw rate, latency and users over time to this SVG file
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// No progress line
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// A `--target` URL and the address it resolves to.
+#[derive(Debug, Clone)]
+struct Target {
+    addr: SocketAddr,
+    text: String,
+}
+
+/// `--sources`, resolved.
+#[derive(Debug, Clone)]
+struct Sources(Vec<IpAddr>);
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -142,125 +211,67 @@ pub struct Options {
 }
 
 impl Options {
-    pub fn parse(args: &[String]) -> Result<Options, OptionsError> {
-        let mut it = args.iter();
-        let workload = match it.next().map(String::as_str) {
-            None => return Err(OptionsError::NoWorkload),
-            Some("register") => Workload::Register,
-            Some("login") => Workload::Login,
-            Some("rpc") => Workload::Rpc,
-            Some("ccu") => Workload::Ccu,
-            Some("echo") => Workload::Echo,
-            Some("fanout") => Workload::Fanout,
-            Some("match") => Workload::Match,
-            Some(other) => return Err(OptionsError::UnknownWorkload(other.to_owned())),
+    /// Parses `WORKLOAD [flags]` (the words after `ludus bench`). A request
+    /// for help, or a mistake, is a `clap::Error` that prints itself.
+    pub fn parse(args: &[String]) -> Result<Options, clap::Error> {
+        let cli = Cli::try_parse_from(
+            std::iter::once("ludus bench").chain(args.iter().map(String::as_str)),
+        )?;
+        let (workload, f) = match cli.workload {
+            WorkloadCommand::Register(f) => (Workload::Register, f),
+            WorkloadCommand::Login(f) => (Workload::Login, f),
+            WorkloadCommand::Rpc(f) => (Workload::Rpc, f),
+            WorkloadCommand::Ccu(f) => (Workload::Ccu, f),
+            WorkloadCommand::Echo(f) => (Workload::Echo, f),
+            WorkloadCommand::Fanout(f) => (Workload::Fanout, f),
+            WorkloadCommand::Match(f) => (Workload::Match, f),
         };
-        let mut o = Options {
+        let concurrency = f.concurrency as usize;
+        let sources_given = f.sources.is_some();
+        let sources = match f.sources {
+            Some(Sources(list)) => list,
+            None if f.target.addr.ip().is_loopback() && f.target.addr.is_ipv4() => {
+                // One source address has about 28,000 ephemeral ports towards
+                // one target, and Linux hands out one parity first: past
+                // about 14,000 sockets every connect scans the port range in
+                // the kernel (measured: half the tool's time, and the ramp
+                // stalls). Spread large socket runs over 127.0.0.x, 10,000 a
+                // piece.
+                let needed = concurrency.div_ceil(SOCKETS_PER_SOURCE).clamp(1, 250);
+                (1..=needed as u8)
+                    .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)))
+                    .collect()
+            }
+            None => vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
+        };
+        Ok(Options {
             workload,
-            target: SocketAddr::from((Ipv4Addr::LOCALHOST, 7350)),
-            target_text: "http://127.0.0.1:7350".into(),
-            server_key: "defaultkey".into(),
-            concurrency: 64,
-            duration: Duration::from_secs(30),
-            ramp: Duration::ZERO,
-            timeout: Duration::from_secs(10),
-            users: 10_000,
-            rpc_id: "echo".into(),
-            payload_size: 40,
-            sources: vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
-            sources_given: false,
-            rate: 100.0,
-            rooms: 10,
-            publishers: 0,
-            in_flight: 1,
-            interval: Duration::from_millis(500),
-            match_rpc: "ludus_bench_find_match".into(),
-            echo_rpc: None,
-            tick_floor: Duration::from_millis(100),
-            format: Format::Json,
-            threads: 1,
-            json: None,
-            svg: None,
-            quiet: false,
-        };
-        while let Some(flag) = it.next() {
-            if flag == "--quiet" {
-                o.quiet = true;
-                continue;
-            }
-            let (name, value) = match flag.split_once('=') {
-                Some((n, v)) => (n.to_owned(), v.to_owned()),
-                None => {
-                    let v = it
-                        .next()
-                        .ok_or_else(|| OptionsError::MissingValue(flag.clone()))?;
-                    (flag.clone(), v.clone())
-                }
-            };
-            let bad = |message: &str| OptionsError::BadValue {
-                flag: name.clone(),
-                message: message.into(),
-            };
-            let num = |v: &str| v.parse::<u64>().map_err(|_| bad("must be a whole number"));
-            match name.as_str() {
-                "--target" => {
-                    o.target = parse_target(&value).map_err(|m| bad(&m))?;
-                    o.target_text = value;
-                }
-                "--server-key" => o.server_key = value,
-                "--concurrency" => o.concurrency = num(&value)?.max(1) as usize,
-                "--duration" => o.duration = Duration::from_secs(num(&value)?.max(1)),
-                "--ramp" => o.ramp = Duration::from_secs(num(&value)?),
-                "--timeout-ms" => o.timeout = Duration::from_millis(num(&value)?.max(1)),
-                "--users" => o.users = num(&value)?.max(1) as usize,
-                "--rpc-id" => o.rpc_id = value,
-                "--payload-size" => o.payload_size = num(&value)? as usize,
-                "--threads" => o.threads = num(&value)?.clamp(1, 64) as usize,
-                "--sources" => {
-                    o.sources = parse_sources(&value).map_err(|m| bad(&m))?;
-                    o.sources_given = true;
-                }
-                "--rpc" => o.echo_rpc = Some(value),
-                "--rate" => {
-                    o.rate = value
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|r| r.is_finite() && *r > 0.0)
-                        .ok_or_else(|| bad("must be a positive number"))?
-                }
-                "--rooms" => o.rooms = num(&value)?.max(1) as usize,
-                "--publishers" => o.publishers = num(&value)?.max(1) as usize,
-                "--in-flight" => o.in_flight = num(&value)?.clamp(1, 4096) as usize,
-                "--interval-ms" => o.interval = Duration::from_millis(num(&value)?.max(1)),
-                "--match-rpc" => o.match_rpc = value,
-                "--tick-floor-ms" => o.tick_floor = Duration::from_millis(num(&value)?),
-                "--format" => {
-                    o.format = match value.as_str() {
-                        "json" => Format::Json,
-                        "protobuf" => Format::Protobuf,
-                        _ => return Err(bad("must be json or protobuf")),
-                    }
-                }
-                "--json" => o.json = Some(value.into()),
-                "--svg" => o.svg = Some(value.into()),
-                _ => return Err(OptionsError::UnknownFlag(name)),
-            }
-        }
-        if o.publishers == 0 {
-            o.publishers = o.rooms;
-        }
-        if !o.sources_given && o.target.ip().is_loopback() && o.target.is_ipv4() {
-            // One source address has about 28,000 ephemeral ports towards one
-            // target, and Linux hands out one parity first: past about
-            // 14,000 sockets every connect scans the port range in the
-            // kernel (measured: half the tool's time, and the ramp stalls).
-            // Spread large socket runs over 127.0.0.x, 10,000 a piece.
-            let needed = o.concurrency.div_ceil(SOCKETS_PER_SOURCE).clamp(1, 250);
-            o.sources = (1..=needed as u8)
-                .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)))
-                .collect();
-        }
-        Ok(o)
+            target: f.target.addr,
+            target_text: f.target.text,
+            server_key: f.server_key,
+            concurrency,
+            duration: f.duration,
+            ramp: f.ramp,
+            timeout: f.timeout,
+            users: f.users as usize,
+            rpc_id: f.rpc_id,
+            payload_size: f.payload_size as usize,
+            sources,
+            sources_given,
+            rate: f.rate,
+            rooms: f.rooms as usize,
+            publishers: f.publishers.unwrap_or(f.rooms) as usize,
+            in_flight: f.in_flight as usize,
+            interval: f.interval,
+            match_rpc: f.match_rpc,
+            echo_rpc: f.echo_rpc,
+            tick_floor: f.tick_floor,
+            format: f.format,
+            threads: f.threads as usize,
+            json: f.json,
+            svg: f.svg,
+            quiet: f.quiet,
+        })
     }
 
     /// Whether the workload drives the realtime socket.
@@ -272,7 +283,63 @@ impl Options {
     }
 }
 
-fn parse_target(url: &str) -> Result<SocketAddr, String> {
+/// A duration with an optional unit (`ms`, `s`, `m`, `h`); a bare number
+/// counts in `bare`.
+fn duration(text: &str, bare: Duration) -> Result<Duration, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u32 = number.parse().map_err(|_| {
+        format!(
+            "`{text}` is not a duration: write a whole number with a unit, such as 30s, 2m or 250ms"
+        )
+    })?;
+    let unit = match unit {
+        "" => bare,
+        "ms" => Duration::from_millis(1),
+        "s" => Duration::from_secs(1),
+        "m" => Duration::from_secs(60),
+        "h" => Duration::from_secs(3600),
+        other => return Err(format!("unknown unit `{other}`: use ms, s, m or h")),
+    };
+    unit.checked_mul(n)
+        .filter(|d| *d <= Duration::from_secs(7 * 24 * 3600))
+        .ok_or_else(|| format!("`{text}` is too long: at most a week"))
+}
+
+fn positive(d: Duration, text: &str) -> Result<Duration, String> {
+    if d.is_zero() {
+        Err(format!("`{text}` must be more than zero"))
+    } else {
+        Ok(d)
+    }
+}
+
+fn seconds(text: &str) -> Result<Duration, String> {
+    duration(text, Duration::from_secs(1))
+}
+
+fn positive_seconds(text: &str) -> Result<Duration, String> {
+    positive(seconds(text)?, text)
+}
+
+fn millis(text: &str) -> Result<Duration, String> {
+    duration(text, Duration::from_millis(1))
+}
+
+fn positive_millis(text: &str) -> Result<Duration, String> {
+    positive(millis(text)?, text)
+}
+
+fn positive_rate(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .ok_or_else(|| format!("`{text}` must be a positive number"))
+}
+
+fn parse_target(url: &str) -> Result<Target, String> {
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| "must start with http:// (TLS is not supported)".to_string())?;
@@ -282,21 +349,27 @@ fn parse_target(url: &str) -> Result<SocketAddr, String> {
     } else {
         format!("{hostport}:80")
     };
-    hostport
+    let addr = hostport
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve {hostport}: {e}"))?
         .next()
-        .ok_or_else(|| format!("{hostport} resolves to no address"))
+        .ok_or_else(|| format!("{hostport} resolves to no address"))?;
+    Ok(Target {
+        addr,
+        text: url.to_owned(),
+    })
 }
 
-fn parse_sources(v: &str) -> Result<Vec<IpAddr>, String> {
+fn parse_sources(v: &str) -> Result<Sources, String> {
     if let Ok(n) = v.parse::<u8>() {
         if n == 0 {
             return Err("needs at least one address".into());
         }
-        return Ok((1..=n)
-            .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)))
-            .collect());
+        return Ok(Sources(
+            (1..=n)
+                .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)))
+                .collect(),
+        ));
     }
     v.split(',')
         .map(|s| {
@@ -304,15 +377,22 @@ fn parse_sources(v: &str) -> Result<Vec<IpAddr>, String> {
                 .parse::<IpAddr>()
                 .map_err(|_| format!("`{s}` is not an IP address"))
         })
-        .collect()
+        .collect::<Result<_, _>>()
+        .map(Sources)
 }
 
 #[cfg(test)]
 mod tests {
+    use clap::error::ErrorKind;
+
     use super::*;
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    fn error(s: &str) -> clap::Error {
+        Options::parse(&args(s)).unwrap_err()
     }
 
     #[test]
@@ -321,6 +401,7 @@ mod tests {
         assert_eq!(o.workload, Workload::Register);
         assert_eq!(o.concurrency, 64);
         assert_eq!(o.target.port(), 7350);
+        assert_eq!(o.duration, Duration::from_secs(30));
         let o = Options::parse(&args(
             "rpc --target http://127.0.0.1:9000 --concurrency=8 --rpc-id ping --sources 3",
         ))
@@ -333,28 +414,79 @@ mod tests {
     }
 
     #[test]
+    fn durations_take_units() {
+        let o = Options::parse(&args(
+            "match --duration 2m --ramp 1500ms --timeout-ms 3s --interval-ms 250",
+        ))
+        .unwrap();
+        assert_eq!(o.duration, Duration::from_secs(120));
+        assert_eq!(o.ramp, Duration::from_millis(1500));
+        assert_eq!(o.timeout, Duration::from_secs(3));
+        assert_eq!(o.interval, Duration::from_millis(250));
+        let o = Options::parse(&args("login --duration 45")).unwrap();
+        assert_eq!(
+            o.duration,
+            Duration::from_secs(45),
+            "bare numbers are seconds"
+        );
+        assert!(
+            error("login --duration 5y")
+                .to_string()
+                .contains("unknown unit")
+        );
+        assert!(error("login --duration soon").to_string().contains("30s"));
+    }
+
+    /// Regression: values out of range were clamped silently (`--threads
+    /// 100` ran with 64, `--concurrency 0` with 1).
+    #[test]
+    fn out_of_range_values_are_refused() {
+        for bad in [
+            "login --threads 100",
+            "login --threads 0",
+            "login --concurrency 0",
+            "echo --in-flight 5000",
+            "login --duration 0s",
+            "login --timeout-ms 0",
+            "fanout --rooms 0",
+            "ccu --rate 0",
+            "login --duration 30d",
+        ] {
+            let e = error(bad);
+            assert_eq!(e.kind(), ErrorKind::ValueValidation, "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn help_is_an_answer_not_an_error() {
+        for asked in ["--help", "echo --help", "match -h"] {
+            let e = error(asked);
+            assert_eq!(e.kind(), ErrorKind::DisplayHelp, "{asked}");
+            assert!(!e.use_stderr());
+        }
+        let help = error("echo --help").to_string();
+        assert!(help.contains("--in-flight"), "{help}");
+        let help = error("--help").to_string();
+        assert!(help.contains("fanout"), "{help}");
+    }
+
+    #[test]
     fn errors_say_what_is_wrong() {
-        assert!(matches!(Options::parse(&[]), Err(OptionsError::NoWorkload)));
-        assert!(matches!(
-            Options::parse(&args("fly")),
-            Err(OptionsError::UnknownWorkload(_))
-        ));
-        assert!(matches!(
-            Options::parse(&args("login --bogus 1")),
-            Err(OptionsError::UnknownFlag(_))
-        ));
-        assert!(matches!(
-            Options::parse(&args("login --duration")),
-            Err(OptionsError::MissingValue(_))
-        ));
-        let e = Options::parse(&args("login --target https://x")).unwrap_err();
-        assert!(e.to_string().contains("http://"), "{e}");
+        assert_eq!(
+            Options::parse(&[]).unwrap_err().kind(),
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        );
+        assert_eq!(error("fly").kind(), ErrorKind::InvalidSubcommand);
+        assert_eq!(error("login --bogus 1").kind(), ErrorKind::UnknownArgument);
+        assert!(
+            error("login --target https://x")
+                .to_string()
+                .contains("http://")
+        );
         assert!(Options::parse(&args("login --concurrency many")).is_err());
-        let e = Options::parse(&args("echo --format xml")).unwrap_err();
-        assert!(e.to_string().contains("json or protobuf"), "{e}");
+        assert!(error("echo --format xml").to_string().contains("protobuf"));
         let o = Options::parse(&args("echo --format protobuf")).unwrap();
         assert_eq!(o.format, Format::Protobuf);
-        assert!(Options::parse(&args("ccu --rate 0")).is_err());
     }
 
     #[test]

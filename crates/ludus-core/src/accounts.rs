@@ -470,6 +470,74 @@ impl AccountService {
             .map_err(Into::into)
     }
 
+    /// Links another sign-in identity to `user`, with Nakama's rules: a
+    /// device is added to the account's devices, a custom id or an email
+    /// (with its password) replaces the one linked, and an identity that
+    /// another account holds is refused with `AlreadyExists`.
+    pub async fn link(&self, user: Uuid, credential: Credential) -> Result<(), ApiError> {
+        let (identity, password_hash, taken) = match credential {
+            Credential::Device { id } => {
+                validate::device_id(&id)?;
+                (Identity::Device(id), None, "device id is already in use")
+            }
+            Credential::Custom { id } => {
+                validate::custom_id(&id)?;
+                (Identity::Custom(id), None, "custom id is already in use")
+            }
+            Credential::Email { email, password } => {
+                if email.is_empty() || password.is_empty() {
+                    return Err(ApiError::invalid("email address and password are required"));
+                }
+                let email = validate::email(&email)?;
+                validate::password(&password)?;
+                let hash = self.hash_password(&password).await?;
+                (
+                    Identity::Email(email),
+                    Some(hash),
+                    "email is already in use",
+                )
+            }
+        };
+        match self
+            .store
+            .link_identity(user, identity, password_hash, unix_now())
+            .await
+        {
+            Err(StoreError::IdentityTaken) => Err(ApiError::new(Code::AlreadyExists, taken)),
+            other => other.map_err(Into::into),
+        }
+    }
+
+    /// Unlinks a sign-in identity from `user`. An empty custom id or email
+    /// unlinks whichever is linked (Nakama's optional argument); a device id
+    /// is required. The account's last identity is never unlinked: that,
+    /// or an identity the account does not have, is `PermissionDenied` with
+    /// Nakama's message.
+    pub async fn unlink(&self, user: Uuid, identity: Identity) -> Result<(), ApiError> {
+        let identity = match identity {
+            Identity::Device(id) if id.is_empty() => {
+                return Err(ApiError::invalid("a device id must be supplied"));
+            }
+            Identity::Email(email) => Identity::Email(email.to_lowercase()),
+            Identity::Username(_) => {
+                return Err(ApiError::invalid("a username cannot be unlinked"));
+            }
+            other => other,
+        };
+        if self
+            .store
+            .unlink_identity(user, identity, unix_now())
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                Code::PermissionDenied,
+                "cannot unlink the last account identifier, check the profile exists and keeps another link",
+            ))
+        }
+    }
+
     /// Deletes the account and revokes every session it had.
     pub async fn delete_account(&self, user: Uuid) -> Result<(), ApiError> {
         self.store.delete_user(user).await?;

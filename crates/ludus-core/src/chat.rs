@@ -183,6 +183,10 @@ pub struct HistoryPage {
     pub messages: Vec<ChannelMessage>,
     pub next_cursor: Option<String>,
     pub prev_cursor: Option<String>,
+    /// Where a client that keeps this page can later ask for only what is
+    /// newer (a forward cursor past the page's last message), as Nakama's
+    /// `cacheable_cursor`.
+    pub cacheable_cursor: Option<String>,
 }
 
 /// A history cursor: the channel, the list direction, whether it pages on
@@ -318,10 +322,35 @@ pub async fn channel_history(
     } else {
         None
     };
+    // Nakama's rule: the last message of a non-empty page; with an empty
+    // page, the cursor the client came with (turned to page forward when it
+    // paged backward).
+    let cacheable_cursor = match (messages.last(), &cursor) {
+        (Some(last), _) => Some(
+            Cursor {
+                channel: channel_id.to_owned(),
+                forward: true,
+                next: true,
+                bound: bound_of(last),
+            }
+            .encode(),
+        ),
+        (None, Some(c)) if forward => Some(c.encode()),
+        (None, Some(c)) => Some(
+            Cursor {
+                forward: true,
+                next: true,
+                ..c.clone()
+            }
+            .encode(),
+        ),
+        (None, None) => None,
+    };
     Ok(HistoryPage {
         messages,
         next_cursor,
         prev_cursor,
+        cacheable_cursor,
     })
 }
 

@@ -51,6 +51,49 @@ pub enum Identity {
     Username(String),
 }
 
+/// The identities linked to one user, as a store reads them inside the
+/// transaction that unlinks one, so both backends apply one rule.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LinkedIdentities {
+    /// Lower-cased.
+    pub email: Option<String>,
+    pub custom_id: Option<String>,
+    pub devices: Vec<String>,
+    /// Whether any social provider (Apple, Facebook, Google, …) is linked.
+    pub social: bool,
+}
+
+impl LinkedIdentities {
+    /// Whether `identity` may be unlinked, with Nakama's rule: it must be
+    /// this user's (an empty custom id or email stands for whichever is
+    /// linked, even none) and something else must stay linked, so the
+    /// account can still sign in. Usernames are never unlinked.
+    pub fn may_unlink(&self, identity: &Identity) -> bool {
+        let others = |email: bool, custom: bool, devices: usize| {
+            self.social
+                || (email && self.email.is_some())
+                || (custom && self.custom_id.is_some())
+                || self.devices.len() > devices
+        };
+        match identity {
+            Identity::Device(id) => self.devices.contains(id) && others(true, true, 1),
+            Identity::Custom(id) => {
+                (id.is_empty() || self.custom_id.as_deref() == Some(id.as_str()))
+                    && others(true, false, 0)
+            }
+            Identity::Email(email) => {
+                (email.is_empty()
+                    || self
+                        .email
+                        .as_deref()
+                        .is_some_and(|e| e.eq_ignore_ascii_case(email)))
+                    && others(false, true, 0)
+            }
+            Identity::Username(_) => false,
+        }
+    }
+}
+
 /// What sign-in needs to know about an existing user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserAuth {
@@ -96,4 +139,43 @@ pub struct Revocations {
     pub tokens: Vec<(String, crate::token::TokenKind, i64)>,
     /// `(user, cutoff)`: every token of the user issued at or before the cutoff is revoked.
     pub users: Vec<(Uuid, i64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn linked(email: Option<&str>, custom: Option<&str>, devices: &[&str]) -> LinkedIdentities {
+        LinkedIdentities {
+            email: email.map(Into::into),
+            custom_id: custom.map(Into::into),
+            devices: devices.iter().map(|d| d.to_string()).collect(),
+            social: false,
+        }
+    }
+
+    #[test]
+    fn the_last_identity_is_never_unlinked() {
+        let device = Identity::Device("dev-1".into());
+        assert!(!linked(None, None, &["dev-1"]).may_unlink(&device));
+        assert!(linked(None, None, &["dev-1", "dev-2"]).may_unlink(&device));
+        assert!(linked(None, Some("c"), &["dev-1"]).may_unlink(&device));
+        assert!(!linked(None, Some("c"), &[]).may_unlink(&Identity::Custom("c".into())));
+        assert!(!linked(Some("a@b.cd"), None, &[]).may_unlink(&Identity::Email(String::new())));
+        let mut social = linked(Some("a@b.cd"), None, &[]);
+        social.social = true;
+        assert!(social.may_unlink(&Identity::Email("A@B.cd".into())));
+    }
+
+    #[test]
+    fn only_the_users_own_identity_is_unlinked() {
+        let l = linked(Some("a@b.cd"), Some("mine"), &["dev-1"]);
+        assert!(!l.may_unlink(&Identity::Device("dev-2".into())));
+        assert!(!l.may_unlink(&Identity::Custom("theirs".into())));
+        assert!(!l.may_unlink(&Identity::Email("x@y.zz".into())));
+        assert!(l.may_unlink(&Identity::Custom(String::new())));
+        assert!(!l.may_unlink(&Identity::Username("u".into())));
+        // Nothing linked of that kind, but the empty form is Nakama's "any".
+        assert!(linked(None, None, &["dev-1"]).may_unlink(&Identity::Custom(String::new())));
+    }
 }

@@ -61,7 +61,8 @@ pub async fn list(
     limit: Option<u32>,
     cursor: Option<&str>,
 ) -> Result<NotificationPage, ApiError> {
-    let limit = limit.unwrap_or(MAX_LIST_LIMIT);
+    // Nakama lists one notification when the client names no limit.
+    let limit = limit.unwrap_or(1);
     if !(1..=MAX_LIST_LIMIT).contains(&limit) {
         return Err(ApiError::invalid(format!(
             "invalid limit, it must be between 1 and {MAX_LIST_LIMIT}"

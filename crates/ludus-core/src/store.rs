@@ -66,6 +66,25 @@ pub trait Store: Send + Sync + 'static {
 
     async fn get_account(&self, id: Uuid) -> StoreResult<Option<Account>>;
 
+    /// Links a device, custom id or email (with its password hash) to an
+    /// existing user: a device is added to the user's devices, a custom id
+    /// or email replaces the one linked; linking what the user already has
+    /// changes nothing else. `IdentityTaken` when another user has it,
+    /// `NotFound` when the user does not exist.
+    async fn link_identity(
+        &self,
+        user: Uuid,
+        identity: Identity,
+        password_hash: Option<String>,
+        now: i64,
+    ) -> StoreResult<()>;
+
+    /// Unlinks a device, custom id or email (an empty custom id or email:
+    /// whichever is linked) when [`crate::model::LinkedIdentities::may_unlink`] allows it,
+    /// deciding on the identities read in the same transaction. Unlinking an
+    /// email also removes the password. Returns whether it did.
+    async fn unlink_identity(&self, user: Uuid, identity: Identity, now: i64) -> StoreResult<bool>;
+
     /// Applies the changes; `NotFound` for no such user, `UsernameTaken` on a clash.
     async fn update_account(&self, id: Uuid, update: AccountUpdate, now: i64) -> StoreResult<()>;
 

@@ -46,8 +46,10 @@ pub const MATCH_TOKEN_TTL_SECS: i64 = 30;
 /// Completions (one per matched user) the stats keep (Nakama keeps 10).
 const STATS_COMPLETIONS: usize = 10;
 
-/// The matchmaker's settings (`matchmaker.*`).
-#[derive(Debug, Clone)]
+/// The matchmaker's settings: the `matchmaker.*` config section itself,
+/// with Nakama's key names and defaults (the server checks the values).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct MatchmakerConfig {
     /// Tickets one session (or party) may hold at once (Nakama default 3).
     pub max_tickets: usize,

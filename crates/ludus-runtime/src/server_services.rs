@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
-use ludus_core::model::{Account, AccountUpdate, User};
+use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::notification::Notification;
 use ludus_core::store::{SqlRow, SqlValue};
 use ludus_core::{ApiError, Code};
@@ -129,6 +129,14 @@ impl RuntimeServices for ServerServices {
             u.online = self.realtime.is_online(u.id);
         }
         Ok(users)
+    }
+
+    async fn link(&self, user_id: Uuid, credential: Credential) -> Result<(), ApiError> {
+        self.accounts.link(user_id, credential).await
+    }
+
+    async fn unlink(&self, user_id: Uuid, identity: Identity) -> Result<(), ApiError> {
+        self.accounts.unlink(user_id, identity).await
     }
 
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError> {

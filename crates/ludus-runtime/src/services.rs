@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ludus_core::ApiError;
 use ludus_core::accounts::Credential;
-use ludus_core::model::{Account, AccountUpdate, User};
+use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::notification::Notification;
 use ludus_core::store::{SqlRow, SqlValue};
 use ludus_realtime::matches::{HandlerFactory, ListRequest, MatchListing};
@@ -100,6 +100,22 @@ pub trait RuntimeServices: Send + Sync + 'static {
     async fn users(&self, ids: Vec<String>, usernames: Vec<String>) -> Result<Vec<User>, ApiError>;
 
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError>;
+
+    // Linking (`nk.link_*`, `nk.unlink_*`): `AccountService::link` and
+    // `unlink`, with their rules. The defaults serve hosts without accounts.
+
+    /// Links a device, email (with password) or custom id to a user.
+    async fn link(&self, user_id: Uuid, credential: Credential) -> Result<(), ApiError> {
+        let _ = (user_id, credential);
+        Err(no_accounts())
+    }
+
+    /// Unlinks a device, email or custom id (empty: whichever is linked),
+    /// never the user's last identity.
+    async fn unlink(&self, user_id: Uuid, identity: Identity) -> Result<(), ApiError> {
+        let _ = (user_id, identity);
+        Err(no_accounts())
+    }
 
     /// Stores the persistent notifications and pushes all of them live.
     async fn notifications_send(&self, notifications: Vec<Notification>) -> Result<(), ApiError> {
@@ -253,6 +269,13 @@ fn no_sql() -> ApiError {
     ApiError::new(
         ludus_core::Code::Unimplemented,
         "this server offers modules no sql access",
+    )
+}
+
+fn no_accounts() -> ApiError {
+    ApiError::new(
+        ludus_core::Code::Unimplemented,
+        "this server offers modules no account linking",
     )
 }
 

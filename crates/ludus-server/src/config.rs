@@ -1,14 +1,16 @@
 //! Server configuration: a YAML file, then `LUDUS_*` environment variables,
 //! then `--section.key value` flags, each overriding the one before.
 //!
-//! Key names follow Nakama's where Nakama has the key, so an existing
-//! `config.yml` mostly carries over. An unknown key or a value of the wrong
-//! type stops start-up with a message naming the key.
+//! Key names follow Nakama's where Nakama has the key, and a Nakama
+//! `config.yml` loads unchanged: a key that Nakama has and Ludus does not
+//! support yet is ignored and logged once as a warning naming it
+//! (`nakama_config.rs` lists Nakama's keys). A key that neither has, or a
+//! value of the wrong type, stops start-up with a message naming the key.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_yaml::{Mapping, Value};
+use serde_yaml_ng::{Mapping, Value};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -20,7 +22,7 @@ pub enum ConfigError {
     #[error("config file {path} is not valid YAML: {source}")]
     Yaml {
         path: PathBuf,
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
     #[error("config file {0} must be a mapping of sections to keys")]
     NotAMapping(PathBuf),
@@ -51,9 +53,13 @@ pub struct Config {
     pub database: DatabaseConfig,
     pub runtime: crate::runtime::RuntimeConfig,
     pub party: PartyConfig,
-    pub matchmaker: crate::matchmaker::MatchmakerConfig,
+    pub matchmaker: ludus_realtime::MatchmakerConfig,
     #[serde(rename = "match")]
     pub matches: MatchSettings,
+    /// Keys of Nakama's that the file or flags set and Ludus ignores, for
+    /// [`Config::warn_ignored_keys`].
+    #[serde(skip)]
+    pub ignored_keys: Vec<String>,
 }
 
 impl Default for Config {
@@ -68,8 +74,9 @@ impl Default for Config {
             database: DatabaseConfig::default(),
             runtime: crate::runtime::RuntimeConfig::default(),
             party: PartyConfig::default(),
-            matchmaker: crate::matchmaker::MatchmakerConfig::default(),
+            matchmaker: ludus_realtime::MatchmakerConfig::default(),
             matches: MatchSettings::default(),
+            ignored_keys: Vec::new(),
         }
     }
 }
@@ -318,11 +325,12 @@ impl Config {
         env: impl IntoIterator<Item = (String, String)>,
         flags: &[(String, String)],
     ) -> Result<Config, ConfigError> {
-        let defaults = serde_yaml::to_value(Config::default()).expect("defaults serialize");
+        let defaults = serde_yaml_ng::to_value(Config::default()).expect("defaults serialize");
         let mut tree = match file {
             Some(path) => read_file(path)?,
             None => Value::Mapping(Mapping::new()),
         };
+        let mut ignored = drop_nakama_only(&mut tree, &defaults)?;
         let known = leaf_keys(&defaults);
         for (name, value) in env {
             let Some(rest) = name.strip_prefix("LUDUS_") else {
@@ -334,9 +342,13 @@ impl Config {
             }
         }
         for (key, value) in flags {
+            if lookup(&defaults, key).is_none() && crate::nakama_config::is_key(key) {
+                ignored.push(key.clone());
+                continue;
+            }
             set_key(&mut tree, &defaults, key, value)?;
         }
-        let config: Config = serde_path_to_error::deserialize(tree).map_err(|e| {
+        let mut config: Config = serde_path_to_error::deserialize(tree).map_err(|e| {
             let key = e.path().to_string();
             let message = e.into_inner().to_string();
             match message.strip_prefix("unknown field `") {
@@ -352,7 +364,20 @@ impl Config {
             }
         })?;
         config.validate()?;
+        ignored.sort();
+        ignored.dedup();
+        config.ignored_keys = ignored;
         Ok(config)
+    }
+
+    /// Logs, once each, the keys of Nakama's that were set and are ignored.
+    pub fn warn_ignored_keys(&self) {
+        for key in &self.ignored_keys {
+            tracing::warn!(
+                key = %key,
+                "config key of nakama's is not supported by ludus yet and is ignored"
+            );
+        }
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -444,7 +469,7 @@ impl Config {
         if self.party.max_per_session == 0 {
             return bad("party.max_per_session", "must be at least 1");
         }
-        self.matchmaker.validate()?;
+        crate::matchmaker::validate(&self.matchmaker)?;
         if self.database.acquire_timeout_ms == 0 {
             return bad("database.acquire_timeout_ms", "must be at least 1");
         }
@@ -453,7 +478,7 @@ impl Config {
 
     /// Every key with its default, for `ludus help`.
     pub fn documented_keys() -> Vec<(String, String)> {
-        let defaults = serde_yaml::to_value(Config::default()).expect("defaults serialize");
+        let defaults = serde_yaml_ng::to_value(Config::default()).expect("defaults serialize");
         leaf_keys(&defaults)
             .into_iter()
             .map(|k| {
@@ -509,7 +534,7 @@ fn read_file(path: &Path) -> Result<Value, ConfigError> {
         path: path.into(),
         source,
     })?;
-    let value: Value = serde_yaml::from_str(&text).map_err(|source| ConfigError::Yaml {
+    let value: Value = serde_yaml_ng::from_str(&text).map_err(|source| ConfigError::Yaml {
         path: path.into(),
         source,
     })?;
@@ -518,6 +543,68 @@ fn read_file(path: &Path) -> Result<Value, ConfigError> {
         Value::Mapping(_) => Ok(value),
         _ => Err(ConfigError::NotAMapping(path.into())),
     }
+}
+
+/// Removes from the file's tree the keys that Nakama has and Ludus does not
+/// (whole sections such as `console` included), and answers their paths.
+/// A key that neither has inside such a section is named at once; any
+/// other stays for deserialization to accept or name as unknown.
+fn drop_nakama_only(tree: &mut Value, defaults: &Value) -> Result<Vec<String>, ConfigError> {
+    fn walk(
+        node: &mut Mapping,
+        prefix: &str,
+        defaults: &Value,
+        out: &mut Vec<String>,
+    ) -> Result<(), ConfigError> {
+        let names: Vec<Value> = node.keys().cloned().collect();
+        for name in names {
+            let Some(text) = name.as_str() else { continue };
+            let path = if prefix.is_empty() {
+                text.to_owned()
+            } else {
+                format!("{prefix}.{text}")
+            };
+            let ours = lookup(defaults, &path).map(Value::is_mapping);
+            let nakama_section = crate::nakama_config::is_section(&path);
+            let Some(value) = node.get_mut(&name) else {
+                continue;
+            };
+            match ours {
+                // One of Ludus's keys.
+                Some(false) => {}
+                // One of Ludus's sections, maybe holding keys of Nakama's.
+                Some(true) => {
+                    if let Some(section) = value.as_mapping_mut() {
+                        walk(section, &path, defaults, out)?;
+                    }
+                }
+                None if crate::nakama_config::is_key(&path) => {
+                    node.remove(&name);
+                    out.push(path);
+                }
+                None if nakama_section => {
+                    if let Some(section) = value.as_mapping_mut() {
+                        walk(section, &path, defaults, out)?;
+                        // What is left is a key neither server has.
+                        if let Some(left) = section.keys().next() {
+                            let left = left.as_str().unwrap_or_default();
+                            return Err(ConfigError::UnknownKey(format!("{path}.{left}")));
+                        }
+                        node.remove(&name);
+                    } else if value.is_null() {
+                        node.remove(&name);
+                    }
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    if let Some(root) = tree.as_mapping_mut() {
+        walk(root, "", defaults, &mut out)?;
+    }
+    Ok(out)
 }
 
 fn env_name(key: &str) -> String {
@@ -554,7 +641,7 @@ fn render(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Sequence(items) => items.iter().map(render).collect::<Vec<_>>().join(","),
-        other => serde_yaml::to_string(other)
+        other => serde_yaml_ng::to_string(other)
             .unwrap_or_default()
             .trim()
             .to_owned(),
@@ -692,6 +779,64 @@ mod tests {
         std::fs::write(&path, "session:\n  token_expiry: 5\n").unwrap();
         let err = Config::load(Some(&path), [], &[]).unwrap_err();
         assert!(err.to_string().contains("`session.token_expiry`"), "{err}");
+    }
+
+    /// A config file written for Nakama: keys Ludus lacks are ignored and
+    /// listed, Ludus's own keys among them still apply.
+    #[test]
+    fn nakama_config_files_load_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nakama.yml");
+        std::fs::write(
+            &path,
+            "name: nakama1\n\
+             config: [a.yml]\n\
+             logger:\n  stdout: true\n  level: debug\n\
+             socket:\n  port: 7777\n  protocol: tcp\n  response_headers: [\"X-A=1\"]\n\
+             console:\n  port: 7351\n  mfa:\n    admin_account_enabled: false\n\
+             metrics:\n\
+             social:\n  steam:\n    app_id: 5\n\
+             satori: {}\n",
+        )
+        .unwrap();
+        let c = Config::load(
+            Some(&path),
+            [],
+            &flags(&[("leaderboard.callback_queue_size", "9")]),
+        )
+        .unwrap();
+        assert_eq!((c.name.as_str(), c.socket.port), ("nakama1", 7777));
+        assert_eq!(c.logger.level, "debug");
+        assert_eq!(
+            c.ignored_keys,
+            [
+                "config",
+                "console.mfa.admin_account_enabled",
+                "console.port",
+                "leaderboard.callback_queue_size",
+                "logger.stdout",
+                "social.steam.app_id",
+                "socket.protocol",
+                "socket.response_headers",
+            ]
+        );
+        // A key neither server has still stops start-up, inside a Nakama
+        // section or out of one.
+        for (yaml, key) in [
+            ("console:\n  prot: 1\n", "console.prot"),
+            ("social:\n  steam:\n    app: 1\n", "social.steam.app"),
+            ("nothing: 1\n", "nothing"),
+            ("socket:\n  prot: 1\n", "socket.prot"),
+        ] {
+            std::fs::write(&path, yaml).unwrap();
+            let err = Config::load(Some(&path), [], &[]).unwrap_err();
+            assert!(
+                matches!(err, ConfigError::UnknownKey(ref k) if k == key),
+                "{yaml}: {err}"
+            );
+        }
+        let err = Config::load(None, [], &flags(&[("console.prot", "1")])).unwrap_err();
+        assert!(err.to_string().contains("`console.prot`"), "{err}");
     }
 
     #[test]

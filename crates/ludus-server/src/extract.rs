@@ -13,6 +13,7 @@ use ludus_core::accounts::Caller;
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq as _;
 
+use crate::api::access_log::RequestUser;
 use crate::error::HttpError;
 use crate::state::AppState;
 
@@ -69,7 +70,11 @@ impl FromRequestParts<AppState> for Session {
                     "auth token required, send it as `Authorization: Bearer <token>`",
                 )
             })?;
-        Ok(Session(state.accounts.verify_access(token.trim())?))
+        let caller = state.accounts.verify_access(token.trim())?;
+        if let Some(slot) = parts.extensions.get::<RequestUser>() {
+            slot.set(caller.user_id);
+        }
+        Ok(Session(caller))
     }
 }
 

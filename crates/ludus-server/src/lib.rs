@@ -9,6 +9,7 @@ mod error;
 mod extract;
 pub mod logging;
 pub mod matchmaker;
+mod nakama_config;
 pub mod runtime;
 mod serve;
 mod server;

@@ -1,38 +1,102 @@
-//! The `ludus` command line: `serve` (the default), `migrate up|status`,
-//! `bench`, `version` and `help`. Everything after the command is `--config FILE` or
-//! `--section.key value` configuration. Binaries built on the library run the
-//! same command line with their native module.
+//! The `ludus` command line (clap): `serve` (the default), `migrate
+//! up|status`, `bench`, `version` and `help`, each with `--help`. Everything
+//! after the command is `--config FILE` or `--section.key value`
+//! configuration, handed as it is to the config loader. Binaries built on
+//! the library run the same command line with their native module.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use clap::{Args, CommandFactory as _, Parser, Subcommand};
 use ludus_server::config::parse_flags;
 use ludus_server::{Config, NativeModule};
 
-const USAGE: &str = "\
-usage: ludus [COMMAND] [--config FILE] [--section.key VALUE ...]
-
-commands:
-  serve            run the server (the default)
-  migrate up       apply pending database migrations
-  migrate status   show the schema version and pending migrations
-  bench WORKLOAD   load-test a Nakama-compatible server (`ludus bench --help`)
-  version          print the version
-  help             show this help and every config key
-
+const AFTER_HELP: &str = "\
 With no flags, ludus stores everything in SQLite under ./data and listens on
 127.0.0.1:7350. Point it at PostgreSQL with --database.address postgres://...
-Every key can also be set as LUDUS_SECTION_KEY in the environment.
-";
+Every config key can be given as --section.key VALUE, in the --config FILE
+(YAML, Nakama's keys), or as LUDUS_SECTION_KEY in the environment; `ludus
+help` lists them all with their defaults.";
+
+/// `ludus [COMMAND] [--config FILE] [--section.key VALUE ...]`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ludus",
+    version,
+    about = "A game server that speaks Nakama's client API",
+    after_help = AFTER_HELP,
+    disable_help_subcommand = true,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    config: ConfigFlags,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the server (the default command)
+    Serve(ConfigFlags),
+    /// Database migrations (PostgreSQL; SQLite migrates itself)
+    Migrate {
+        #[command(subcommand)]
+        action: Migrate,
+    },
+    /// Load-test a Nakama-compatible server (`ludus bench --help`)
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// The workload and its flags
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        args: Vec<String>,
+    },
+    /// Print the version
+    Version,
+    /// Show this help and every config key with its default
+    Help,
+}
+
+#[derive(Debug, Subcommand)]
+enum Migrate {
+    /// Apply pending database migrations
+    Up(ConfigFlags),
+    /// Show the schema version and pending migrations
+    Status(ConfigFlags),
+}
+
+/// The configuration flags, passed as they are to the config loader.
+#[derive(Debug, Args, Default)]
+struct ConfigFlags {
+    /// --config FILE, then --section.key VALUE pairs (see `ludus help`)
+    #[arg(
+        value_name = "CONFIG",
+        allow_hyphen_values = true,
+        trailing_var_arg = true
+    )]
+    flags: Vec<String>,
+}
 
 /// Runs the command line in `args` (without the program name).
 pub fn main(args: Vec<String>, native: NativeModule) -> ExitCode {
-    // The load generator has flags of its own; hand it everything after `bench`.
+    // The load generator parses its own flags and prints its own help.
     if args.first().is_some_and(|a| a == "bench") {
         return ExitCode::from(ludus_bench::main(&args[1..]) as u8);
     }
-    match run(args, native) {
+    let cli = match Cli::try_parse_from(std::iter::once("ludus".to_owned()).chain(args)) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `--help` and `--version` answer on stdout and succeed.
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(cli, native) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ludus: {e:#}");
@@ -41,47 +105,31 @@ pub fn main(args: Vec<String>, native: NativeModule) -> ExitCode {
     }
 }
 
-fn run(args: Vec<String>, native: NativeModule) -> anyhow::Result<()> {
-    let (command, rest) = split_command(args);
-    match command.as_slice() {
-        [] => serve(&rest, native),
-        [c] if c == "serve" => serve(&rest, native),
-        [c, sub] if c == "migrate" && (sub == "up" || sub == "status") => migrate(sub, &rest),
-        [c] if c == "migrate" => anyhow::bail!("migrate needs `up` or `status`"),
-        [c] if c == "version" || c == "--version" => {
+fn run(cli: Cli, native: NativeModule) -> anyhow::Result<()> {
+    match cli.command {
+        None => serve(&cli.config.flags, native),
+        Some(Command::Serve(config)) => serve(&config.flags, native),
+        Some(Command::Migrate { action }) => match action {
+            Migrate::Up(config) => migrate("up", &config.flags),
+            Migrate::Status(config) => migrate("status", &config.flags),
+        },
+        // Handled before parsing; kept so help lists it.
+        Some(Command::Bench { args }) => {
+            anyhow::ensure!(ludus_bench::main(&args) == 0, "bench failed");
+            Ok(())
+        }
+        Some(Command::Version) => {
             println!("ludus {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
-        [c] if c == "help" || c == "--help" || c == "-h" => {
-            print!("{USAGE}\nconfig keys and defaults:\n");
+        Some(Command::Help) => {
+            print!("{}", Cli::command().render_long_help());
+            println!("\nconfig keys and defaults:");
             for (key, default) in Config::documented_keys() {
                 println!("  --{key:<38} {default}");
             }
             Ok(())
         }
-        other => anyhow::bail!("unknown command `{}`\n\n{USAGE}", other.join(" ")),
-    }
-}
-
-/// Leading words are the command; the rest are flags.
-fn split_command(args: Vec<String>) -> (Vec<String>, Vec<String>) {
-    let split = args
-        .iter()
-        .position(|a| a.starts_with('-'))
-        .unwrap_or(args.len());
-    let mut command = args;
-    let rest = command.split_off(split);
-    if command
-        .first()
-        .is_some_and(|c| c == "--help" || c == "-h" || c == "--version")
-    {
-        return (command, rest);
-    }
-    match rest.first().map(String::as_str) {
-        Some("--help" | "-h" | "--version") if command.is_empty() => {
-            (vec![rest[0].clone()], rest[1..].to_vec())
-        }
-        _ => (command, rest),
     }
 }
 
@@ -112,6 +160,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 fn serve(args: &[String], native: NativeModule) -> anyhow::Result<()> {
     let config = load_config(args)?;
     ludus_server::logging::init(&config.logger);
+    config.warn_ignored_keys();
     tracing::info!(version = env!("CARGO_PKG_VERSION"), data_dir = %config.data_dir.display(), "starting ludus");
     runtime()?.block_on(async move {
         let server = ludus_server::start_with(config, native).await?;

@@ -1,7 +1,8 @@
 //! The few realtime envelopes the socket workloads send and read, in both
-//! wire formats of `/ws`: JSON text frames (written by hand, read by
-//! scanning for the fields needed; only rare replies go through
-//! `serde_json`) and protobuf binary frames (`ludus_proto::realtime`).
+//! wire formats of `/ws`: JSON text frames (written from the
+//! `ludus_proto::realtime` types through their protojson serde, so strings
+//! are always escaped; read by scanning for the fields needed, only rare
+//! replies go through `serde_json`) and protobuf binary frames.
 
 use base64::Engine as _;
 use ludus_proto::prost::Message as _;
@@ -104,146 +105,81 @@ impl Writer {
         }
     }
 
-    fn protobuf(&mut self, cid: &str, message: M) {
+    /// Encodes one envelope in the writer's format: protobuf, or protojson
+    /// through `ludus_proto`'s serde, so every string is escaped as it must be.
+    fn envelope(&mut self, cid: &str, message: M) -> &[u8] {
         let env = rt::Envelope {
             cid: cid.to_owned(),
             message: Some(message),
         };
         self.buf.clear();
-        // Encoding into a Vec cannot run out of room.
-        let _ = env.encode(&mut self.buf);
+        match self.format {
+            // Encoding into a Vec cannot run out of room.
+            Format::Protobuf => {
+                let _ = env.encode(&mut self.buf);
+            }
+            // Serializing generated messages into a Vec cannot fail.
+            Format::Json => {
+                let _ = serde_json::to_writer(&mut self.buf, &env);
+            }
+        }
+        &self.buf
     }
 
     /// `ping` with a numeric cid.
     pub fn ping(&mut self, cid: u64) -> &[u8] {
-        match self.format {
-            Format::Json => {
-                self.buf.clear();
-                self.buf.extend_from_slice(b"{\"cid\":\"");
-                self.buf.extend_from_slice(cid.to_string().as_bytes());
-                self.buf.extend_from_slice(b"\",\"ping\":{}}");
-            }
-            Format::Protobuf => self.protobuf(&cid.to_string(), M::Ping(rt::Ping {})),
-        }
-        &self.buf
+        self.envelope(&cid.to_string(), M::Ping(rt::Ping {}))
     }
 
     /// A socket `rpc` call; `payload` is the function's input (a JSON text).
     pub fn rpc(&mut self, cid: u64, id: &str, payload: &str) -> &[u8] {
-        match self.format {
-            Format::Json => {
-                self.buf.clear();
-                let payload = serde_json::to_string(payload).unwrap_or_default();
-                self.buf.extend_from_slice(
-                    format!(r#"{{"cid":"{cid}","rpc":{{"id":"{id}","payload":{payload}}}}}"#)
-                        .as_bytes(),
-                );
-            }
-            Format::Protobuf => self.protobuf(
-                &cid.to_string(),
-                M::Rpc(ludus_proto::api::Rpc {
-                    id: id.to_owned(),
-                    payload: payload.to_owned(),
-                    http_key: String::new(),
-                }),
-            ),
-        }
-        &self.buf
+        let rpc = ludus_proto::api::Rpc {
+            id: id.to_owned(),
+            payload: payload.to_owned(),
+            http_key: String::new(),
+        };
+        self.envelope(&cid.to_string(), M::Rpc(rpc))
     }
 
     /// Joins a chat room, not persisted and hidden (no presence events), cid `j`.
     pub fn channel_join(&mut self, room: &str) -> &[u8] {
-        match self.format {
-            Format::Json => {
-                self.buf.clear();
-                self.buf.extend_from_slice(
-                    format!(
-                        r#"{{"cid":"j","channel_join":{{"target":"{room}","type":1,"persistence":false,"hidden":true}}}}"#
-                    )
-                    .as_bytes(),
-                );
-            }
-            Format::Protobuf => self.protobuf(
-                "j",
-                M::ChannelJoin(rt::ChannelJoin {
-                    target: room.to_owned(),
-                    r#type: 1,
-                    persistence: Some(ludus_proto::pbjson_types::BoolValue { value: false }),
-                    hidden: Some(ludus_proto::pbjson_types::BoolValue { value: true }),
-                }),
-            ),
-        }
-        &self.buf
+        let join = rt::ChannelJoin {
+            target: room.to_owned(),
+            r#type: 1,
+            persistence: Some(ludus_proto::pbjson_types::BoolValue { value: false }),
+            hidden: Some(ludus_proto::pbjson_types::BoolValue { value: true }),
+        };
+        self.envelope("j", M::ChannelJoin(join))
     }
 
     /// A chat message whose content carries the send time.
     pub fn channel_message(&mut self, channel_id: &str, ts: u64) -> &[u8] {
-        match self.format {
-            Format::Json => {
-                self.buf.clear();
-                self.buf.extend_from_slice(
-                    format!(
-                        r#"{{"channel_message_send":{{"channel_id":"{channel_id}","content":"{{\"bench_ts\":{ts}}}"}}}}"#
-                    )
-                    .as_bytes(),
-                );
-            }
-            Format::Protobuf => self.protobuf(
-                "",
-                M::ChannelMessageSend(rt::ChannelMessageSend {
-                    channel_id: channel_id.to_owned(),
-                    content: format!(r#"{{"bench_ts":{ts}}}"#),
-                }),
-            ),
-        }
-        &self.buf
+        let send = rt::ChannelMessageSend {
+            channel_id: channel_id.to_owned(),
+            content: format!(r#"{{"bench_ts":{ts}}}"#),
+        };
+        self.envelope("", M::ChannelMessageSend(send))
     }
 
     /// Joins a match by id, cid `j`.
     pub fn match_join(&mut self, match_id: &str) -> &[u8] {
-        match self.format {
-            Format::Json => {
-                self.buf.clear();
-                self.buf.extend_from_slice(
-                    format!(r#"{{"cid":"j","match_join":{{"match_id":"{match_id}"}}}}"#).as_bytes(),
-                );
-            }
-            Format::Protobuf => self.protobuf(
-                "j",
-                M::MatchJoin(rt::MatchJoin {
-                    metadata: Default::default(),
-                    id: Some(rt::match_join::Id::MatchId(match_id.to_owned())),
-                }),
-            ),
-        }
-        &self.buf
+        let join = rt::MatchJoin {
+            metadata: Default::default(),
+            id: Some(rt::match_join::Id::MatchId(match_id.to_owned())),
+        };
+        self.envelope("j", M::MatchJoin(join))
     }
 
     /// Match data with an op code.
     pub fn match_data(&mut self, match_id: &str, op: i64, data: &[u8]) -> &[u8] {
-        match self.format {
-            Format::Json => {
-                self.buf.clear();
-                let data = base64::engine::general_purpose::STANDARD.encode(data);
-                self.buf.extend_from_slice(
-                    format!(
-                        r#"{{"match_data_send":{{"match_id":"{match_id}","op_code":"{op}","data":"{data}"}}}}"#
-                    )
-                    .as_bytes(),
-                );
-            }
-            Format::Protobuf => self.protobuf(
-                "",
-                M::MatchDataSend(rt::MatchDataSend {
-                    match_id: match_id.to_owned(),
-                    op_code: op,
-                    data: data.to_vec().into(),
-                    presences: Vec::new(),
-                    reliable: true,
-                }),
-            ),
-        }
-        &self.buf
+        let send = rt::MatchDataSend {
+            match_id: match_id.to_owned(),
+            op_code: op,
+            data: data.to_vec().into(),
+            presences: Vec::new(),
+            reliable: true,
+        };
+        self.envelope("", M::MatchDataSend(send))
     }
 }
 
@@ -374,6 +310,42 @@ mod tests {
             let a = read(Format::Json, json, true);
             let b = read(Format::Protobuf, &env.encode_to_vec(), true);
             assert_eq!(a, b, "{}", String::from_utf8_lossy(json));
+        }
+    }
+
+    /// Regression: the JSON writers were `format!` strings, so an RPC id,
+    /// room or match id with a quote or backslash broke the envelope.
+    #[test]
+    fn strings_that_need_escaping_round_trip_through_the_decoders() {
+        let odd = "a\"b\\c\n\u{1}é";
+        for format in [Format::Json, Format::Protobuf] {
+            let mut w = Writer::new(format);
+            let decode = |bytes: &[u8]| match format {
+                Format::Json => ludus_proto::from_json::<rt::Envelope>(bytes).unwrap(),
+                Format::Protobuf => rt::Envelope::decode(bytes).unwrap(),
+            };
+            let env = decode(w.rpc(7, odd, odd));
+            assert_eq!(env.cid, "7");
+            assert!(
+                matches!(env.message, Some(M::Rpc(ref r)) if r.id == odd && r.payload == odd),
+                "{format:?}"
+            );
+            let env = decode(w.channel_join(odd));
+            assert!(matches!(env.message, Some(M::ChannelJoin(ref j)) if j.target == odd));
+            let env = decode(w.channel_message(odd, 9));
+            assert!(
+                matches!(env.message, Some(M::ChannelMessageSend(ref m)) if m.channel_id == odd)
+            );
+            let env = decode(w.match_join(odd));
+            assert!(matches!(
+                env.message,
+                Some(M::MatchJoin(rt::MatchJoin { id: Some(rt::match_join::Id::MatchId(ref id)), .. })) if id == odd
+            ));
+            let env = decode(w.match_data(odd, 2, b"\"\x00"));
+            assert!(matches!(
+                env.message,
+                Some(M::MatchDataSend(ref d)) if d.match_id == odd && d.op_code == 2 && &d.data[..] == b"\"\x00"
+            ));
         }
     }
 

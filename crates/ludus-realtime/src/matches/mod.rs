@@ -386,10 +386,13 @@ impl MatchRegistry {
             ),
             _ => None,
         };
+        // As Nakama: a query, even an empty one, replaces the exact label
+        // (nakama-js always sends `label=` beside its query).
+        let label = req.label.as_ref().filter(|_| req.query.is_none());
         let mut out = Vec::new();
         // Only should clauses make scores differ; otherwise stop at the limit.
         let ranked = query.as_ref().is_some_and(Query::ranks);
-        let filtered = query.is_some() || req.label.is_some();
+        let filtered = query.is_some() || label.is_some();
         if filtered && req.authoritative == Some(false) {
             // Labels and queries only exist on authoritative matches.
             return Ok(out);
@@ -404,7 +407,7 @@ impl MatchRegistry {
                 }
                 let score = {
                     let l = e.lock_listing();
-                    if let Some(label) = &req.label
+                    if let Some(label) = label
                         && *l.label != **label
                     {
                         continue;
@@ -435,8 +438,8 @@ impl MatchRegistry {
         }
         if out.len() < limit
             && req.authoritative != Some(true)
-            && query.is_none()
-            && req.label.is_none()
+            && req.query.is_none()
+            && label.is_none()
         {
             for (stream, size) in self
                 .tracker

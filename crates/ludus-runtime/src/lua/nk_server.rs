@@ -1,5 +1,5 @@
 //! `nk` functions that call into the server through `RuntimeServices`:
-//! sign-in, tokens, accounts, users and outgoing HTTP. Lua runs on a blocking
+//! sign-in, tokens, accounts, linking, users and outgoing HTTP. Lua runs on a blocking
 //! thread, so each call drives the async service with the runtime's handle.
 //! Realtime functions live in `nk_realtime.rs`, SQL in `nk_sql.rs`.
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ludus_core::ApiError;
 use ludus_core::accounts::Credential;
-use ludus_core::model::{Account, AccountUpdate, User};
+use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
@@ -166,6 +166,7 @@ pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<(
             users_table(lua, &users)
         })?,
     )?;
+    install_links(lua, shared, nk)?;
     let s = shared.clone();
     nk.set(
         "http_request",
@@ -216,6 +217,60 @@ pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<(
         )?,
     )?;
     Ok(())
+}
+
+/// `nk.link_device|email|custom(user_id, id…)` and
+/// `nk.unlink_device|email|custom(user_id, id)`, with Nakama's argument
+/// shapes: every id is required to link and to unlink a device; unlinking
+/// an email or custom id without one unlinks whichever is linked.
+fn install_links(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    let link = |credential: fn(String, Option<String>) -> Credential| {
+        let s = shared.clone();
+        lua.create_function(
+            move |_, (user_id, id, password): (String, String, Option<String>)| {
+                let uid = parse_uuid(&user_id)?;
+                if id.is_empty() {
+                    return Err(mlua::Error::runtime("expects an identifier to link"));
+                }
+                let linked = s.services.link(uid, credential(id, password));
+                block_on(&s, prefixed("error linking", linked))
+            },
+        )
+    };
+    nk.set("link_device", link(|id, _| Credential::Device { id })?)?;
+    nk.set("link_custom", link(|id, _| Credential::Custom { id })?)?;
+    nk.set(
+        "link_email",
+        link(|email, password| Credential::Email {
+            email,
+            password: password.unwrap_or_default(),
+        })?,
+    )?;
+    let unlink = |identity: fn(String) -> Identity, required: bool| {
+        let s = shared.clone();
+        lua.create_function(move |_, (user_id, id): (String, Option<String>)| {
+            let uid = parse_uuid(&user_id)?;
+            let id = id.unwrap_or_default();
+            if required && id.is_empty() {
+                return Err(mlua::Error::runtime("expects a device id to unlink"));
+            }
+            let unlinked = s.services.unlink(uid, identity(id));
+            block_on(&s, prefixed("error unlinking", unlinked))
+        })
+    };
+    nk.set("unlink_device", unlink(Identity::Device, true)?)?;
+    nk.set("unlink_custom", unlink(Identity::Custom, false)?)?;
+    nk.set("unlink_email", unlink(Identity::Email, false)?)?;
+    Ok(())
+}
+
+/// Nakama's Lua errors for linking start with what failed.
+async fn prefixed(
+    what: &str,
+    call: impl Future<Output = Result<(), ApiError>>,
+) -> Result<(), ApiError> {
+    call.await
+        .map_err(|e| ApiError::new(e.code, format!("{what}: {}", e.message)))
 }
 
 /// `nk.account_update_id(user_id, metadata, username, display_name,

@@ -398,9 +398,17 @@ impl Vm {
         let LuaValue::Function(f) = f else {
             return Err(RuntimeError::not_found("function not found"));
         };
-        let result = self.call_function(f, ctx, args).map_err(|mut e| {
+        let result = self.call_function(f.clone(), ctx, args).map_err(|mut e| {
             // Clients see the message, as Nakama shows it; the log keeps where.
-            tracing::debug!(callback = key, error = %e.message, "lua callback failed");
+            let info = f.info();
+            tracing::warn!(
+                module = info.short_src.as_deref().unwrap_or("?"),
+                line = info.line_defined,
+                function = key,
+                code = e.code.as_i32(),
+                error = %e.message,
+                "lua callback failed"
+            );
             e.message = strip_position(&e.message).to_owned();
             e
         });

@@ -45,7 +45,8 @@ pub async fn list(
         query: string("query"),
     };
     let req = runtime::before(&state, API, Some(&caller), client, req).await?;
-    let limit = req.limit.as_ref().map_or(1, |l| l.value);
+    // Nakama lists 10 matches when the client names no limit.
+    let limit = req.limit.as_ref().map_or(10, |l| l.value);
     if !(1..=MAX_LIST_LIMIT as i32).contains(&limit) {
         return Err(HttpError::invalid(format!(
             "invalid limit, it must be between 1 and {MAX_LIST_LIMIT}"

@@ -1,9 +1,13 @@
 //! The REST API on port 7350: routes, and the layers every request passes
-//! through (CORS, gzip request bodies, body limit, timeout, no-store caching).
+//! through (access log, CORS, gzip request bodies, body limit, timeout,
+//! no-store caching).
 
+mod absent;
+pub(crate) mod access_log;
 mod account;
 mod authenticate;
 mod channel;
+mod link;
 mod matches;
 mod matchmaker;
 mod notification;
@@ -46,7 +50,7 @@ pub fn router(state: AppState) -> Router {
             header::CONTENT_TYPE,
             header::USER_AGENT,
         ]);
-    Router::new()
+    let served = Router::new()
         .route("/healthcheck", get(healthcheck))
         .route(
             "/v2/account/authenticate/device",
@@ -65,6 +69,12 @@ pub fn router(state: AppState) -> Router {
                 .put(account::update)
                 .delete(account::delete),
         )
+        .route("/v2/account/link/device", post(link::link_device))
+        .route("/v2/account/link/email", post(link::link_email))
+        .route("/v2/account/link/custom", post(link::link_custom))
+        .route("/v2/account/unlink/device", post(link::unlink_device))
+        .route("/v2/account/unlink/email", post(link::unlink_email))
+        .route("/v2/account/unlink/custom", post(link::unlink_custom))
         .route("/v2/user", get(user::get_users))
         .route("/v2/channel/{channel_id}", get(channel::history))
         .route(
@@ -75,7 +85,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v2/matchmaker/stats", get(matchmaker::stats))
         .route("/v2/match", get(matches::list))
         .route("/ws", get(crate::socket::upgrade))
-        .route("/v2/rpc/{id}", get(rpc::call).post(rpc::call))
+        .route("/v2/rpc/{id}", get(rpc::call).post(rpc::call));
+    absent::routes(served)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
@@ -89,6 +100,7 @@ pub fn router(state: AppState) -> Router {
             HeaderValue::from_static("no-store, no-cache, must-revalidate"),
         ))
         .layer(cors)
+        .layer(axum::middleware::from_fn(access_log::access_log))
         .with_state(state)
 }
 

@@ -177,26 +177,56 @@ pub async fn start(
     Runtime::start(settings, Arc::new(services), native).await
 }
 
-/// What `nk.get_config()` shows: Nakama's subset of the configuration.
+/// What `nk.get_config()` shows: the sections and keys Nakama's
+/// `getConfig` exposes (`runtime_lua_nakama.go`), in its shape. Nakama
+/// hands modules the keys themselves (server, session, HTTP and provider
+/// keys): modules are the server's own code. Sections Ludus has no
+/// settings for yet are there with Nakama's empty values, so modules that
+/// read them find what they would on a Nakama without them configured.
 fn config_view(config: &Config) -> serde_json::Value {
     serde_json::json!({
         "name": config.name,
+        "shutdown_grace_sec": config.shutdown_grace_sec,
         "logger": { "level": config.logger.level },
         "session": {
             "encryption_key": config.session.encryption_key,
             "token_expiry_sec": config.session.token_expiry_sec,
             "refresh_encryption_key": config.session.refresh_encryption_key,
             "refresh_token_expiry_sec": config.session.refresh_token_expiry_sec,
+            "single_socket": config.session.single_socket,
+            "single_match": false,
+            "single_party": config.session.single_party,
+            "single_session": false,
         },
         "socket": {
             "server_key": config.socket.server_key,
             "port": config.socket.port,
             "address": config.socket.address,
+            "protocol": "tcp",
+        },
+        "social": {
+            "steam": { "publisher_key": "", "app_id": 0 },
+            "facebook_instant_game": { "app_secret": "" },
+            "facebook_limited_login": { "app_id": "" },
+            "apple": { "bundle_id": "" },
         },
         "runtime": {
             "env": config.runtime.env,
             "http_key": config.runtime.http_key,
         },
+        "iap": {
+            "apple": { "shared_password": "", "notifications_endpoint_id": "" },
+            "google": {
+                "client_email": "",
+                "private_key": "",
+                "notifications_endpoint_id": "",
+            },
+            "huawei": { "public_key": "", "client_id": "", "client_secret": "" },
+            "facebook_instant": { "app_secret": "" },
+            "samsung": { "package_name": "" },
+        },
+        "google_auth": { "credentials_json": "" },
+        "satori": { "url": "", "api_key_name": "", "api_key": "", "signing_key": "" },
     })
 }
 
@@ -236,6 +266,64 @@ mod tests {
             c.runtime.module_path(std::path::Path::new("/d")),
             std::path::PathBuf::from("/srv/modules")
         );
+    }
+
+    #[test]
+    fn get_config_has_nakamas_shape() {
+        let c = Config::load(None, [], &flags(&[("shutdown_grace_sec", "7")])).unwrap();
+        let view = super::config_view(&c);
+        let keys = |v: &serde_json::Value| {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(
+            keys(&view),
+            [
+                "google_auth",
+                "iap",
+                "logger",
+                "name",
+                "runtime",
+                "satori",
+                "session",
+                "shutdown_grace_sec",
+                "social",
+                "socket",
+            ]
+        );
+        assert_eq!(view["shutdown_grace_sec"], 7);
+        assert_eq!(
+            keys(&view["session"]),
+            [
+                "encryption_key",
+                "refresh_encryption_key",
+                "refresh_token_expiry_sec",
+                "single_match",
+                "single_party",
+                "single_session",
+                "single_socket",
+                "token_expiry_sec",
+            ]
+        );
+        assert_eq!(
+            keys(&view["socket"]),
+            ["address", "port", "protocol", "server_key"]
+        );
+        assert_eq!(
+            keys(&view["social"]),
+            [
+                "apple",
+                "facebook_instant_game",
+                "facebook_limited_login",
+                "steam"
+            ]
+        );
+        assert_eq!(
+            keys(&view["iap"]),
+            ["apple", "facebook_instant", "google", "huawei", "samsung"]
+        );
+        assert_eq!(view["runtime"]["http_key"], "defaulthttpkey");
     }
 
     #[test]

@@ -91,7 +91,7 @@ impl Sockets {
             node: config.name.clone(),
             party: config.party_settings(),
             encryption_key: config.session.encryption_key.clone(),
-            matchmaker: config.matchmaker.realtime(),
+            matchmaker: config.matchmaker.clone(),
             matches: config.matches.engine(),
             match_spawner: Some(match_runtime.handle()),
         }

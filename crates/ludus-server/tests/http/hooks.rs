@@ -76,4 +76,47 @@ async fn hooks_on_account_calls(backend: Backend) {
     );
 }
 
-both_backends!(before_hook_rewrites_and_rejects, hooks_on_account_calls);
+/// Regression: `ListChannelMessages`, `ListNotifications`,
+/// `DeleteNotifications` and `GetMatchmakerStats` ran no hooks at all.
+async fn hooks_on_chat_notification_and_matchmaker_calls(backend: Backend) {
+    let s = server(backend).await;
+    let session = s.device_session("ijkl-device-0001").await;
+    let t = token(&session);
+    let me = user_id(&session);
+
+    let r = s.get_bearer("/v2/channel/2...hooked?limit=7", &t).await;
+    assert_eq!(
+        assert_error(&r, 400, 3),
+        "limit seven is refused by the hook"
+    );
+    let r = s.get_bearer("/v2/channel/2...hooked", &t).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(cache(&s, "before_channel").await, "2...hooked");
+    assert_eq!(cache(&s, "after_channel").await, "2...hooked");
+
+    let r = s.get_bearer("/v2/notification?limit=13", &t).await;
+    assert_error(&r, 404, 5);
+    assert_eq!(cache(&s, "after_notifications").await, "nil");
+    let r = s.get_bearer("/v2/notification", &t).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(cache(&s, "after_notifications").await, me);
+
+    let id = "00000000-0000-0000-0000-00000000000a";
+    let r = s
+        .delete_bearer(&format!("/v2/notification?ids={id}"), &t)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(cache(&s, "before_delete_notifications").await, "1");
+    assert_eq!(cache(&s, "after_delete_notifications").await, id);
+
+    let r = s.get_bearer("/v2/matchmaker/stats", &t).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(cache(&s, "before_matchmaker_stats").await, me);
+    assert_eq!(cache(&s, "after_matchmaker_stats").await, "0");
+}
+
+both_backends!(
+    before_hook_rewrites_and_rejects,
+    hooks_on_account_calls,
+    hooks_on_chat_notification_and_matchmaker_calls,
+);

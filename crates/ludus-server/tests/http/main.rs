@@ -3,10 +3,12 @@
 
 mod support;
 
+mod absent;
 mod account;
 mod authenticate;
 mod hooks;
 mod https_request;
+mod link;
 mod protocol;
 mod rpc;
 mod session;

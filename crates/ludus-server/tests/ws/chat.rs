@@ -16,6 +16,7 @@ both_backends!(
     room_chat_protobuf_sender,
     direct_messages_and_group_refusal,
     history_pages_forward_and_backward,
+    history_fills_cacheable_cursor,
     channel_validation_errors_keep_the_socket,
 );
 
@@ -364,6 +365,65 @@ async fn history_pages_forward_and_backward(backend: Backend) {
         .get_bearer("/v2/channel/2...history?limit=101", &token)
         .await;
     assert_eq!(r.status, 400);
+}
+
+/// Regression: `cacheable_cursor` was always empty, so a client caching
+/// history could never ask for only the newer messages. Nakama fills it from
+/// the page's last message whenever the page holds one.
+async fn history_fills_cacheable_cursor(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (token, ..) = user(&server, "chat-cacheable-ann1").await;
+    let mut ann = WsClient::connect(&server, &token, Fmt::Json).await;
+    let chan = channel(ann.request(join_room("cacheable")).await);
+    let send = |i: u32| {
+        Message::ChannelMessageSend(ChannelMessageSend {
+            channel_id: chan.id.clone(),
+            content: format!(r#"{{"n":{i}}}"#),
+        })
+    };
+    let get = |q: String| {
+        let server = &server;
+        let token = token.clone();
+        async move {
+            let r = server
+                .get_bearer(&format!("/v2/channel/2...cacheable?{q}"), &token)
+                .await;
+            assert_eq!(r.status, 200, "{}", r.body);
+            r.body
+        }
+    };
+    let empty = get("limit=10".into()).await;
+    assert!(empty.get("cacheable_cursor").is_none(), "{empty}");
+    for i in 0..2 {
+        ann.request(send(i)).await;
+    }
+    // The cacheable cursor continues forward after the page's last message.
+    let page = get("limit=10&forward=true".into()).await;
+    assert_eq!(ids(&page), [r#"{"n":0}"#, r#"{"n":1}"#]);
+    let cacheable = page["cacheable_cursor"].as_str().unwrap().to_owned();
+    let newer = get(format!("limit=10&forward=true&cursor={cacheable}")).await;
+    assert!(
+        newer.get("messages").is_none(),
+        "nothing newer yet: {newer}"
+    );
+    assert_eq!(
+        newer["cacheable_cursor"], cacheable,
+        "an empty forward page keeps the cursor it was given"
+    );
+    ann.request(send(2)).await;
+    let newer = get(format!("limit=10&forward=true&cursor={cacheable}")).await;
+    assert_eq!(ids(&newer), [r#"{"n":2}"#]);
+    assert!(
+        newer["cacheable_cursor"]
+            .as_str()
+            .is_some_and(|c| c != cacheable)
+    );
+    // A backward page's cacheable cursor pages forward too.
+    let back = get("limit=1&forward=false".into()).await;
+    assert_eq!(ids(&back), [r#"{"n":2}"#]);
+    let c = back["cacheable_cursor"].as_str().unwrap();
+    let after = get(format!("limit=10&forward=true&cursor={c}")).await;
+    assert!(after.get("messages").is_none(), "{after}");
 }
 
 async fn channel_validation_errors_keep_the_socket(backend: Backend) {

@@ -627,6 +627,18 @@ async fn match_listing_over_http(backend: Backend) {
         vec![duel.clone()]
     );
     assert_eq!(list("limit=1").await.len(), 1);
+    // Regression: no limit listed one match; Nakama's default is 10.
+    assert_eq!(list("").await.len(), 3);
+    // Regression: nakama-js sends `label=` beside every query, and the empty
+    // label filtered everything out; a query replaces the label, as Nakama.
+    assert_eq!(
+        list("label=&query=%2Blabel.mode%3Aduel").await,
+        vec![duel.clone()]
+    );
+    assert_eq!(
+        list("label=nothing&query=%2Blabel.mode%3Aduel").await,
+        vec![duel.clone()]
+    );
     assert_eq!(
         list("limit=10&query=%2Blabel.mode%3Aduel").await,
         vec![duel.clone()]

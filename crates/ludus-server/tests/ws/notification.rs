@@ -74,14 +74,30 @@ async fn stored_notifications_page_and_delete(backend: Backend) {
         .await;
     assert_eq!(r.status, 200);
     assert_eq!(
-        notes(&server.get_bearer("/v2/notification", &b_token).await.body).len(),
+        notes(
+            &server
+                .get_bearer("/v2/notification?limit=100", &b_token)
+                .await
+                .body
+        )
+        .len(),
         3
+    );
+    // Regression: no limit listed 100; Nakama's default is one.
+    assert_eq!(
+        notes(&server.get_bearer("/v2/notification", &b_token).await.body).len(),
+        1
     );
     let r = server
         .delete_bearer(&format!("/v2/notification?{ids}"), &b_token)
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let left = notes(&server.get_bearer("/v2/notification", &b_token).await.body);
+    let left = notes(
+        &server
+            .get_bearer("/v2/notification?limit=100", &b_token)
+            .await
+            .body,
+    );
     assert_eq!(left.len(), 1);
     assert_eq!(left[0]["id"], first[1]["id"]);
 

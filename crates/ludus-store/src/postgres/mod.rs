@@ -6,6 +6,7 @@
 
 mod chat;
 mod errors;
+mod links;
 mod module_sql;
 mod pool;
 mod register;
@@ -206,6 +207,20 @@ impl Store for PgStore {
             }))
         })
         .await
+    }
+
+    async fn link_identity(
+        &self,
+        user: Uuid,
+        identity: Identity,
+        password_hash: Option<String>,
+        now: i64,
+    ) -> StoreResult<()> {
+        links::link_identity(&self.pool, user, &identity, password_hash.as_deref(), now).await
+    }
+
+    async fn unlink_identity(&self, user: Uuid, identity: Identity, now: i64) -> StoreResult<bool> {
+        links::unlink_identity(&self.pool, user, &identity, now).await
     }
 
     async fn update_account(&self, id: Uuid, update: AccountUpdate, now: i64) -> StoreResult<()> {

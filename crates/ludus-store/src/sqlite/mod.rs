@@ -5,6 +5,7 @@
 
 mod chat;
 mod connection;
+mod links;
 mod module_sql;
 mod queries;
 mod readers;
@@ -128,6 +129,26 @@ impl Store for SqliteStore {
     async fn get_account(&self, id: Uuid) -> StoreResult<Option<Account>> {
         self.readers
             .read(move |conn| queries::get_account(conn, id))
+            .await
+    }
+
+    async fn link_identity(
+        &self,
+        user: Uuid,
+        identity: Identity,
+        password_hash: Option<String>,
+        now: i64,
+    ) -> StoreResult<()> {
+        self.writer
+            .write(move |conn| {
+                links::link_identity(conn, user, &identity, password_hash.as_deref(), now)
+            })
+            .await
+    }
+
+    async fn unlink_identity(&self, user: Uuid, identity: Identity, now: i64) -> StoreResult<bool> {
+        self.writer
+            .write(move |conn| links::unlink_identity(conn, user, &identity, now))
             .await
     }
 

@@ -55,7 +55,7 @@ pub(super) fn uuid_at(row: &Row<'_>, idx: usize) -> rusqlite::Result<Uuid> {
 }
 
 /// Email addresses are stored lower-cased; allocate only when there is something to lower.
-fn lower(email: &str) -> Cow<'_, str> {
+pub(super) fn lower(email: &str) -> Cow<'_, str> {
     if email.chars().any(char::is_uppercase) {
         Cow::Owned(email.to_lowercase())
     } else {

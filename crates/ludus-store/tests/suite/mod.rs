@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod chat;
 pub mod identity;
 pub mod lifecycle;
+pub mod links;
 pub mod module_sql;
 pub mod revocations;
 pub mod users;
@@ -157,6 +158,10 @@ macro_rules! store_test_suite {
             chat::messages_page_both_ways_by_time_then_id,
             chat::only_the_sender_updates_or_removes_a_message,
             chat::notifications_list_delete_and_go_with_their_user,
+            links::linked_identities_sign_in,
+            links::linking_another_users_identity_is_refused,
+            links::unlinking_keeps_the_last_identity,
+            links::concurrent_unlinks_leave_one_identity,
             lifecycle::close_then_reopen_keeps_data,
             lifecycle::calls_after_close_are_unavailable,
             lifecycle::close_finishes_queued_writes,

@@ -1,0 +1,141 @@
+//! Nakama's routes that Ludus does not serve yet. Each answers HTTP 501 with
+//! gRPC code 12 (Unimplemented) and names the absent feature, so an SDK can
+//! tell "this server lacks friends" from "no such friend" (404).
+//!
+//! The table is the one place to edit when a feature lands: delete its rows
+//! in the same change that routes the real handlers (axum refuses a method
+//! routed twice on one path, so a forgotten row fails every test at once).
+
+use axum::Router;
+use axum::routing::{MethodFilter, on};
+use ludus_core::Code;
+
+use crate::error::HttpError;
+use crate::state::AppState;
+
+const FRIENDS: &str = "friends are not available in this server yet";
+const GROUPS: &str = "groups are not available in this server yet";
+const LEADERBOARDS: &str = "leaderboards are not available in this server yet";
+const TOURNAMENTS: &str = "tournaments are not available in this server yet";
+const STORAGE: &str = "storage objects are not available in this server yet";
+const EVENTS: &str = "events are not available in this server yet";
+const PURCHASES: &str = "purchase validation is not available in this server yet";
+const SUBSCRIPTIONS: &str = "subscriptions are not available in this server yet";
+const APPLE: &str = "apple accounts are not available in this server yet";
+const FACEBOOK: &str = "facebook accounts are not available in this server yet";
+const FACEBOOK_INSTANT: &str =
+    "facebook instant game accounts are not available in this server yet";
+const GAMECENTER: &str = "game center accounts are not available in this server yet";
+const GOOGLE: &str = "google accounts are not available in this server yet";
+const STEAM: &str = "steam accounts are not available in this server yet";
+
+use MethodFilter as M;
+
+/// `(method, path, message)` of every route of Nakama's `apigrpc.proto`
+/// that Ludus does not serve.
+pub const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
+    // Social sign-in, linking and unlinking.
+    (M::POST, "/v2/account/authenticate/apple", APPLE),
+    (M::POST, "/v2/account/authenticate/facebook", FACEBOOK),
+    (
+        M::POST,
+        "/v2/account/authenticate/facebookinstantgame",
+        FACEBOOK_INSTANT,
+    ),
+    (M::POST, "/v2/account/authenticate/gamecenter", GAMECENTER),
+    (M::POST, "/v2/account/authenticate/google", GOOGLE),
+    (M::POST, "/v2/account/authenticate/steam", STEAM),
+    (M::POST, "/v2/account/link/apple", APPLE),
+    (M::POST, "/v2/account/link/facebook", FACEBOOK),
+    (
+        M::POST,
+        "/v2/account/link/facebookinstantgame",
+        FACEBOOK_INSTANT,
+    ),
+    (M::POST, "/v2/account/link/gamecenter", GAMECENTER),
+    (M::POST, "/v2/account/link/google", GOOGLE),
+    (M::POST, "/v2/account/link/steam", STEAM),
+    (M::POST, "/v2/account/unlink/apple", APPLE),
+    (M::POST, "/v2/account/unlink/facebook", FACEBOOK),
+    (
+        M::POST,
+        "/v2/account/unlink/facebookinstantgame",
+        FACEBOOK_INSTANT,
+    ),
+    (M::POST, "/v2/account/unlink/gamecenter", GAMECENTER),
+    (M::POST, "/v2/account/unlink/google", GOOGLE),
+    (M::POST, "/v2/account/unlink/steam", STEAM),
+    // Friends.
+    (M::GET, "/v2/friend", FRIENDS),
+    (M::POST, "/v2/friend", FRIENDS),
+    (M::DELETE, "/v2/friend", FRIENDS),
+    (M::POST, "/v2/friend/block", FRIENDS),
+    (M::POST, "/v2/friend/facebook", FRIENDS),
+    (M::POST, "/v2/friend/steam", FRIENDS),
+    (M::GET, "/v2/friend/friends", FRIENDS),
+    // Groups.
+    (M::GET, "/v2/group", GROUPS),
+    (M::POST, "/v2/group", GROUPS),
+    (M::PUT, "/v2/group/{group_id}", GROUPS),
+    (M::DELETE, "/v2/group/{group_id}", GROUPS),
+    (M::POST, "/v2/group/{group_id}/add", GROUPS),
+    (M::POST, "/v2/group/{group_id}/ban", GROUPS),
+    (M::POST, "/v2/group/{group_id}/demote", GROUPS),
+    (M::POST, "/v2/group/{group_id}/join", GROUPS),
+    (M::POST, "/v2/group/{group_id}/kick", GROUPS),
+    (M::POST, "/v2/group/{group_id}/leave", GROUPS),
+    (M::POST, "/v2/group/{group_id}/promote", GROUPS),
+    (M::GET, "/v2/group/{group_id}/user", GROUPS),
+    (M::GET, "/v2/user/{user_id}/group", GROUPS),
+    // Leaderboards and tournaments.
+    (M::GET, "/v2/leaderboard/{leaderboard_id}", LEADERBOARDS),
+    (M::POST, "/v2/leaderboard/{leaderboard_id}", LEADERBOARDS),
+    (M::DELETE, "/v2/leaderboard/{leaderboard_id}", LEADERBOARDS),
+    (
+        M::GET,
+        "/v2/leaderboard/{leaderboard_id}/owner/{owner_id}",
+        LEADERBOARDS,
+    ),
+    (M::GET, "/v2/tournament", TOURNAMENTS),
+    (M::GET, "/v2/tournament/{tournament_id}", TOURNAMENTS),
+    (M::POST, "/v2/tournament/{tournament_id}", TOURNAMENTS),
+    (M::PUT, "/v2/tournament/{tournament_id}", TOURNAMENTS),
+    (M::DELETE, "/v2/tournament/{tournament_id}", TOURNAMENTS),
+    (M::POST, "/v2/tournament/{tournament_id}/join", TOURNAMENTS),
+    (
+        M::GET,
+        "/v2/tournament/{tournament_id}/owner/{owner_id}",
+        TOURNAMENTS,
+    ),
+    // Storage (issue 13 serves these: delete the rows when it lands).
+    (M::POST, "/v2/storage", STORAGE),
+    (M::PUT, "/v2/storage", STORAGE),
+    (M::PUT, "/v2/storage/delete", STORAGE),
+    (M::GET, "/v2/storage/{collection}", STORAGE),
+    (M::GET, "/v2/storage/{collection}/{user_id}", STORAGE),
+    // Events, purchases and subscriptions.
+    (M::POST, "/v2/event", EVENTS),
+    (M::POST, "/v2/iap/purchase/apple", PURCHASES),
+    (M::POST, "/v2/iap/purchase/facebookinstant", PURCHASES),
+    (M::POST, "/v2/iap/purchase/google", PURCHASES),
+    (M::POST, "/v2/iap/purchase/huawei", PURCHASES),
+    (M::POST, "/v2/iap/purchase/samsung", PURCHASES),
+    (M::POST, "/v2/iap/subscription", SUBSCRIPTIONS),
+    (M::POST, "/v2/iap/subscription/apple", SUBSCRIPTIONS),
+    (M::POST, "/v2/iap/subscription/google", SUBSCRIPTIONS),
+    (M::GET, "/v2/iap/subscription/{product_id}", SUBSCRIPTIONS),
+];
+
+/// Adds a 501 route for every row of [`ABSENT_ROUTES`].
+pub fn routes(router: Router<AppState>) -> Router<AppState> {
+    ABSENT_ROUTES
+        .iter()
+        .fold(router, |router, &(method, path, message)| {
+            router.route(
+                path,
+                on(method, move || async move {
+                    HttpError::new(Code::Unimplemented, message)
+                }),
+            )
+        })
+}
