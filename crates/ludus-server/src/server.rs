@@ -82,8 +82,13 @@ pub async fn start_with(
         runtime.clone(),
     ));
     let _ = slot.set(Arc::downgrade(&sockets));
+    let storage = Arc::new(ludus_core::storage_service::StorageService::new(
+        accounts.store().clone(),
+        ludus_core::storage_service::StorageLimits::default(),
+    ));
     let state = AppState {
         config: Arc::new(config),
+        storage,
         accounts,
         sockets,
         runtime,

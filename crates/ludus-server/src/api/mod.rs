@@ -10,6 +10,7 @@ mod notification;
 mod party;
 mod rpc;
 mod session;
+mod storage;
 mod user;
 
 use std::time::Duration;
@@ -18,7 +19,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use ludus_core::Code;
 use serde::Serialize;
 use tower_http::cors::{Any, CorsLayer};
@@ -66,6 +67,13 @@ pub fn router(state: AppState) -> Router {
                 .delete(account::delete),
         )
         .route("/v2/user", get(user::get_users))
+        .route("/v2/storage", post(storage::read).put(storage::write))
+        .route("/v2/storage/delete", put(storage::delete))
+        .route("/v2/storage/{collection}", get(storage::list))
+        .route(
+            "/v2/storage/{collection}/{user_id}",
+            get(storage::list_user),
+        )
         .route("/v2/channel/{channel_id}", get(channel::history))
         .route(
             "/v2/notification",

@@ -10,3 +10,4 @@ mod https_request;
 mod protocol;
 mod rpc;
 mod session;
+mod storage;
