@@ -49,6 +49,8 @@ pub struct Services {
     http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     sockets: RealtimeSlot,
     sql_max_rows: usize,
+    /// Storage objects, wallets and the ledger, on behalf of the server.
+    storage: ludus_core::storage_service::StorageService,
 }
 
 impl Services {
@@ -69,10 +71,14 @@ impl Services {
             .enable_http1()
             .wrap_connector(connector);
         Ok(Services {
-            accounts,
+            accounts: accounts.clone(),
             http: Client::builder(TokioExecutor::new()).build(https),
             sockets,
             sql_max_rows: config.sql_max_rows,
+            storage: ludus_core::storage_service::StorageService::new(
+                accounts.store().clone(),
+                ludus_core::storage_service::StorageLimits::default(),
+            ),
         })
     }
 
@@ -492,6 +498,84 @@ impl RuntimeServices for Services {
             .sql_query(query, params, self.sql_max_rows)
             .await
             .map_err(|e| sql_error("query", e))
+    }
+
+    // Storage and wallets: one-line delegations to `StorageService`, as the server.
+
+    async fn storage_read(
+        &self,
+        ids: Vec<ludus_core::storage::ObjectId>,
+    ) -> Result<Vec<ludus_core::storage::StorageObject>, ApiError> {
+        self.storage
+            .read(ludus_core::storage::Access::Server, ids)
+            .await
+    }
+
+    async fn storage_write(
+        &self,
+        writes: Vec<ludus_core::storage::StorageWrite>,
+    ) -> Result<Vec<ludus_core::storage::StorageAck>, ApiError> {
+        self.storage
+            .write(ludus_core::storage::Access::Server, writes)
+            .await
+    }
+
+    async fn storage_delete(
+        &self,
+        deletes: Vec<ludus_core::storage::StorageDelete>,
+    ) -> Result<(), ApiError> {
+        self.storage
+            .delete(ludus_core::storage::Access::Server, deletes)
+            .await
+    }
+
+    async fn storage_list(
+        &self,
+        caller: Option<Uuid>,
+        owner: Option<Uuid>,
+        collection: &str,
+        limit: usize,
+        cursor: &str,
+    ) -> Result<ludus_core::storage::StoragePage, ApiError> {
+        let access = caller.map_or(
+            ludus_core::storage::Access::Server,
+            ludus_core::storage::Access::User,
+        );
+        self.storage
+            .list(access, collection, owner, limit, cursor)
+            .await
+    }
+
+    async fn wallets_update(
+        &self,
+        updates: Vec<ludus_core::wallet::WalletUpdate>,
+        update_ledger: bool,
+    ) -> Result<Vec<ludus_core::wallet::WalletUpdateResult>, ApiError> {
+        self.storage.wallets_update(updates, update_ledger).await
+    }
+
+    async fn wallet_ledger_list(
+        &self,
+        user: Uuid,
+        limit: usize,
+        cursor: &str,
+    ) -> Result<ludus_core::wallet::LedgerPage, ApiError> {
+        self.storage.wallet_ledger_list(user, limit, cursor).await
+    }
+
+    async fn wallet_ledger_update(
+        &self,
+        id: Uuid,
+        metadata: &str,
+    ) -> Result<ludus_core::wallet::LedgerEntry, ApiError> {
+        self.storage.wallet_ledger_update(id, metadata).await
+    }
+
+    async fn multi_update(
+        &self,
+        update: ludus_core::multi_update::MultiUpdate,
+    ) -> Result<ludus_core::multi_update::MultiUpdateResult, ApiError> {
+        self.storage.multi_update(update).await
     }
 }
 

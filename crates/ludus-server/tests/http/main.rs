@@ -7,6 +7,7 @@ mod account;
 mod authenticate;
 mod hooks;
 mod https_request;
+mod lua_storage;
 mod protocol;
 mod rpc;
 mod session;
