@@ -8,10 +8,12 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum OptionsError {
     #[error(
-        "usage: ludus bench <register|login|rpc|ccu|echo|fanout|match> [flags]; see `ludus bench --help`"
+        "usage: ludus bench <register|login|rpc|ccu|echo|fanout|match|storage|wallet> [flags]; see `ludus bench --help`"
     )]
     NoWorkload,
-    #[error("unknown workload `{0}`: use register, login, rpc, ccu, echo, fanout or match")]
+    #[error(
+        "unknown workload `{0}`: use register, login, rpc, ccu, echo, fanout, match, storage or wallet"
+    )]
     UnknownWorkload(String),
     #[error("unknown flag `{0}`; see `ludus bench --help`")]
     UnknownFlag(String),
@@ -30,6 +32,8 @@ pub enum Workload {
     Echo,
     Fanout,
     Match,
+    Storage,
+    Wallet,
 }
 
 impl Workload {
@@ -42,6 +46,8 @@ impl Workload {
             Workload::Echo => "echo",
             Workload::Fanout => "fanout",
             Workload::Match => "match",
+            Workload::Storage => "storage",
+            Workload::Wallet => "wallet",
         }
     }
 }
@@ -79,6 +85,11 @@ workloads:
   match      authoritative matches: find-or-create RPC (--match-rpc), join, then
              every --interval-ms alternate op 1 (echo, 44 chars) and op 2
              (broadcast, 35 chars); needs bench/modules on the server
+  storage    storage objects: each user in turn writes its own object (public
+             read), reads it back, and lists 10 objects of the shared
+             collection (PUT/POST/GET /v2/storage)
+  wallet     RPC ludus_bench_wallet: adds 1 to the caller's wallet with a
+             ledger entry; needs bench/modules on the server
 
 flags:
   --target URL         server base URL (http://127.0.0.1:7350)
@@ -153,6 +164,8 @@ impl Options {
             Some("echo") => Workload::Echo,
             Some("fanout") => Workload::Fanout,
             Some("match") => Workload::Match,
+            Some("storage") => Workload::Storage,
+            Some("wallet") => Workload::Wallet,
             Some(other) => return Err(OptionsError::UnknownWorkload(other.to_owned())),
         };
         let mut o = Options {
