@@ -130,7 +130,13 @@ async fn list_objects(
             )));
         }
     };
-    let owner = storage::parse_user_id(&req.user_id)?;
+    // Unlike reads, a listing may name the system user (nil id), as Nakama's.
+    let owner = match req.user_id.as_str() {
+        "" => None,
+        id => Some(uuid::Uuid::parse_str(id).map_err(|_| {
+            HttpError::invalid("invalid user id - make sure user id is a valid uuid")
+        })?),
+    };
     let page = state
         .storage
         .list(

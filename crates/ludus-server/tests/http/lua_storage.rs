@@ -62,6 +62,16 @@ async fn lua_storage_calls(b: Backend) {
         )
         .await;
     assert_eq!(r.body["objects"][0]["permission_write"], Value::Null);
+    // A client may list the server's public objects by the system user's id;
+    // the module deleted its only one.
+    let r = t
+        .get_bearer(
+            "/v2/storage/lua/00000000-0000-0000-0000-000000000000?limit=10",
+            &token(&s),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.get("objects").is_none(), "{}", r.body);
 }
 
 async fn lua_wallet_calls(b: Backend) {
