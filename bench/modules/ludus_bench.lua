@@ -7,6 +7,8 @@ server's runtime.path.
                           the bench handler, or a new one
   echo, ludus_bench_echo  return the payload unchanged (the `rpc` workload's
                           default, and `ludus bench echo --rpc ludus_bench_echo`)
+  ludus_bench_wallet      adds 1 coin to the caller's wallet, with a ledger
+                          entry (the `wallet` workload)
 ]]
 local nk = require("nakama")
 
@@ -37,6 +39,12 @@ local function echo(_context, payload)
   return payload
 end
 
+local function wallet(context, _payload)
+  local updated = nk.wallet_update(context.user_id, { coins = 1 }, {}, true)
+  return nk.json_encode({ coins = updated.coins })
+end
+
 nk.register_rpc(find_match, "ludus_bench_find_match")
+nk.register_rpc(wallet, "ludus_bench_wallet")
 nk.register_rpc(echo, "ludus_bench_echo")
 nk.register_rpc(echo, "echo")

@@ -19,6 +19,8 @@ pub enum Workload {
     Echo,
     Fanout,
     Match,
+    Storage,
+    Wallet,
 }
 
 impl Workload {
@@ -31,6 +33,8 @@ impl Workload {
             Workload::Echo => "echo",
             Workload::Fanout => "fanout",
             Workload::Match => "match",
+            Workload::Storage => "storage",
+            Workload::Wallet => "wallet",
         }
     }
 }
@@ -88,6 +92,13 @@ enum WorkloadCommand {
     /// every --interval-ms alternate op 1 (echo) and op 2 (broadcast);
     /// needs bench/modules on the server
     Match(Flags),
+    /// Storage objects: each user in turn writes its own object (public
+    /// read), reads it back, and lists 10 objects of the shared collection
+    /// (PUT/POST/GET /v2/storage)
+    Storage(Flags),
+    /// RPC ludus_bench_wallet: adds 1 to the caller's wallet with a ledger
+    /// entry; needs bench/modules on the server
+    Wallet(Flags),
 }
 
 /// The flags every workload takes.
@@ -225,6 +236,8 @@ impl Options {
             WorkloadCommand::Echo(f) => (Workload::Echo, f),
             WorkloadCommand::Fanout(f) => (Workload::Fanout, f),
             WorkloadCommand::Match(f) => (Workload::Match, f),
+            WorkloadCommand::Storage(f) => (Workload::Storage, f),
+            WorkloadCommand::Wallet(f) => (Workload::Wallet, f),
         };
         let concurrency = f.concurrency as usize;
         let sources_given = f.sources.is_some();

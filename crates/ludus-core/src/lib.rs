@@ -1,5 +1,5 @@
-//! The Ludus domain: accounts and users, session tokens, domain errors and the
-//! `Store` trait that every storage backend implements.
+//! The Ludus domain: accounts and users, session tokens, storage objects and
+//! wallets, domain errors and the `Store` trait that every storage backend implements.
 //!
 //! This crate knows nothing of HTTP, WebSocket, SQL or Lua. Transports turn
 //! their requests into calls on [`accounts::AccountService`] and turn
@@ -10,11 +10,15 @@ pub mod accounts;
 pub mod chat;
 pub mod error;
 pub mod model;
+pub mod multi_update;
 pub mod notification;
 pub mod revocation;
+pub mod storage;
+pub mod storage_service;
 pub mod store;
 pub mod token;
 pub mod validate;
+pub mod wallet;
 
 pub use error::{ApiError, Code};
 pub use store::{Store, StoreError};

@@ -9,8 +9,11 @@ use uuid::Uuid;
 
 use crate::chat::{ChannelKey, ChannelMessage, MessageBound};
 use crate::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use crate::multi_update::{MultiUpdate, MultiUpdateResult};
 use crate::notification::Notification;
+use crate::storage::{ListQuery, ObjectId, Rejection, StorageObject};
 use crate::token::TokenKind;
+use crate::wallet::{LedgerBound, LedgerEntry};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
@@ -29,6 +32,16 @@ pub enum StoreError {
     /// failed; the message is meant for the module's author.
     #[error("{0}")]
     Sql(String),
+    /// A storage or wallet change was refused by the domain's rules; the
+    /// transaction it was part of wrote nothing.
+    #[error("{0}")]
+    Rejected(Rejection),
+}
+
+impl From<Rejection> for StoreError {
+    fn from(r: Rejection) -> Self {
+        StoreError::Rejected(r)
+    }
 }
 
 /// A value bound to, or read from, a module's own SQL: the types a Lua value
@@ -171,6 +184,45 @@ pub trait Store: Send + Sync + 'static {
         params: Vec<SqlValue>,
         max_rows: usize,
     ) -> StoreResult<Vec<SqlRow>>;
+
+    /// The stored objects among `ids`, in no particular order; missing ones
+    /// are left out. Permissions are the caller's business
+    /// ([`crate::storage::readable`]).
+    async fn storage_read(&self, ids: &[ObjectId]) -> StoreResult<Vec<StorageObject>>;
+
+    /// Up to `query.limit` objects of a collection ordered by (read
+    /// permission, key, user id), strictly after `query.after`.
+    async fn storage_list(&self, query: &ListQuery) -> StoreResult<Vec<StorageObject>>;
+
+    /// Applies account changes, storage writes (sorted by object, so
+    /// concurrent batches lock in one order), storage deletes and wallet
+    /// updates in ONE transaction, checking each against what is stored with
+    /// [`crate::storage::check_write`], [`crate::storage::check_delete`] and
+    /// [`crate::wallet::apply`]. The first refusal fails the whole
+    /// transaction with [`StoreError::Rejected`]. `now_us` stamps every row.
+    async fn multi_update(
+        &self,
+        update: MultiUpdate,
+        now_us: i64,
+    ) -> StoreResult<MultiUpdateResult>;
+
+    /// Up to `limit` of a user's ledger entries, newest first, strictly
+    /// before `before` in (create time, id) order.
+    async fn wallet_ledger_list(
+        &self,
+        user: Uuid,
+        before: Option<LedgerBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<LedgerEntry>>;
+
+    /// Merges `metadata` (a JSON object) into a ledger entry's metadata;
+    /// `None` when there is no such entry.
+    async fn wallet_ledger_update(
+        &self,
+        id: Uuid,
+        metadata: &str,
+        now_us: i64,
+    ) -> StoreResult<Option<LedgerEntry>>;
 
     /// Finishes pending writes and closes connections.
     async fn close(&self);

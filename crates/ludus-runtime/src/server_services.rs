@@ -1,7 +1,8 @@
 //! [`ServerServices`]: the server's [`RuntimeServices`], what `nk.*` and
 //! native modules reach in a running server. Sign-in, accounts, users and
 //! tokens go through `AccountService`; notifications, chat, sessions, streams,
-//! parties and matches through the realtime layer; `nk.sql_*` to the store,
+//! parties and matches through the realtime layer; storage objects, wallets
+//! and the ledger through `StorageService`, as the server; `nk.sql_*` to the store,
 //! bounded by `runtime.sql_max_rows`. Outgoing HTTP is the injected
 //! [`HttpClient`], the one part only `ludus-server` has.
 
@@ -12,6 +13,7 @@ use async_trait::async_trait;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::notification::Notification;
+use ludus_core::storage_service::StorageService;
 use ludus_core::store::{SqlRow, SqlValue};
 use ludus_core::{ApiError, Code};
 use ludus_realtime::matches::{HandlerFactory, ListRequest, MatchListing};
@@ -26,6 +28,8 @@ use crate::services::{
 /// The services of a running server.
 pub struct ServerServices {
     accounts: Arc<AccountService>,
+    /// Storage objects, wallets and the ledger, on behalf of the server.
+    storage: Arc<StorageService>,
     realtime: Arc<Realtime>,
     http: Arc<dyn HttpClient>,
     sql_max_rows: usize,
@@ -43,12 +47,14 @@ impl ServerServices {
     /// `sql_max_rows` bounds `nk.sql_query` (`runtime.sql_max_rows`).
     pub fn new(
         accounts: Arc<AccountService>,
+        storage: Arc<StorageService>,
         realtime: Arc<Realtime>,
         http: Arc<dyn HttpClient>,
         sql_max_rows: usize,
     ) -> ServerServices {
         ServerServices {
             accounts,
+            storage,
             realtime,
             http,
             sql_max_rows,
@@ -319,5 +325,83 @@ impl RuntimeServices for ServerServices {
             .sql_query(query, params, self.sql_max_rows)
             .await
             .map_err(|e| sql_error("query", e))
+    }
+
+    // Storage and wallets: one-line delegations to `StorageService`, as the server.
+
+    async fn storage_read(
+        &self,
+        ids: Vec<ludus_core::storage::ObjectId>,
+    ) -> Result<Vec<ludus_core::storage::StorageObject>, ApiError> {
+        self.storage
+            .read(ludus_core::storage::Access::Server, ids)
+            .await
+    }
+
+    async fn storage_write(
+        &self,
+        writes: Vec<ludus_core::storage::StorageWrite>,
+    ) -> Result<Vec<ludus_core::storage::StorageAck>, ApiError> {
+        self.storage
+            .write(ludus_core::storage::Access::Server, writes)
+            .await
+    }
+
+    async fn storage_delete(
+        &self,
+        deletes: Vec<ludus_core::storage::StorageDelete>,
+    ) -> Result<(), ApiError> {
+        self.storage
+            .delete(ludus_core::storage::Access::Server, deletes)
+            .await
+    }
+
+    async fn storage_list(
+        &self,
+        caller: Option<Uuid>,
+        owner: Option<Uuid>,
+        collection: &str,
+        limit: usize,
+        cursor: &str,
+    ) -> Result<ludus_core::storage::StoragePage, ApiError> {
+        let access = caller.map_or(
+            ludus_core::storage::Access::Server,
+            ludus_core::storage::Access::User,
+        );
+        self.storage
+            .list(access, collection, owner, limit, cursor)
+            .await
+    }
+
+    async fn wallets_update(
+        &self,
+        updates: Vec<ludus_core::wallet::WalletUpdate>,
+        update_ledger: bool,
+    ) -> Result<Vec<ludus_core::wallet::WalletUpdateResult>, ApiError> {
+        self.storage.wallets_update(updates, update_ledger).await
+    }
+
+    async fn wallet_ledger_list(
+        &self,
+        user: Uuid,
+        limit: usize,
+        cursor: &str,
+    ) -> Result<ludus_core::wallet::LedgerPage, ApiError> {
+        self.storage.wallet_ledger_list(user, limit, cursor).await
+    }
+
+    async fn wallet_ledger_update(
+        &self,
+        id: Uuid,
+        metadata: &str,
+    ) -> Result<ludus_core::wallet::LedgerEntry, ApiError> {
+        self.storage.wallet_ledger_update(id, metadata).await
+    }
+
+    async fn multi_update(
+        &self,
+        update: ludus_core::multi_update::MultiUpdate,
+    ) -> Result<ludus_core::multi_update::MultiUpdateResult, ApiError> {
+        self.storage.multi_update(update).await
     }
 }

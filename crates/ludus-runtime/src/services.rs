@@ -13,8 +13,13 @@ use async_trait::async_trait;
 use ludus_core::ApiError;
 use ludus_core::accounts::Credential;
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
+use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::storage::{
+    ObjectId, StorageAck, StorageDelete, StorageObject, StoragePage, StorageWrite,
+};
 use ludus_core::store::{SqlRow, SqlValue};
+use ludus_core::wallet::{LedgerEntry, LedgerPage, WalletUpdate, WalletUpdateResult};
 use ludus_realtime::matches::{HandlerFactory, ListRequest, MatchListing};
 use ludus_realtime::{PartyInfo, Presence, Stream};
 use uuid::Uuid;
@@ -263,6 +268,90 @@ pub trait RuntimeServices: Send + Sync + 'static {
         let _ = (query, params);
         Err(no_sql())
     }
+
+    // Storage and wallets: what `nk.storage_*`, `nk.wallet*` and
+    // `nk.multi_update` call, and what native modules call directly. Each
+    // is `ludus_core::storage_service::StorageService`'s method of the same
+    // name on behalf of the server: permissions are not checked, and
+    // objects of the system user (`ludus_core::storage::SYSTEM_USER_ID`)
+    // are the server's own.
+
+    /// The objects among `ids` that exist.
+    async fn storage_read(&self, ids: Vec<ObjectId>) -> Result<Vec<StorageObject>, ApiError> {
+        let _ = ids;
+        Err(no_storage())
+    }
+
+    /// Writes a batch in one transaction: all of it or none.
+    async fn storage_write(&self, writes: Vec<StorageWrite>) -> Result<Vec<StorageAck>, ApiError> {
+        let _ = writes;
+        Err(no_storage())
+    }
+
+    /// Deletes a batch in one transaction: all of it or none.
+    async fn storage_delete(&self, deletes: Vec<StorageDelete>) -> Result<(), ApiError> {
+        let _ = deletes;
+        Err(no_storage())
+    }
+
+    /// A page of a collection (of `owner`'s objects, when given); with a
+    /// `caller`, only what that user may see, as the REST listing.
+    async fn storage_list(
+        &self,
+        caller: Option<Uuid>,
+        owner: Option<Uuid>,
+        collection: &str,
+        limit: usize,
+        cursor: &str,
+    ) -> Result<StoragePage, ApiError> {
+        let _ = (caller, owner, collection, limit, cursor);
+        Err(no_storage())
+    }
+
+    /// Changes wallets in one transaction; users that do not exist are skipped.
+    async fn wallets_update(
+        &self,
+        updates: Vec<WalletUpdate>,
+        update_ledger: bool,
+    ) -> Result<Vec<WalletUpdateResult>, ApiError> {
+        let _ = (updates, update_ledger);
+        Err(no_storage())
+    }
+
+    /// A page of a user's wallet ledger, newest first.
+    async fn wallet_ledger_list(
+        &self,
+        user: Uuid,
+        limit: usize,
+        cursor: &str,
+    ) -> Result<LedgerPage, ApiError> {
+        let _ = (user, limit, cursor);
+        Err(no_storage())
+    }
+
+    /// Merges metadata (a JSON object) into a ledger entry's.
+    async fn wallet_ledger_update(
+        &self,
+        id: Uuid,
+        metadata: &str,
+    ) -> Result<LedgerEntry, ApiError> {
+        let _ = (id, metadata);
+        Err(no_storage())
+    }
+
+    /// Account changes, storage writes and deletes, and wallet updates in
+    /// one transaction.
+    async fn multi_update(&self, update: MultiUpdate) -> Result<MultiUpdateResult, ApiError> {
+        let _ = update;
+        Err(no_storage())
+    }
+}
+
+fn no_storage() -> ApiError {
+    ApiError::new(
+        ludus_core::Code::Unimplemented,
+        "this server offers modules no storage",
+    )
 }
 
 fn no_sql() -> ApiError {

@@ -57,3 +57,28 @@ pub fn session(s: ludus_core::accounts::SessionTokens) -> api::Session {
         refresh_token: s.refresh_token,
     }
 }
+
+pub fn storage_object(o: ludus_core::storage::StorageObject) -> api::StorageObject {
+    api::StorageObject {
+        collection: o.collection,
+        key: o.key,
+        user_id: o.user_id.to_string(),
+        value: o.value,
+        version: o.version,
+        permission_read: o.read.as_i64() as i32,
+        permission_write: o.write.as_i64() as i32,
+        create_time: Some(timestamp(o.create_time)),
+        update_time: Some(timestamp(o.update_time)),
+    }
+}
+
+pub fn storage_ack(a: ludus_core::storage::StorageAck) -> api::StorageObjectAck {
+    api::StorageObjectAck {
+        collection: a.collection,
+        key: a.key,
+        version: a.version,
+        user_id: a.user_id.to_string(),
+        create_time: Some(timestamp(a.create_time)),
+        update_time: Some(timestamp(a.update_time)),
+    }
+}

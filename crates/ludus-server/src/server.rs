@@ -81,8 +81,21 @@ pub async fn start_with(
         crate::socket::Sockets::realtime_config(&config, &match_runtime),
         accounts.store().clone(),
     ));
-    let runtime =
-        Arc::new(crate::runtime::start(&config, accounts.clone(), realtime.clone(), native).await?);
+    // One storage service for REST and modules (storage indexes will live in it).
+    let storage = Arc::new(ludus_core::storage_service::StorageService::new(
+        accounts.store().clone(),
+        ludus_core::storage_service::StorageLimits::default(),
+    ));
+    let runtime = Arc::new(
+        crate::runtime::start(
+            &config,
+            accounts.clone(),
+            storage.clone(),
+            realtime.clone(),
+            native,
+        )
+        .await?,
+    );
     let sockets = Arc::new(crate::socket::Sockets::new(
         &config,
         realtime,
@@ -91,6 +104,7 @@ pub async fn start_with(
     ));
     let state = AppState {
         config: Arc::new(config),
+        storage,
         accounts,
         sockets,
         runtime,

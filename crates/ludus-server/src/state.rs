@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use ludus_core::accounts::AccountService;
+use ludus_core::storage_service::StorageService;
 
 use crate::config::Config;
 
@@ -11,6 +12,8 @@ use crate::config::Config;
 pub struct AppState {
     pub config: Arc<Config>,
     pub accounts: Arc<AccountService>,
+    /// Storage objects, wallets and the ledger.
+    pub storage: Arc<StorageService>,
     /// Realtime sockets (`/ws`).
     pub sockets: Arc<crate::socket::Sockets>,
     /// Lua and native modules: RPCs and hooks (`state.runtime.rpc(ctx, id, payload)`).

@@ -25,6 +25,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "chat_notifications",
         sql: include_str!("../migrations/sqlite/0002_chat_notifications.sql"),
     },
+    Migration {
+        version: 3,
+        name: "storage_wallet",
+        sql: include_str!("../migrations/sqlite/0003_storage_wallet.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -37,6 +42,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 2,
         name: "chat_notifications",
         sql: include_str!("../migrations/postgres/0002_chat_notifications.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "storage_wallet",
+        sql: include_str!("../migrations/postgres/0003_storage_wallet.sql"),
     },
 ];
 

@@ -47,6 +47,10 @@ async fn migrate_up_applies_pending_migrations_once() {
             MigrationInfo {
                 version: 2,
                 name: "chat_notifications"
+            },
+            MigrationInfo {
+                version: 3,
+                name: "storage_wallet"
             }
         ]
     );

@@ -1,4 +1,4 @@
-//! The HTTP workloads: `register`, `login` and `rpc`. Each virtual user owns
+//! The HTTP workloads: `register`, `login`, `rpc`, `storage` and `wallet`. Each virtual user owns
 //! one keep-alive connection and keeps one request in flight (a closed loop),
 //! as Nakama's published Tsung runs do.
 
@@ -145,8 +145,12 @@ async fn virtual_user(
     let source = opts.sources[vu % opts.sources.len()];
     let mut conn = Conn::new(opts.target, Some(source), opts.timeout);
     let key_auth = basic(&opts.server_key);
-    // The rpc workload signs in once, outside the measurement.
-    let bearer = if opts.workload == Workload::Rpc {
+    // Workloads with a session sign in once, outside the measurement.
+    let signed_in = matches!(
+        opts.workload,
+        Workload::Rpc | Workload::Storage | Workload::Wallet
+    );
+    let bearer = if signed_in {
         let body = format!(r#"{{"id":"rpc-{tag}-{vu:06}"}}"#);
         match conn
             .request(
@@ -176,6 +180,7 @@ async fn virtual_user(
         String::new()
     };
     let rpc_body = serde_json::to_vec(&payload(opts.payload_size)).unwrap_or_default();
+    let user_id = token_user_id(&bearer);
     progress.users.fetch_add(1, Ordering::Relaxed);
     let mut n: u64 = 0;
     let last_second = (opts.duration.as_secs() as usize).saturating_sub(1);
@@ -196,6 +201,13 @@ async fn virtual_user(
                     body: format!(r#"{{"id":"login-{tag}-{i}"}}"#).into_bytes(),
                 }
             }
+            Workload::Storage => storage_step(vu, n, &user_id, &bearer),
+            Workload::Wallet => Plan {
+                method: "POST",
+                path: "/v2/rpc/ludus_bench_wallet".into(),
+                auth: bearer.clone(),
+                body: b"\"{}\"".to_vec(),
+            },
             _ => Plan {
                 method: "POST",
                 path: format!("/v2/rpc/{}", opts.rpc_id),
@@ -244,6 +256,53 @@ async fn virtual_user(
     (rec, conn.bytes_in, conn.bytes_out)
 }
 
+/// The `storage` workload's `n`th request of virtual user `vu`: write its
+/// own object, read it back, list the shared collection, in turn.
+fn storage_step(vu: usize, n: u64, user_id: &str, bearer: &str) -> Plan {
+    match n % 3 {
+        0 => Plan {
+            method: "PUT",
+            path: "/v2/storage".into(),
+            auth: bearer.to_owned(),
+            body: format!(
+                r#"{{"objects":[{{"collection":"ludus_bench","key":"vu-{vu}","value":"{{\"n\":{n}}}","permission_read":2}}]}}"#
+            )
+            .into_bytes(),
+        },
+        1 => Plan {
+            method: "POST",
+            path: "/v2/storage".into(),
+            auth: bearer.to_owned(),
+            body: format!(
+                r#"{{"object_ids":[{{"collection":"ludus_bench","key":"vu-{vu}","user_id":"{user_id}"}}]}}"#
+            )
+            .into_bytes(),
+        },
+        _ => Plan {
+            method: "GET",
+            path: "/v2/storage/ludus_bench?limit=10".into(),
+            auth: bearer.to_owned(),
+            body: Vec::new(),
+        },
+    }
+}
+
+/// The user id (`uid` claim) of a `Bearer <jwt>` session, empty if none.
+fn token_user_id(bearer: &str) -> String {
+    let payload = bearer
+        .strip_prefix("Bearer ")
+        .and_then(|t| t.split('.').nth(1))
+        .and_then(|p| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(p.trim_end_matches('='))
+                .ok()
+        })
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    payload
+        .and_then(|v| v["uid"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
 fn second_of(start: Instant) -> usize {
     start.elapsed().as_secs() as usize
 }
@@ -251,6 +310,28 @@ fn second_of(start: Instant) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn storage_steps_write_read_list_in_turn() {
+        let bearer = "Bearer x";
+        let steps: Vec<_> = (0..4).map(|n| storage_step(3, n, "u-1", bearer)).collect();
+        assert_eq!(
+            steps.iter().map(|p| p.method).collect::<Vec<_>>(),
+            ["PUT", "POST", "GET", "PUT"]
+        );
+        let write: serde_json::Value = serde_json::from_slice(&steps[0].body).unwrap();
+        assert_eq!(write["objects"][0]["key"], "vu-3");
+        assert_eq!(write["objects"][0]["value"], r#"{"n":0}"#);
+        let read: serde_json::Value = serde_json::from_slice(&steps[1].body).unwrap();
+        assert_eq!(read["object_ids"][0]["user_id"], "u-1");
+    }
+
+    #[test]
+    fn user_id_comes_from_the_token() {
+        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r#"{"uid":"abc"}"#);
+        assert_eq!(token_user_id(&format!("Bearer h.{claims}.s")), "abc");
+        assert_eq!(token_user_id(""), "");
+    }
 
     #[test]
     fn payload_has_the_requested_size() {

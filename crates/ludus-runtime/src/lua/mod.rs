@@ -17,6 +17,7 @@ mod nk_party;
 mod nk_realtime;
 mod nk_server;
 mod nk_sql;
+mod nk_storage;
 mod pattern;
 mod pool;
 mod sandbox;

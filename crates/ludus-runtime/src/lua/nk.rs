@@ -30,6 +30,7 @@ pub fn install(lua: &Lua, shared: &Arc<LuaShared>, callbacks: &Table) -> mlua::R
     nk_server::install(lua, shared, &nk)?;
     nk_realtime::install(lua, shared, &nk)?;
     nk_sql::install(lua, shared, &nk)?;
+    super::nk_storage::install(lua, shared, &nk)?;
     super::nk_party::install(lua, shared, &nk)?;
     nk_match::install(lua, shared, &nk)?;
     Ok(nk)

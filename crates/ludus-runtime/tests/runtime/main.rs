@@ -7,4 +7,5 @@ mod loading;
 mod native;
 mod nk;
 mod sandbox;
+mod storage;
 mod support;

@@ -142,6 +142,47 @@ impl RuntimeServices for FakeServices {
         })
     }
 
+    /// Acknowledges each write; the collection comes back as
+    /// `collection:read:write:check` so a test sees what the Lua table became.
+    async fn storage_write(
+        &self,
+        writes: Vec<ludus_core::storage::StorageWrite>,
+    ) -> Result<Vec<ludus_core::storage::StorageAck>, ApiError> {
+        Ok(writes
+            .iter()
+            .map(|w| ludus_core::storage::StorageAck {
+                collection: format!(
+                    "{}:{}:{}:{:?}",
+                    w.id.collection,
+                    w.read.as_i64(),
+                    w.write.as_i64(),
+                    w.check
+                ),
+                key: w.id.key.clone(),
+                user_id: w.id.user_id,
+                version: w.version(),
+                create_time: 0,
+                update_time: 0,
+            })
+            .collect())
+    }
+
+    /// Every user has an empty wallet; the changeset becomes the new one.
+    async fn wallets_update(
+        &self,
+        updates: Vec<ludus_core::wallet::WalletUpdate>,
+        _update_ledger: bool,
+    ) -> Result<Vec<ludus_core::wallet::WalletUpdateResult>, ApiError> {
+        Ok(updates
+            .into_iter()
+            .map(|u| ludus_core::wallet::WalletUpdateResult {
+                user_id: u.user_id,
+                updated: u.changeset,
+                previous: Default::default(),
+            })
+            .collect())
+    }
+
     /// Answers how many parameters arrived, so Lua sees the conversion.
     async fn sql_exec(&self, query: &str, params: Vec<SqlValue>) -> Result<u64, ApiError> {
         if query.contains("fail") {

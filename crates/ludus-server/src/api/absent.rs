@@ -17,7 +17,6 @@ const FRIENDS: &str = "friends are not available in this server yet";
 const GROUPS: &str = "groups are not available in this server yet";
 const LEADERBOARDS: &str = "leaderboards are not available in this server yet";
 const TOURNAMENTS: &str = "tournaments are not available in this server yet";
-const STORAGE: &str = "storage objects are not available in this server yet";
 const EVENTS: &str = "events are not available in this server yet";
 const PURCHASES: &str = "purchase validation is not available in this server yet";
 const SUBSCRIPTIONS: &str = "subscriptions are not available in this server yet";
@@ -107,12 +106,6 @@ pub const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
         "/v2/tournament/{tournament_id}/owner/{owner_id}",
         TOURNAMENTS,
     ),
-    // Storage (issue 13 serves these: delete the rows when it lands).
-    (M::POST, "/v2/storage", STORAGE),
-    (M::PUT, "/v2/storage", STORAGE),
-    (M::PUT, "/v2/storage/delete", STORAGE),
-    (M::GET, "/v2/storage/{collection}", STORAGE),
-    (M::GET, "/v2/storage/{collection}/{user_id}", STORAGE),
     // Events, purchases and subscriptions.
     (M::POST, "/v2/event", EVENTS),
     (M::POST, "/v2/iap/purchase/apple", PURCHASES),

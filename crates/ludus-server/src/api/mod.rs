@@ -14,6 +14,7 @@ mod notification;
 mod party;
 mod rpc;
 mod session;
+mod storage;
 mod user;
 
 use std::time::Duration;
@@ -22,7 +23,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use ludus_core::Code;
 use serde::Serialize;
 use tower_http::cors::{Any, CorsLayer};
@@ -76,6 +77,13 @@ pub fn router(state: AppState) -> Router {
         .route("/v2/account/unlink/email", post(link::unlink_email))
         .route("/v2/account/unlink/custom", post(link::unlink_custom))
         .route("/v2/user", get(user::get_users))
+        .route("/v2/storage", post(storage::read).put(storage::write))
+        .route("/v2/storage/delete", put(storage::delete))
+        .route("/v2/storage/{collection}", get(storage::list))
+        .route(
+            "/v2/storage/{collection}/{user_id}",
+            get(storage::list_user),
+        )
         .route("/v2/channel/{channel_id}", get(channel::history))
         .route(
             "/v2/notification",

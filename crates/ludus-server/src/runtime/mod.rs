@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ludus_core::accounts::AccountService;
+use ludus_core::storage_service::StorageService;
 use ludus_realtime::Realtime;
 use ludus_runtime::{LoadError, NativeModule, Runtime, RuntimeSettings, ServerServices};
 use serde::{Deserialize, Serialize};
@@ -150,6 +151,7 @@ impl RuntimeConfig {
 pub async fn start(
     config: &Config,
     accounts: Arc<AccountService>,
+    storage: Arc<StorageService>,
     realtime: Arc<Realtime>,
     native: NativeModule,
 ) -> Result<Runtime, LoadError> {
@@ -173,7 +175,8 @@ pub async fn start(
         config: config_view(config),
     };
     let http = HyperClient::new(rc).map_err(LoadError::Setup)?;
-    let services = ServerServices::new(accounts, realtime, Arc::new(http), rc.sql_max_rows);
+    let services =
+        ServerServices::new(accounts, storage, realtime, Arc::new(http), rc.sql_max_rows);
     Runtime::start(settings, Arc::new(services), native).await
 }
 

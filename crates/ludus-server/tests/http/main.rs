@@ -9,6 +9,8 @@ mod authenticate;
 mod hooks;
 mod https_request;
 mod link;
+mod lua_storage;
 mod protocol;
 mod rpc;
 mod session;
+mod storage;

@@ -25,6 +25,12 @@ impl From<StoreError> for Failure {
     }
 }
 
+impl From<ludus_core::storage::Rejection> for Failure {
+    fn from(r: ludus_core::storage::Rejection) -> Self {
+        Failure::Fatal(StoreError::Rejected(r))
+    }
+}
+
 impl From<tokio_postgres::Error> for Failure {
     fn from(e: tokio_postgres::Error) -> Self {
         classify(&e)

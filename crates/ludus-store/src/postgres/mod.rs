@@ -12,13 +12,17 @@ mod pool;
 mod register;
 mod schema;
 mod statements;
+mod storage;
 
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::storage::{ListQuery, ObjectId, StorageObject};
 use ludus_core::store::{SqlRow, SqlValue, Store, StoreError, StoreResult};
 use ludus_core::token::TokenKind;
+use ludus_core::wallet::{LedgerBound, LedgerEntry};
 use tokio_postgres::{Config, Row};
 use uuid::Uuid;
 
@@ -538,6 +542,120 @@ impl Store for PgStore {
     ) -> StoreResult<Vec<SqlRow>> {
         crate::module_sql::check(sql)?;
         module_sql::query(&self.pool, sql, &params, max_rows).await
+    }
+
+    async fn storage_read(&self, ids: &[ObjectId]) -> StoreResult<Vec<StorageObject>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (collections, keys, users) = storage::read_params(ids);
+        with_retry("read storage", || async {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .client
+                .query(conn.stmt(Stmt::StorageRead), &[&collections, &keys, &users])
+                .await?;
+            rows.iter().map(storage::object_from_row).collect()
+        })
+        .await
+    }
+
+    async fn storage_list(&self, query: &ListQuery) -> StoreResult<Vec<StorageObject>> {
+        let (read, key, user) = storage::list_bound(query);
+        let min_read = query.min_read.as_i64() as i16;
+        let limit = query.limit as i64;
+        with_retry("list storage", || async {
+            let conn = self.pool.get().await?;
+            let rows = match &query.owner {
+                None => {
+                    conn.client
+                        .query(
+                            conn.stmt(Stmt::StorageListAll),
+                            &[&query.collection, &min_read, &limit, &read, &key, &user],
+                        )
+                        .await?
+                }
+                Some(owner) => {
+                    conn.client
+                        .query(
+                            conn.stmt(Stmt::StorageListUser),
+                            &[
+                                &query.collection,
+                                &min_read,
+                                &limit,
+                                &read,
+                                &key,
+                                &user,
+                                owner,
+                            ],
+                        )
+                        .await?
+                }
+            };
+            rows.iter().map(storage::object_from_row).collect()
+        })
+        .await
+    }
+
+    async fn multi_update(
+        &self,
+        update: MultiUpdate,
+        now_us: i64,
+    ) -> StoreResult<MultiUpdateResult> {
+        with_retry("multi update", || async {
+            let mut conn = self.pool.get().await?;
+            let conn = &mut *conn;
+            if let Some(done) =
+                storage::single_wallet_update(&conn.client, &conn.statements, &update, now_us)
+                    .await?
+            {
+                return Ok(done);
+            }
+            let tx = conn.client.transaction().await?;
+            let result = storage::multi_update(&tx, &conn.statements, &update, now_us).await?;
+            tx.commit().await?;
+            Ok(result)
+        })
+        .await
+    }
+
+    async fn wallet_ledger_list(
+        &self,
+        user: Uuid,
+        before: Option<LedgerBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<LedgerEntry>> {
+        let (time, id) = storage::ledger_bound(before);
+        let limit = limit as i64;
+        with_retry("list wallet ledger", || async {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .client
+                .query(conn.stmt(Stmt::LedgerList), &[&user, &limit, &time, &id])
+                .await?;
+            Ok(rows
+                .iter()
+                .map(storage::ledger_from_row)
+                .collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
+    async fn wallet_ledger_update(
+        &self,
+        id: Uuid,
+        metadata: &str,
+        now_us: i64,
+    ) -> StoreResult<Option<LedgerEntry>> {
+        with_retry("update wallet ledger", || async {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .client
+                .query_opt(conn.stmt(Stmt::LedgerUpdate), &[&id, &metadata, &now_us])
+                .await?;
+            Ok(row.as_ref().map(storage::ledger_from_row).transpose()?)
+        })
+        .await
     }
 
     async fn close(&self) {

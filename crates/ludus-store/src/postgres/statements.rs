@@ -24,6 +24,20 @@ macro_rules! auth_select {
     };
 }
 
+/// The columns of a storage object, in the order `object_from_row` reads them.
+macro_rules! object_columns {
+    () => {
+        "s.collection::text, s.key::text, s.user_id, s.value::text, s.version::text, s.read, s.write, s.create_time, s.update_time"
+    };
+}
+
+/// The columns of a ledger entry, in the order `ledger_from_row` reads them.
+macro_rules! ledger_columns {
+    () => {
+        "id, user_id, changeset::text, metadata::text, create_time, update_time"
+    };
+}
+
 /// The columns of a chat message, in the order `message_from_row` reads them.
 macro_rules! message_columns {
     () => {
@@ -60,11 +74,24 @@ pub(super) enum Stmt {
     InsertNotifications,
     ListNotifications,
     DeleteNotifications,
+    StorageRead,
+    StorageListAll,
+    StorageListUser,
+    StorageLock,
+    StorageInsert,
+    StorageUpdate,
+    StorageDelete,
+    WalletLock,
+    WalletSet,
+    LedgerInsert,
+    LedgerList,
+    LedgerUpdate,
+    WalletUpdateOne,
 }
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 27] = [
+    const ALL: [Stmt; 40] = [
         Stmt::FindByDevice,
         Stmt::FindByCustom,
         Stmt::FindByEmail,
@@ -92,6 +119,19 @@ impl Stmt {
         Stmt::InsertNotifications,
         Stmt::ListNotifications,
         Stmt::DeleteNotifications,
+        Stmt::StorageRead,
+        Stmt::StorageListAll,
+        Stmt::StorageListUser,
+        Stmt::StorageLock,
+        Stmt::StorageInsert,
+        Stmt::StorageUpdate,
+        Stmt::StorageDelete,
+        Stmt::WalletLock,
+        Stmt::WalletSet,
+        Stmt::LedgerInsert,
+        Stmt::LedgerList,
+        Stmt::LedgerUpdate,
+        Stmt::WalletUpdateOne,
     ];
 
     fn sql(self) -> &'static str {
@@ -222,6 +262,96 @@ impl Stmt {
                   ORDER BY create_time ASC, id ASC LIMIT $2"
             }
             Stmt::DeleteNotifications => "DELETE FROM notification WHERE user_id = $1 AND id = ANY($2::uuid[])",
+            // One statement for any number of ids: one array per column.
+            Stmt::StorageRead => concat!(
+                "SELECT ",
+                object_columns!(),
+                " FROM storage s
+                   JOIN unnest($1::text[], $2::text[], $3::uuid[]) AS t(collection, key, user_id)
+                     ON s.collection = t.collection AND s.key = t.key AND s.user_id = t.user_id"
+            ),
+            // Callers with no cursor pass the lowest bound (-1, '', nil), so
+            // one plan serves every page.
+            Stmt::StorageListAll => concat!(
+                "SELECT ",
+                object_columns!(),
+                " FROM storage s WHERE s.collection = $1 AND s.read >= $2
+                    AND (s.read, s.key, s.user_id) > ($4::int2, $5::text, $6::uuid)
+                  ORDER BY s.read, s.key, s.user_id LIMIT $3"
+            ),
+            Stmt::StorageListUser => concat!(
+                "SELECT ",
+                object_columns!(),
+                " FROM storage s WHERE s.user_id = $7 AND s.collection = $1 AND s.read >= $2
+                    AND (s.read, s.key, s.user_id) > ($4::int2, $5::text, $6::uuid)
+                  ORDER BY s.read, s.key, s.user_id LIMIT $3"
+            ),
+            Stmt::StorageLock => {
+                "SELECT version::text, write FROM storage WHERE collection = $1 AND key = $2 AND user_id = $3 FOR UPDATE"
+            }
+            // No ON CONFLICT: a row inserted meanwhile by another transaction
+            // is a unique violation, and the store retries the whole
+            // transaction, which then sees (and locks) that row.
+            Stmt::StorageInsert => {
+                "INSERT INTO storage (collection, key, user_id, value, version, read, write, create_time, update_time)
+                 VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8, $8)
+                 RETURNING create_time, update_time"
+            }
+            Stmt::StorageUpdate => {
+                "UPDATE storage SET value = $4::text::jsonb, version = $5, read = $6, write = $7, update_time = $8
+                 WHERE collection = $1 AND key = $2 AND user_id = $3
+                 RETURNING create_time, update_time"
+            }
+            Stmt::StorageDelete => "DELETE FROM storage WHERE collection = $1 AND key = $2 AND user_id = $3",
+            // Row locks in id order, so concurrent multi-user updates never deadlock.
+            Stmt::WalletLock => "SELECT id, wallet::text FROM users WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE",
+            Stmt::WalletSet => "UPDATE users SET wallet = $2::text::jsonb, update_time = $3 WHERE id = $1",
+            Stmt::LedgerInsert => {
+                "INSERT INTO wallet_ledger (id, user_id, changeset, metadata, create_time, update_time)
+                 SELECT t.id, t.user_id, t.changeset::jsonb, t.metadata::jsonb, $5, $5
+                   FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[]) AS t(id, user_id, changeset, metadata)"
+            }
+            // Callers with no cursor pass the highest bound.
+            Stmt::LedgerList => concat!(
+                "SELECT ",
+                ledger_columns!(),
+                " FROM wallet_ledger WHERE user_id = $1 AND (create_time, id) < ($3, $4)
+                  ORDER BY create_time DESC, id DESC LIMIT $2"
+            ),
+            // One user's wallet change as a single statement, so a hot
+            // wallet's row lock is held for one statement's execution
+            // rather than for round trips: the same rule as
+            // `ludus_core::wallet::apply` (no balance below zero), in SQL.
+            // `old` locks the row and reads its newest version; the update
+            // computes from it. No row back means "not applied" (no such
+            // user, or a balance would go negative): the caller then takes
+            // the general path, which says which.
+            Stmt::WalletUpdateOne => {
+                "WITH old AS (
+                     SELECT wallet FROM users WHERE id = $1 FOR UPDATE
+                 ), change AS (
+                     SELECT key, value::bigint AS amount FROM jsonb_each_text($2::text::jsonb)
+                 ), next AS (
+                     SELECT old.wallet || coalesce(jsonb_object_agg(c.key, coalesce((old.wallet ->> c.key)::bigint, 0) + c.amount)
+                                                   FILTER (WHERE c.key IS NOT NULL), '{}'::jsonb) AS wallet,
+                            coalesce(bool_or(coalesce((old.wallet ->> c.key)::bigint, 0) + c.amount < 0), false) AS negative
+                       FROM old LEFT JOIN change c ON true
+                      GROUP BY old.wallet
+                 ), updated AS (
+                     UPDATE users u SET wallet = next.wallet, update_time = $3
+                       FROM next
+                      WHERE u.id = $1 AND NOT next.negative
+                     RETURNING u.id
+                 ), ledger AS (
+                     INSERT INTO wallet_ledger (id, user_id, changeset, metadata, create_time, update_time)
+                     SELECT $4, updated.id, $2::text::jsonb, $5::text::jsonb, $6, $6 FROM updated WHERE $7
+                 )
+                 SELECT old.wallet::text, next.wallet::text FROM old, next, updated"
+            }
+            Stmt::LedgerUpdate => concat!(
+                "UPDATE wallet_ledger SET metadata = metadata || $2::text::jsonb, update_time = $3 WHERE id = $1 RETURNING ",
+                ledger_columns!()
+            ),
         }
     }
 }

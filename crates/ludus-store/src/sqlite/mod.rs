@@ -9,6 +9,7 @@ mod links;
 mod module_sql;
 mod queries;
 mod readers;
+mod storage;
 mod writer;
 
 use std::path::PathBuf;
@@ -16,9 +17,12 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::storage::{ListQuery, ObjectId, StorageObject};
 use ludus_core::store::{SqlRow, SqlValue, Store, StoreResult};
 use ludus_core::token::TokenKind;
+use ludus_core::wallet::{LedgerBound, LedgerEntry};
 use uuid::Uuid;
 
 use crate::{MigrationReport, MigrationStatus, OpenError, StoreOptions};
@@ -310,6 +314,56 @@ impl Store for SqliteStore {
                     .await
             }
         }
+    }
+
+    async fn storage_read(&self, ids: &[ObjectId]) -> StoreResult<Vec<StorageObject>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = ids.to_vec();
+        self.readers
+            .read(move |conn| storage::read_objects(conn, &ids))
+            .await
+    }
+
+    async fn storage_list(&self, query: &ListQuery) -> StoreResult<Vec<StorageObject>> {
+        let query = query.clone();
+        self.readers
+            .read(move |conn| storage::list_objects(conn, &query))
+            .await
+    }
+
+    async fn multi_update(
+        &self,
+        update: MultiUpdate,
+        now_us: i64,
+    ) -> StoreResult<MultiUpdateResult> {
+        self.writer
+            .write(move |conn| storage::multi_update(conn, &update, now_us))
+            .await
+    }
+
+    async fn wallet_ledger_list(
+        &self,
+        user: Uuid,
+        before: Option<LedgerBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<LedgerEntry>> {
+        self.readers
+            .read(move |conn| storage::ledger_list(conn, user, before, limit))
+            .await
+    }
+
+    async fn wallet_ledger_update(
+        &self,
+        id: Uuid,
+        metadata: &str,
+        now_us: i64,
+    ) -> StoreResult<Option<LedgerEntry>> {
+        let metadata = metadata.to_owned();
+        self.writer
+            .write(move |conn| storage::ledger_update(conn, id, &metadata, now_us))
+            .await
     }
 
     async fn close(&self) {

@@ -10,7 +10,9 @@ pub mod lifecycle;
 pub mod links;
 pub mod module_sql;
 pub mod revocations;
+pub mod storage;
 pub mod users;
+pub mod wallet;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -171,6 +173,21 @@ macro_rules! store_test_suite {
             module_sql::sql_placeholders_bind_by_number,
             module_sql::sql_errors_say_why_and_write_nothing,
             module_sql::sql_query_refuses_more_rows_than_the_limit,
+            storage::writes_read_back_with_md5_versions,
+            storage::version_conditions_fail_the_whole_batch,
+            storage::permission_matrix_for_owner_other_user_and_server,
+            storage::conditional_deletes_and_cascade_with_the_user,
+            storage::listing_pages_with_cursors_bound_to_their_listing,
+            storage::server_objects_belong_to_the_system_user,
+            storage::bad_input_writes_nothing,
+            storage::concurrent_writers_of_one_version_have_one_winner,
+            storage::concurrent_creators_of_one_object_have_one_winner,
+            wallet::wallet_updates_return_previous_and_updated,
+            wallet::wallets_update_is_atomic_across_users,
+            wallet::ledger_pages_newest_first_and_takes_metadata,
+            wallet::hot_wallet_increments_are_exact,
+            wallet::concurrent_decrements_never_go_below_zero,
+            wallet::multi_update_is_all_or_nothing,
         );
     };
     (@cases $backend:ty; $($module:ident :: $case:ident),* $(,)?) => {

@@ -128,6 +128,27 @@ async fn rpc_calls_the_bench_modules_echo() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_and_wallet_workloads_run_without_errors() {
+    let (srv, _dir) = server().await;
+    let target = format!("http://{}", srv.local_addr());
+    for workload in ["storage", "wallet"] {
+        let r = ludus_bench::run(opts(&format!(
+            "{workload} --target {target} --duration 2 --concurrency 4 --quiet"
+        )))
+        .await
+        .unwrap();
+        assert!(r.summary.total_ok > 10, "{workload}: {:?}", r.summary);
+        assert_eq!(
+            r.summary.total_errors, 0,
+            "{workload}: {:?}",
+            r.summary.errors
+        );
+        assert_counts_add_up(&r);
+    }
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ccu_holds_every_socket_to_the_end() {
     let (srv, _dir) = server().await;
     let target = format!("http://{}", srv.local_addr());

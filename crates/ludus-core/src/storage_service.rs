@@ -1,0 +1,242 @@
+//! `StorageService`: storage objects, wallets, the ledger and multi-updates
+//! as every caller uses them. REST handlers, the Lua `nk` functions and
+//! native modules each turn their arguments into the domain types and
+//! delegate here in one line, so the rules (limits, permissions, cursors)
+//! are applied the same way whoever asks.
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::chat::now_us;
+use crate::error::{ApiError, Code};
+use crate::multi_update::{MultiUpdate, MultiUpdateResult};
+use crate::storage::{
+    Access, ListQuery, ObjectId, StorageAck, StorageDelete, StorageObject, StoragePage,
+    StorageWrite, readable,
+};
+use crate::store::Store;
+use crate::wallet::{self, LedgerEntry, LedgerPage, WalletUpdate, WalletUpdateResult};
+
+/// Bounds on what one call may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageLimits {
+    /// Most objects, deletes, wallet and account updates one call may carry
+    /// together (`storage.max_batch_size`; Nakama has no such bound, only
+    /// its request size limit).
+    pub max_batch: usize,
+}
+
+impl Default for StorageLimits {
+    fn default() -> Self {
+        StorageLimits { max_batch: 1000 }
+    }
+}
+
+pub struct StorageService {
+    store: Arc<dyn Store>,
+    limits: StorageLimits,
+}
+
+impl StorageService {
+    pub fn new(store: Arc<dyn Store>, limits: StorageLimits) -> StorageService {
+        StorageService { store, limits }
+    }
+
+    pub fn limits(&self) -> StorageLimits {
+        self.limits
+    }
+
+    fn check_batch(&self, size: usize) -> Result<(), ApiError> {
+        if size > self.limits.max_batch {
+            return Err(ApiError::invalid(format!(
+                "too many objects in one request ({size}), send at most {} at once",
+                self.limits.max_batch
+            )));
+        }
+        Ok(())
+    }
+
+    /// The objects among `ids` that `access` may read; missing and
+    /// unreadable ones are left out, as Nakama does.
+    pub async fn read(
+        &self,
+        access: Access,
+        ids: Vec<ObjectId>,
+    ) -> Result<Vec<StorageObject>, ApiError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.check_batch(ids.len())?;
+        let mut objects = self.store.storage_read(&ids).await?;
+        objects.retain(|o| readable(o, access));
+        Ok(objects)
+    }
+
+    /// One page of a collection: for the server every object (of `owner`,
+    /// when given); for a user all of their own objects, or the public
+    /// objects of others. `limit` 0 answers an empty page, as Nakama does.
+    pub async fn list(
+        &self,
+        access: Access,
+        collection: &str,
+        owner: Option<Uuid>,
+        limit: usize,
+        cursor: &str,
+    ) -> Result<StoragePage, ApiError> {
+        if limit == 0 {
+            return Ok(StoragePage::default());
+        }
+        let mut query = ListQuery::for_access(access, collection, owner, limit + 1);
+        if !cursor.is_empty() {
+            query.resume(cursor)?;
+        }
+        let mut objects = self.store.storage_list(&query).await?;
+        let cursor = if objects.len() > limit {
+            objects.truncate(limit);
+            objects.last().map(|last| query.cursor_after(last))
+        } else {
+            None
+        };
+        Ok(StoragePage { objects, cursor })
+    }
+
+    /// Writes a batch: all of it or none.
+    pub async fn write(
+        &self,
+        access: Access,
+        writes: Vec<StorageWrite>,
+    ) -> Result<Vec<StorageAck>, ApiError> {
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut update = MultiUpdate::new(access);
+        update.writes = writes;
+        Ok(self.multi_update(update).await?.acks)
+    }
+
+    /// Deletes a batch: all of it or none.
+    pub async fn delete(
+        &self,
+        access: Access,
+        deletes: Vec<StorageDelete>,
+    ) -> Result<(), ApiError> {
+        if deletes.is_empty() {
+            return Ok(());
+        }
+        let mut update = MultiUpdate::new(access);
+        update.deletes = deletes;
+        self.multi_update(update).await?;
+        Ok(())
+    }
+
+    /// Changes several wallets at once; users that do not exist are skipped.
+    pub async fn wallets_update(
+        &self,
+        updates: Vec<WalletUpdate>,
+        update_ledger: bool,
+    ) -> Result<Vec<WalletUpdateResult>, ApiError> {
+        if updates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut update = MultiUpdate::new(Access::Server);
+        update.wallets = updates;
+        update.update_ledger = update_ledger;
+        Ok(self.multi_update(update).await?.wallets)
+    }
+
+    /// Changes one user's wallet; `NotFound` when there is no such user.
+    pub async fn wallet_update(
+        &self,
+        update: WalletUpdate,
+        update_ledger: bool,
+    ) -> Result<WalletUpdateResult, ApiError> {
+        self.wallets_update(vec![update], update_ledger)
+            .await?
+            .pop()
+            .ok_or_else(|| ApiError::not_found("user not found"))
+    }
+
+    /// A page of a user's ledger, newest first; `cursor` is the one the
+    /// previous page returned.
+    pub async fn wallet_ledger_list(
+        &self,
+        user: Uuid,
+        limit: usize,
+        cursor: &str,
+    ) -> Result<LedgerPage, ApiError> {
+        if limit > wallet::MAX_LEDGER_LIMIT {
+            return Err(ApiError::invalid(format!(
+                "expects limit to be 0-{}",
+                wallet::MAX_LEDGER_LIMIT
+            )));
+        }
+        if limit == 0 {
+            return Ok(LedgerPage::default());
+        }
+        let before = if cursor.is_empty() {
+            None
+        } else {
+            Some(wallet::resume(user, cursor)?)
+        };
+        let mut entries = self
+            .store
+            .wallet_ledger_list(user, before, limit + 1)
+            .await?;
+        let cursor = if entries.len() > limit {
+            entries.truncate(limit);
+            entries.last().map(|last| wallet::cursor_after(user, last))
+        } else {
+            None
+        };
+        Ok(LedgerPage { entries, cursor })
+    }
+
+    /// Merges metadata (a JSON object) into a ledger entry's.
+    pub async fn wallet_ledger_update(
+        &self,
+        id: Uuid,
+        metadata: &str,
+    ) -> Result<LedgerEntry, ApiError> {
+        if crate::storage::check_json_object(metadata).is_err() {
+            return Err(ApiError::invalid("ledger metadata must be a json object"));
+        }
+        self.store
+            .wallet_ledger_update(id, metadata, now_us())
+            .await?
+            .ok_or_else(|| ApiError::new(Code::NotFound, "wallet ledger item not found"))
+    }
+
+    /// Applies everything in one transaction: all of it or none.
+    pub async fn multi_update(&self, update: MultiUpdate) -> Result<MultiUpdateResult, ApiError> {
+        if update.is_empty() {
+            return Ok(MultiUpdateResult::default());
+        }
+        self.check_batch(
+            update.accounts.len()
+                + update.writes.len()
+                + update.deletes.len()
+                + update.wallets.len(),
+        )?;
+        for w in &update.wallets {
+            if crate::storage::check_json_object(&w.metadata).is_err() {
+                return Err(ApiError::invalid("wallet metadata must be a json object"));
+            }
+        }
+        for (_, account) in &update.accounts {
+            if let Some(username) = &account.username {
+                crate::validate::username(username)?;
+            }
+        }
+        let access = update.access;
+        self.store
+            .multi_update(update, now_us())
+            .await
+            .map_err(|e| {
+                if let crate::store::StoreError::Rejected(r) = &e {
+                    tracing::debug!(?access, reason = %r, "storage or wallet change rejected");
+                }
+                ApiError::from(e)
+            })
+    }
+}

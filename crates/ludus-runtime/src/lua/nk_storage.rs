@@ -1,0 +1,553 @@
+//! `nk.storage_read|write|delete|list`, `nk.wallet_update`,
+//! `nk.wallets_update`, `nk.wallet_ledger_list|update` and
+//! `nk.multi_update`, with Nakama's argument and result shapes. They act as
+//! the server (permissions are not checked; a missing user id means the
+//! system user) through `RuntimeServices`, which delegates to
+//! `ludus_core::storage_service::StorageService`: this file only turns
+//! tables into domain values and back.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use ludus_core::ApiError;
+use ludus_core::model::AccountUpdate;
+use ludus_core::multi_update::MultiUpdate;
+use ludus_core::storage::{
+    Access, ObjectId, ReadPermission, SYSTEM_USER_ID, StorageAck, StorageDelete, StorageObject,
+    StorageWrite, WritePermission,
+};
+use ludus_core::wallet::{LedgerEntry, Wallet, WalletUpdate, WalletUpdateResult};
+use mlua::{Lua, Table, Value as LuaValue};
+use uuid::Uuid;
+
+use super::convert;
+use super::nk_server::block_on;
+use super::shared::LuaShared;
+
+/// Integers above this lose precision as Lua numbers (doubles).
+const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
+
+pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    let s = shared.clone();
+    nk.set(
+        "storage_read",
+        lua.create_function(move |lua, keys: Table| {
+            let ids = list(&keys, 1, "expects a valid set of keys", object_id)?;
+            if ids.is_empty() {
+                return lua.create_table();
+            }
+            let objects = run(
+                &s,
+                "failed to read storage objects",
+                s.services.storage_read(ids),
+            )?;
+            objects_table(lua, &objects)
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "storage_write",
+        lua.create_function(move |lua, data: Table| {
+            let writes = list(&data, 1, "expects a valid set of data", |t| {
+                storage_write(t, 1)
+            })?;
+            if writes.is_empty() {
+                return lua.create_table();
+            }
+            let acks = run(
+                &s,
+                "failed to write storage objects",
+                s.services.storage_write(writes),
+            )?;
+            acks_table(lua, &acks)
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "storage_delete",
+        lua.create_function(move |_, keys: Table| {
+            let deletes = list(&keys, 1, "expects a valid set of object IDs", |t| {
+                storage_delete(t, 1)
+            })?;
+            if deletes.is_empty() {
+                return Ok(());
+            }
+            run(
+                &s,
+                "failed to remove storage",
+                s.services.storage_delete(deletes),
+            )
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "storage_list",
+        lua.create_function(
+            move |lua,
+                  (user_id, collection, limit, cursor, caller_id): (
+                Option<String>,
+                Option<String>,
+                i64,
+                Option<String>,
+                Option<String>,
+            )| {
+                if limit < 0 {
+                    return Err(arg_error(3, "limit must not be negative"));
+                }
+                let owner = match user_id.as_deref().unwrap_or_default() {
+                    "" => None,
+                    id => Some(
+                        Uuid::parse_str(id)
+                            .map_err(|_| arg_error(1, "expects empty or a valid user ID"))?,
+                    ),
+                };
+                let caller = match caller_id.as_deref().unwrap_or_default() {
+                    "" => None,
+                    id => Some(Uuid::parse_str(id).map_err(|_| {
+                        arg_error(5, "expects caller ID to be empty or a valid identifier")
+                    })?),
+                };
+                let collection = collection.unwrap_or_default();
+                let cursor = cursor.unwrap_or_default();
+                let page = run(
+                    &s,
+                    "failed to list storage objects",
+                    s.services
+                        .storage_list(caller, owner, &collection, limit as usize, &cursor),
+                )?;
+                let objects = objects_table(lua, &page.objects)?;
+                let cursor = match page.cursor {
+                    Some(c) => LuaValue::String(lua.create_string(&c)?),
+                    None => LuaValue::Nil,
+                };
+                Ok((objects, cursor))
+            },
+        )?,
+    )?;
+    install_wallets(lua, shared, nk)?;
+    let s = shared.clone();
+    nk.set(
+        "multi_update",
+        lua.create_function(
+            move |lua, (accounts, writes, deletes, wallets, update_ledger): MultiUpdateArgs| {
+                let mut update = MultiUpdate::new(Access::Server);
+                if let Some(t) = accounts {
+                    update.accounts = list(
+                        &t,
+                        1,
+                        "expects a valid set of account update data",
+                        account_update,
+                    )?;
+                }
+                if let Some(t) = writes {
+                    update.writes = list(&t, 2, "expects a valid set of storage data", |t| {
+                        storage_write(t, 2)
+                    })?;
+                }
+                if let Some(t) = deletes {
+                    update.deletes = list(&t, 3, "expects a valid set of storage data", |t| {
+                        storage_delete(t, 3)
+                    })?;
+                }
+                if let Some(t) = wallets {
+                    update.wallets = list(&t, 4, "expects a valid set of updates", |t| {
+                        wallet_update(t, 4)
+                    })?;
+                }
+                update.update_ledger = update_ledger.unwrap_or(false);
+                let done = run(
+                    &s,
+                    "error running multi update",
+                    s.services.multi_update(update),
+                )?;
+                let acks = if done.acks.is_empty() {
+                    LuaValue::Nil
+                } else {
+                    LuaValue::Table(acks_table(lua, &done.acks)?)
+                };
+                let results = if done.wallets.is_empty() {
+                    LuaValue::Nil
+                } else {
+                    LuaValue::Table(wallet_results_table(lua, &done.wallets)?)
+                };
+                Ok((acks, results))
+            },
+        )?,
+    )?;
+    Ok(())
+}
+
+/// `nk.multi_update(account_updates, storage_writes, storage_deletes,
+/// wallet_updates, update_ledger)`.
+type MultiUpdateArgs = (
+    Option<Table>,
+    Option<Table>,
+    Option<Table>,
+    Option<Table>,
+    Option<bool>,
+);
+
+fn install_wallets(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    let s = shared.clone();
+    nk.set(
+        "wallet_update",
+        lua.create_function(
+            move |lua,
+                  (user_id, changeset, metadata, update_ledger): (
+                String,
+                Table,
+                Option<Table>,
+                Option<bool>,
+            )| {
+                let user_id = Uuid::parse_str(&user_id)
+                    .map_err(|_| arg_error(1, "expects a valid user id"))?;
+                let update = WalletUpdate {
+                    user_id,
+                    changeset: changeset_of(&changeset, 2)?,
+                    metadata: metadata_of(metadata, 3)?,
+                };
+                let mut results = run(
+                    &s,
+                    "failed to update user wallet",
+                    s.services
+                        .wallets_update(vec![update], update_ledger.unwrap_or(false)),
+                )?;
+                let Some(result) = results.pop() else {
+                    return Err(mlua::Error::runtime("user not found"));
+                };
+                Ok((
+                    wallet_table(lua, &result.updated)?,
+                    wallet_table(lua, &result.previous)?,
+                ))
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "wallets_update",
+        lua.create_function(
+            move |lua, (updates, update_ledger): (Table, Option<bool>)| {
+                let updates = list(&updates, 1, "expects a valid set of updates", |t| {
+                    wallet_update(t, 1)
+                })?;
+                let results = run(
+                    &s,
+                    "failed to update user wallet",
+                    s.services
+                        .wallets_update(updates, update_ledger.unwrap_or(false)),
+                )?;
+                wallet_results_table(lua, &results)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "wallet_ledger_list",
+        lua.create_function(
+            move |lua, (user_id, limit, cursor): (String, Option<i64>, Option<String>)| {
+                let user_id = Uuid::parse_str(&user_id)
+                    .map_err(|_| arg_error(1, "expects a valid user id"))?;
+                let limit = limit.unwrap_or(100);
+                if !(0..=100).contains(&limit) {
+                    return Err(arg_error(2, "expects limit to be 0-100"));
+                }
+                let page = run(
+                    &s,
+                    "failed to retrieve user wallet ledger",
+                    s.services.wallet_ledger_list(
+                        user_id,
+                        limit as usize,
+                        cursor.as_deref().unwrap_or_default(),
+                    ),
+                )?;
+                let items = lua.create_table_with_capacity(page.entries.len(), 0)?;
+                for entry in &page.entries {
+                    items.raw_push(ledger_table(lua, entry)?)?;
+                }
+                Ok((items, page.cursor.unwrap_or_default()))
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "wallet_ledger_update",
+        lua.create_function(move |lua, (id, metadata): (String, Table)| {
+            let id = Uuid::parse_str(&id).map_err(|_| arg_error(1, "expects a valid id"))?;
+            let metadata = metadata_of(Some(metadata), 2)?;
+            let entry = run(
+                &s,
+                "failed to update user wallet ledger",
+                s.services.wallet_ledger_update(id, &metadata),
+            )?;
+            ledger_table(lua, &entry)
+        })?,
+    )?;
+    Ok(())
+}
+
+fn arg_error(arg: usize, message: &str) -> mlua::Error {
+    mlua::Error::runtime(format!("bad argument #{arg}: {message}"))
+}
+
+/// Runs a service call, its error message prefixed as Nakama's are.
+fn run<T>(
+    shared: &LuaShared,
+    what: &str,
+    call: impl Future<Output = Result<T, ApiError>>,
+) -> mlua::Result<T> {
+    block_on(shared, async move {
+        call.await
+            .map_err(|e| ApiError::new(e.code, format!("{what}: {}", e.message)))
+    })
+}
+
+/// Every table of an array-like table, parsed by `each`.
+fn list<T>(
+    t: &Table,
+    arg: usize,
+    message: &str,
+    each: impl Fn(&Table) -> mlua::Result<T>,
+) -> mlua::Result<Vec<T>> {
+    let mut out = Vec::with_capacity(t.raw_len());
+    for pair in t.clone().pairs::<LuaValue, LuaValue>() {
+        let (_, value) = pair?;
+        let LuaValue::Table(item) = value else {
+            return Err(arg_error(arg, message));
+        };
+        out.push(each(&item)?);
+    }
+    Ok(out)
+}
+
+/// A string field, `None` when absent.
+fn string_field(t: &Table, name: &str, arg: usize) -> mlua::Result<Option<String>> {
+    match t.raw_get::<LuaValue>(name)? {
+        LuaValue::Nil => Ok(None),
+        LuaValue::String(s) => Ok(Some(s.to_str()?.to_owned())),
+        _ => Err(arg_error(arg, &format!("expects {name} to be string"))),
+    }
+}
+
+/// A required non-empty string field.
+fn required(t: &Table, name: &str, arg: usize) -> mlua::Result<String> {
+    match string_field(t, name, arg)? {
+        None => Err(arg_error(arg, &format!("expects {name} to be supplied"))),
+        Some(s) if s.is_empty() => Err(arg_error(
+            arg,
+            &format!("expects {name} to be a non-empty string"),
+        )),
+        Some(s) => Ok(s),
+    }
+}
+
+/// `user_id`: absent or empty means the system user.
+fn owner(t: &Table, arg: usize) -> mlua::Result<Uuid> {
+    match string_field(t, "user_id", arg)?.as_deref() {
+        None | Some("") => Ok(SYSTEM_USER_ID),
+        Some(id) => {
+            Uuid::parse_str(id).map_err(|_| arg_error(arg, "expects user_id to be a valid ID"))
+        }
+    }
+}
+
+fn object_id_at(t: &Table, arg: usize) -> mlua::Result<ObjectId> {
+    let collection = required(t, "collection", arg)?;
+    let key = required(t, "key", arg)?;
+    ObjectId::new(&collection, &key, owner(t, arg)?).map_err(|e| arg_error(arg, &e.message))
+}
+
+fn object_id(t: &Table) -> mlua::Result<ObjectId> {
+    object_id_at(t, 1)
+}
+
+fn whole_number(value: &LuaValue) -> Option<i64> {
+    match value {
+        LuaValue::Integer(i) => Some(*i),
+        LuaValue::Number(n) if n.fract() == 0.0 && n.abs() <= MAX_EXACT => Some(*n as i64),
+        _ => None,
+    }
+}
+
+fn permission(t: &Table, name: &str, arg: usize) -> mlua::Result<Option<i64>> {
+    match t.raw_get::<LuaValue>(name)? {
+        LuaValue::Nil => Ok(None),
+        v => whole_number(&v)
+            .map(Some)
+            .ok_or_else(|| arg_error(arg, &format!("expects {name} to be number"))),
+    }
+}
+
+fn storage_write(t: &Table, arg: usize) -> mlua::Result<StorageWrite> {
+    let id = object_id_at(t, arg)?;
+    let value = match t.raw_get::<LuaValue>("value")? {
+        LuaValue::Nil => return Err(arg_error(arg, "expects value to be supplied")),
+        v @ LuaValue::Table(_) => convert::from_lua(&v)
+            .map_err(|e| arg_error(arg, &format!("failed to convert value: {e}")))?
+            .to_string(),
+        _ => return Err(arg_error(arg, "expects value to be table")),
+    };
+    let version = string_field(t, "version", arg)?.unwrap_or_default();
+    let read = ReadPermission::parse(permission(t, "permission_read", arg)?)
+        .map_err(|e| arg_error(arg, &e.message))?;
+    let write = WritePermission::parse(permission(t, "permission_write", arg)?)
+        .map_err(|e| arg_error(arg, &e.message))?;
+    StorageWrite::new(id, value, &version, read, write).map_err(|e| arg_error(arg, &e.message))
+}
+
+fn storage_delete(t: &Table, arg: usize) -> mlua::Result<StorageDelete> {
+    let id = object_id_at(t, arg)?;
+    let version = match string_field(t, "version", arg)? {
+        Some(v) if v.is_empty() => {
+            return Err(arg_error(arg, "expects version to be a non-empty string"));
+        }
+        v => v.unwrap_or_default(),
+    };
+    Ok(StorageDelete::new(id, &version))
+}
+
+fn changeset_of(t: &Table, arg: usize) -> mlua::Result<Wallet> {
+    let mut changeset = Wallet::new();
+    for pair in t.clone().pairs::<LuaValue, LuaValue>() {
+        let (k, v) = pair?;
+        let LuaValue::String(name) = k else {
+            return Err(arg_error(arg, "expects a table as changeset value"));
+        };
+        let amount = whole_number(&v)
+            .ok_or_else(|| arg_error(arg, "expects changeset values to be whole numbers"))?;
+        changeset.insert(name.to_str()?.to_owned(), amount);
+    }
+    Ok(changeset)
+}
+
+fn metadata_of(t: Option<Table>, arg: usize) -> mlua::Result<String> {
+    match t {
+        None => Ok("{}".to_owned()),
+        Some(t) => {
+            let value = convert::from_lua(&LuaValue::Table(t))
+                .map_err(|e| arg_error(arg, &format!("failed to convert metadata: {e}")))?;
+            if !value.is_object() {
+                return Err(arg_error(arg, "expects metadata to be a table of fields"));
+            }
+            Ok(value.to_string())
+        }
+    }
+}
+
+fn wallet_update(t: &Table, arg: usize) -> mlua::Result<WalletUpdate> {
+    let user_id = match string_field(t, "user_id", arg)? {
+        None => return Err(arg_error(arg, "expects user_id to be supplied")),
+        Some(id) => {
+            Uuid::parse_str(&id).map_err(|_| arg_error(arg, "expects user_id to be a valid ID"))?
+        }
+    };
+    let changeset = match t.raw_get::<LuaValue>("changeset")? {
+        LuaValue::Table(c) => changeset_of(&c, arg)?,
+        LuaValue::Nil => return Err(arg_error(arg, "expects changeset to be supplied")),
+        _ => return Err(arg_error(arg, "expects changeset to be table")),
+    };
+    let metadata = match t.raw_get::<LuaValue>("metadata")? {
+        LuaValue::Table(m) => metadata_of(Some(m), arg)?,
+        LuaValue::Nil => "{}".to_owned(),
+        _ => return Err(arg_error(arg, "expects metadata to be table")),
+    };
+    Ok(WalletUpdate {
+        user_id,
+        changeset,
+        metadata,
+    })
+}
+
+fn account_update(t: &Table) -> mlua::Result<(Uuid, AccountUpdate)> {
+    let user_id = match string_field(t, "user_id", 1)? {
+        Some(id) => Uuid::parse_str(&id).map_err(|_| arg_error(1, "expects a valid user ID"))?,
+        None => return Err(arg_error(1, "expects a valid user ID")),
+    };
+    let metadata = match t.raw_get::<LuaValue>("metadata")? {
+        LuaValue::Nil => None,
+        LuaValue::Table(m) => Some(metadata_of(Some(m), 1)?),
+        _ => return Err(arg_error(1, "expects metadata to be table")),
+    };
+    let text = |name: &str| -> mlua::Result<Option<String>> {
+        Ok(string_field(t, name, 1)?.filter(|v| !v.is_empty()))
+    };
+    Ok((
+        user_id,
+        AccountUpdate {
+            username: text("username")?,
+            display_name: text("display_name")?,
+            avatar_url: text("avatar_url")?,
+            lang_tag: text("lang_tag")?,
+            location: text("location")?,
+            timezone: text("timezone")?,
+            metadata,
+        },
+    ))
+}
+
+fn json_value(lua: &Lua, json: &str) -> mlua::Result<LuaValue> {
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| mlua::Error::runtime(format!("failed to convert value to json: {e}")))?;
+    convert::to_lua(lua, &value)
+}
+
+fn objects_table(lua: &Lua, objects: &[StorageObject]) -> mlua::Result<Table> {
+    let out = lua.create_table_with_capacity(objects.len(), 0)?;
+    for o in objects {
+        let t = lua.create_table_with_capacity(0, 9)?;
+        t.raw_set("key", o.key.as_str())?;
+        t.raw_set("collection", o.collection.as_str())?;
+        t.raw_set("user_id", o.user_id.to_string())?;
+        t.raw_set("version", o.version.as_str())?;
+        t.raw_set("permission_read", o.read.as_i64())?;
+        t.raw_set("permission_write", o.write.as_i64())?;
+        t.raw_set("create_time", o.create_time)?;
+        t.raw_set("update_time", o.update_time)?;
+        t.raw_set("value", json_value(lua, &o.value)?)?;
+        out.raw_push(t)?;
+    }
+    Ok(out)
+}
+
+fn acks_table(lua: &Lua, acks: &[StorageAck]) -> mlua::Result<Table> {
+    let out = lua.create_table_with_capacity(acks.len(), 0)?;
+    for a in acks {
+        let t = lua.create_table_with_capacity(0, 4)?;
+        t.raw_set("key", a.key.as_str())?;
+        t.raw_set("collection", a.collection.as_str())?;
+        t.raw_set("user_id", a.user_id.to_string())?;
+        t.raw_set("version", a.version.as_str())?;
+        out.raw_push(t)?;
+    }
+    Ok(out)
+}
+
+fn wallet_table(lua: &Lua, wallet: &Wallet) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, wallet.len())?;
+    for (name, amount) in wallet {
+        t.raw_set(name.as_str(), *amount as f64)?;
+    }
+    Ok(t)
+}
+
+fn wallet_results_table(lua: &Lua, results: &[WalletUpdateResult]) -> mlua::Result<Table> {
+    let out = lua.create_table_with_capacity(results.len(), 0)?;
+    for r in results {
+        let t = lua.create_table_with_capacity(0, 3)?;
+        t.raw_set("user_id", r.user_id.to_string())?;
+        t.raw_set("updated", wallet_table(lua, &r.updated)?)?;
+        t.raw_set("previous", wallet_table(lua, &r.previous)?)?;
+        out.raw_push(t)?;
+    }
+    Ok(out)
+}
+
+fn ledger_table(lua: &Lua, entry: &LedgerEntry) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 6)?;
+    t.raw_set("id", entry.id.to_string())?;
+    t.raw_set("user_id", entry.user_id.to_string())?;
+    t.raw_set("create_time", entry.create_time_us / 1_000_000)?;
+    t.raw_set("update_time", entry.update_time_us / 1_000_000)?;
+    t.raw_set("changeset", json_value(lua, &entry.changeset)?)?;
+    t.raw_set("metadata", json_value(lua, &entry.metadata)?)?;
+    Ok(t)
+}

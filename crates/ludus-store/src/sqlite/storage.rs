@@ -1,0 +1,349 @@
+//! The SQL of storage objects, wallets and the ledger on SQLite. A
+//! multi-update runs as one write job on the writer thread, so it is one
+//! savepoint of the group commit: every row it touched is rolled back when
+//! any part is refused. The writer is the only writer, so reading a row and
+//! then changing it cannot race another transaction.
+
+use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
+use ludus_core::storage::{
+    Existing, ListQuery, ObjectId, ReadPermission, Rejection, StorageAck, StorageObject,
+    WritePermission, check_delete, check_write,
+};
+use ludus_core::store::{StoreError, StoreResult};
+use ludus_core::wallet::{self, LedgerBound, LedgerEntry, WalletUpdateResult};
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension as _, Row, params};
+use uuid::Uuid;
+
+use super::queries::{IdText, map_err, update_account, uuid_at};
+
+const OBJECT_COLUMNS: &str =
+    "collection, key, user_id, value, version, read, write, create_time, update_time";
+
+fn object_from_row(row: &Row<'_>) -> rusqlite::Result<StorageObject> {
+    let read: i64 = row.get(5)?;
+    let write: i64 = row.get(6)?;
+    Ok(StorageObject {
+        collection: row.get(0)?,
+        key: row.get(1)?,
+        user_id: uuid_at(row, 2)?,
+        value: row.get(3)?,
+        version: row.get(4)?,
+        read: ReadPermission::from_i64(read).ok_or_else(|| bad_column(5, read))?,
+        write: WritePermission::from_i64(write).ok_or_else(|| bad_column(6, write))?,
+        create_time: row.get(7)?,
+        update_time: row.get(8)?,
+    })
+}
+
+fn bad_column(idx: usize, value: i64) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        idx,
+        Type::Integer,
+        format!("permission {value} out of range").into(),
+    )
+}
+
+/// A foreign key names a user that does not exist; anything else as usual.
+fn map_write_err(e: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(failure, _) = &e
+        && failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY
+    {
+        return StoreError::Rejected(Rejection::UnknownUser);
+    }
+    map_err(e)
+}
+
+pub(super) fn read_objects(conn: &Connection, ids: &[ObjectId]) -> StoreResult<Vec<StorageObject>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {OBJECT_COLUMNS} FROM storage WHERE collection = ?1 AND key = ?2 AND user_id = ?3"
+        ))
+        .map_err(map_err)?;
+    // One snapshot for the whole batch.
+    conn.execute_batch("BEGIN").map_err(map_err)?;
+    let mut objects = Vec::with_capacity(ids.len());
+    let mut result = Ok(());
+    for id in ids {
+        match stmt
+            .query_row(
+                params![id.collection, id.key, IdText::new(id.user_id)],
+                object_from_row,
+            )
+            .optional()
+        {
+            Ok(Some(o)) => objects.push(o),
+            Ok(None) => {}
+            Err(e) => {
+                result = Err(map_err(e));
+                break;
+            }
+        }
+    }
+    conn.execute_batch("COMMIT").map_err(map_err)?;
+    result.map(|()| objects)
+}
+
+pub(super) fn list_objects(conn: &Connection, q: &ListQuery) -> StoreResult<Vec<StorageObject>> {
+    let owner_clause = if q.owner.is_some() {
+        "user_id = ?2"
+    } else {
+        "?2 IS NULL"
+    };
+    let after_clause = if q.after.is_some() {
+        "(read, key, user_id) > (?5, ?6, ?7)"
+    } else {
+        "?5 IS NULL AND ?6 IS NULL AND ?7 IS NULL"
+    };
+    let sql = format!(
+        "SELECT {OBJECT_COLUMNS} FROM storage
+          WHERE collection = ?1 AND {owner_clause} AND read >= ?3 AND {after_clause}
+          ORDER BY read, key, user_id LIMIT ?4"
+    );
+    let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
+    let owner = q.owner.map(|o| o.to_string());
+    let (read, key, user) = match &q.after {
+        Some(a) => (
+            Some(a.read.as_i64()),
+            Some(a.key.as_str()),
+            Some(a.user_id.to_string()),
+        ),
+        None => (None, None, None),
+    };
+    let rows = stmt
+        .query_map(
+            params![
+                q.collection,
+                owner,
+                q.min_read.as_i64(),
+                q.limit as i64,
+                read,
+                key,
+                user
+            ],
+            object_from_row,
+        )
+        .map_err(map_err)?;
+    rows.collect::<Result<_, _>>().map_err(map_err)
+}
+
+fn existing(conn: &Connection, id: &ObjectId) -> StoreResult<Option<Existing>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT version, write FROM storage WHERE collection = ?1 AND key = ?2 AND user_id = ?3",
+        )
+        .map_err(map_err)?;
+    stmt.query_row(
+        params![id.collection, id.key, IdText::new(id.user_id)],
+        |row| {
+            let write: i64 = row.get(1)?;
+            Ok(Existing {
+                version: row.get(0)?,
+                write: WritePermission::from_i64(write).ok_or_else(|| bad_column(1, write))?,
+            })
+        },
+    )
+    .optional()
+    .map_err(map_err)
+}
+
+/// Everything of a [`MultiUpdate`], inside the writer's savepoint.
+pub(super) fn multi_update(
+    conn: &Connection,
+    update: &MultiUpdate,
+    now_us: i64,
+) -> StoreResult<MultiUpdateResult> {
+    let now = now_us / 1_000_000;
+    for (user, account) in &update.accounts {
+        update_account(conn, *user, account, now)?;
+    }
+    let acks = write_objects(conn, update, now)?;
+    delete_objects(conn, update)?;
+    let wallets = update_wallets(conn, update, now, now_us)?;
+    Ok(MultiUpdateResult { acks, wallets })
+}
+
+fn write_objects(
+    conn: &Connection,
+    update: &MultiUpdate,
+    now: i64,
+) -> StoreResult<Vec<StorageAck>> {
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO storage (collection, key, user_id, value, version, read, write, create_time, update_time)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+             ON CONFLICT (collection, key, user_id) DO UPDATE SET
+                 value = excluded.value, version = excluded.version, read = excluded.read,
+                 write = excluded.write, update_time = excluded.update_time
+             RETURNING create_time, update_time",
+        )
+        .map_err(map_err)?;
+    let mut acks = Vec::with_capacity(update.writes.len());
+    for w in &update.writes {
+        check_write(existing(conn, &w.id)?.as_ref(), w, update.access)?;
+        let version = w.version();
+        let (create_time, update_time) = insert
+            .query_row(
+                params![
+                    w.id.collection,
+                    w.id.key,
+                    IdText::new(w.id.user_id),
+                    w.value,
+                    version,
+                    w.read.as_i64(),
+                    w.write.as_i64(),
+                    now
+                ],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map_err(map_write_err)?;
+        acks.push(StorageAck {
+            collection: w.id.collection.clone(),
+            key: w.id.key.clone(),
+            user_id: w.id.user_id,
+            version,
+            create_time,
+            update_time,
+        });
+    }
+    Ok(acks)
+}
+
+fn delete_objects(conn: &Connection, update: &MultiUpdate) -> StoreResult<()> {
+    let mut delete = conn
+        .prepare_cached("DELETE FROM storage WHERE collection = ?1 AND key = ?2 AND user_id = ?3")
+        .map_err(map_err)?;
+    for d in &update.deletes {
+        if check_delete(existing(conn, &d.id)?.as_ref(), d, update.access)? {
+            delete
+                .execute(params![
+                    d.id.collection,
+                    d.id.key,
+                    IdText::new(d.id.user_id)
+                ])
+                .map_err(map_err)?;
+        }
+    }
+    Ok(())
+}
+
+fn update_wallets(
+    conn: &Connection,
+    update: &MultiUpdate,
+    now: i64,
+    now_us: i64,
+) -> StoreResult<Vec<WalletUpdateResult>> {
+    if update.wallets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut select = conn
+        .prepare_cached("SELECT wallet FROM users WHERE id = ?1")
+        .map_err(map_err)?;
+    let mut store = conn
+        .prepare_cached("UPDATE users SET wallet = ?2, update_time = ?3 WHERE id = ?1")
+        .map_err(map_err)?;
+    let mut ledger = conn
+        .prepare_cached(
+            "INSERT INTO wallet_ledger (id, user_id, changeset, metadata, create_time, update_time)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        )
+        .map_err(map_err)?;
+    let mut results = Vec::with_capacity(update.wallets.len());
+    for u in &update.wallets {
+        let user = IdText::new(u.user_id);
+        let Some(stored) = select
+            .query_row(params![user], |row| row.get::<_, String>(0))
+            .optional()
+            .map_err(map_err)?
+        else {
+            continue;
+        };
+        let previous = wallet::decode(u.user_id, &stored)?;
+        let updated = wallet::apply(u.user_id, &previous, &u.changeset)?;
+        store
+            .execute(params![user, wallet::encode(&updated), now])
+            .map_err(map_err)?;
+        if update.update_ledger {
+            ledger
+                .execute(params![
+                    IdText::new(Uuid::new_v4()),
+                    user,
+                    wallet::encode(&u.changeset),
+                    u.metadata,
+                    now_us
+                ])
+                .map_err(map_err)?;
+        }
+        results.push(WalletUpdateResult {
+            user_id: u.user_id,
+            updated,
+            previous,
+        });
+    }
+    Ok(results)
+}
+
+const LEDGER_COLUMNS: &str = "id, user_id, changeset, metadata, create_time, update_time";
+
+fn ledger_from_row(row: &Row<'_>) -> rusqlite::Result<LedgerEntry> {
+    Ok(LedgerEntry {
+        id: uuid_at(row, 0)?,
+        user_id: uuid_at(row, 1)?,
+        changeset: row.get(2)?,
+        metadata: row.get(3)?,
+        create_time_us: row.get(4)?,
+        update_time_us: row.get(5)?,
+    })
+}
+
+pub(super) fn ledger_list(
+    conn: &Connection,
+    user: Uuid,
+    before: Option<LedgerBound>,
+    limit: usize,
+) -> StoreResult<Vec<LedgerEntry>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {LEDGER_COLUMNS} FROM wallet_ledger
+              WHERE user_id = ?1 AND (?3 IS NULL OR (create_time, id) < (?3, ?4))
+              ORDER BY create_time DESC, id DESC LIMIT ?2"
+        ))
+        .map_err(map_err)?;
+    let (time, id) = match before {
+        Some(b) => (Some(b.create_time_us), Some(b.id.to_string())),
+        None => (None, None),
+    };
+    let rows = stmt
+        .query_map(
+            params![IdText::new(user), limit as i64, time, id],
+            ledger_from_row,
+        )
+        .map_err(map_err)?;
+    rows.collect::<Result<_, _>>().map_err(map_err)
+}
+
+pub(super) fn ledger_update(
+    conn: &Connection,
+    id: Uuid,
+    metadata: &str,
+    now_us: i64,
+) -> StoreResult<Option<LedgerEntry>> {
+    let current: Option<String> = conn
+        .prepare_cached("SELECT metadata FROM wallet_ledger WHERE id = ?1")
+        .map_err(map_err)?
+        .query_row(params![IdText::new(id)], |row| row.get(0))
+        .optional()
+        .map_err(map_err)?;
+    let Some(current) = current else {
+        return Ok(None);
+    };
+    let merged = wallet::merge_metadata(&current, metadata)
+        .map_err(|e| StoreError::Backend(e.message.into_owned()))?;
+    conn.prepare_cached(&format!(
+        "UPDATE wallet_ledger SET metadata = ?2, update_time = ?3 WHERE id = ?1 RETURNING {LEDGER_COLUMNS}"
+    ))
+    .map_err(map_err)?
+    .query_row(params![IdText::new(id), merged, now_us], ledger_from_row)
+    .optional()
+    .map_err(map_err)
+}

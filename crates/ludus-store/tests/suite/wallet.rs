@@ -1,0 +1,291 @@
+//! Wallets, the ledger and multi-updates: changesets that never go below
+//! zero, atomic updates of many users, ledger paging and metadata, the
+//! hot-wallet race (many writers of one balance), and multi-updates that
+//! roll back every part when one fails.
+
+use std::sync::Arc;
+
+use ludus_core::Code;
+use ludus_core::model::AccountUpdate;
+use ludus_core::multi_update::MultiUpdate;
+use ludus_core::storage::{Access, ObjectId, ReadPermission, StorageWrite, WritePermission};
+use ludus_core::store::SqlValue;
+use ludus_core::wallet::{Wallet, WalletUpdate};
+use uuid::Uuid;
+
+use super::Backend;
+use super::storage::{service, user};
+
+fn changes(pairs: &[(&str, i64)]) -> Wallet {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+}
+
+fn update(user: Uuid, pairs: &[(&str, i64)]) -> WalletUpdate {
+    WalletUpdate {
+        user_id: user,
+        changeset: changes(pairs),
+        metadata: r#"{"reason":"test"}"#.into(),
+    }
+}
+
+async fn balance(store: &Arc<dyn ludus_core::Store>, user: Uuid) -> Wallet {
+    let account = store.get_account(user).await.unwrap().unwrap();
+    serde_json::from_str(&account.wallet).unwrap()
+}
+
+async fn ledger_count(store: &Arc<dyn ludus_core::Store>, user: Uuid) -> i64 {
+    let rows = store
+        .sql_query(
+            "SELECT count(*) AS n FROM wallet_ledger WHERE user_id = $1",
+            vec![SqlValue::Text(user.to_string())],
+            1,
+        )
+        .await
+        .unwrap();
+    match &rows[0][0].1 {
+        SqlValue::Int(n) => *n,
+        other => panic!("count is {other:?}"),
+    }
+}
+
+pub async fn wallet_updates_return_previous_and_updated<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let svc = service(&store);
+    let ann = user(&store, "ann").await;
+    let r = svc
+        .wallet_update(update(ann, &[("gold", 100), ("gems", 5)]), true)
+        .await
+        .unwrap();
+    assert!(r.previous.is_empty());
+    assert_eq!(r.updated, changes(&[("gold", 100), ("gems", 5)]));
+    let r = svc
+        .wallet_update(update(ann, &[("gold", -30)]), true)
+        .await
+        .unwrap();
+    assert_eq!(r.previous, changes(&[("gold", 100), ("gems", 5)]));
+    assert_eq!(r.updated, changes(&[("gold", 70), ("gems", 5)]));
+    // The account shows the wallet.
+    assert_eq!(
+        balance(&store, ann).await,
+        changes(&[("gold", 70), ("gems", 5)])
+    );
+
+    // Below zero: refused, nothing changes, no ledger entry.
+    let e = svc
+        .wallet_update(update(ann, &[("gems", 1), ("gold", -71)]), true)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, Code::InvalidArgument);
+    assert_eq!(
+        e.message,
+        "wallet update rejected negative value at path 'gold'"
+    );
+    assert_eq!(
+        balance(&store, ann).await,
+        changes(&[("gold", 70), ("gems", 5)])
+    );
+    assert_eq!(ledger_count(&store, ann).await, 2);
+
+    // Unknown users: an error alone, skipped among others.
+    let e = svc
+        .wallet_update(update(Uuid::new_v4(), &[("gold", 1)]), false)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, Code::NotFound);
+    let results = svc
+        .wallets_update(
+            vec![
+                update(Uuid::new_v4(), &[("gold", 1)]),
+                update(ann, &[("gold", 1)]),
+            ],
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].user_id, ann);
+}
+
+pub async fn wallets_update_is_atomic_across_users<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let svc = service(&store);
+    let ann = user(&store, "ann").await;
+    let bob = user(&store, "bob").await;
+    svc.wallets_update(
+        vec![update(ann, &[("gold", 10)]), update(bob, &[("gold", 10)])],
+        true,
+    )
+    .await
+    .unwrap();
+    // Bob cannot pay 11: Ann's credit is rolled back too.
+    let e = svc
+        .wallets_update(
+            vec![update(ann, &[("gold", 11)]), update(bob, &[("gold", -11)])],
+            true,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, Code::InvalidArgument);
+    assert_eq!(balance(&store, ann).await, changes(&[("gold", 10)]));
+    assert_eq!(balance(&store, bob).await, changes(&[("gold", 10)]));
+    assert_eq!(ledger_count(&store, ann).await, 1);
+}
+
+pub async fn ledger_pages_newest_first_and_takes_metadata<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let svc = service(&store);
+    let ann = user(&store, "ann").await;
+    let bob = user(&store, "bob").await;
+    for i in 1..=5 {
+        svc.wallet_update(update(ann, &[("gold", i)]), true)
+            .await
+            .unwrap();
+    }
+    svc.wallet_update(update(bob, &[("gold", 1)]), true)
+        .await
+        .unwrap();
+    let first = svc.wallet_ledger_list(ann, 2, "").await.unwrap();
+    assert_eq!(first.entries.len(), 2);
+    let amounts = |entries: &[ludus_core::wallet::LedgerEntry]| -> Vec<i64> {
+        entries
+            .iter()
+            .map(|e| serde_json::from_str::<Wallet>(&e.changeset).unwrap()["gold"])
+            .collect()
+    };
+    assert_eq!(amounts(&first.entries), [5, 4]);
+    let cursor = first.cursor.unwrap();
+    let second = svc.wallet_ledger_list(ann, 10, &cursor).await.unwrap();
+    assert_eq!(amounts(&second.entries), [3, 2, 1]);
+    assert!(second.cursor.is_none());
+    // Another user's cursor is refused.
+    let e = svc.wallet_ledger_list(bob, 10, &cursor).await.unwrap_err();
+    assert_eq!(e.code, Code::InvalidArgument);
+
+    let entry = &first.entries[0];
+    let updated = svc
+        .wallet_ledger_update(entry.id, r#"{"note":"refund"}"#)
+        .await
+        .unwrap();
+    assert_eq!(updated.id, entry.id);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&updated.metadata).unwrap(),
+        serde_json::json!({"reason": "test", "note": "refund"})
+    );
+    let e = svc
+        .wallet_ledger_update(Uuid::new_v4(), "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, Code::NotFound);
+}
+
+/// 100 tasks × 1,000 increments of one wallet: every one lands, each with a
+/// ledger entry.
+pub async fn hot_wallet_increments_are_exact<B: Backend>() {
+    const TASKS: i64 = 100;
+    const EACH: i64 = 1_000;
+    let (_b, store) = B::store().await;
+    let svc = Arc::new(service(&store));
+    let ann = user(&store, "ann").await;
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|_| {
+            let svc = svc.clone();
+            tokio::spawn(async move {
+                for _ in 0..EACH {
+                    svc.wallet_update(update(ann, &[("coins", 1)]), true)
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(
+        balance(&store, ann).await,
+        changes(&[("coins", TASKS * EACH)])
+    );
+    assert_eq!(ledger_count(&store, ann).await, TASKS * EACH);
+}
+
+pub async fn concurrent_decrements_never_go_below_zero<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let svc = Arc::new(service(&store));
+    let ann = user(&store, "ann").await;
+    svc.wallet_update(update(ann, &[("coins", 100)]), false)
+        .await
+        .unwrap();
+    let tasks: Vec<_> = (0..200)
+        .map(|_| {
+            let svc = svc.clone();
+            tokio::spawn(async move {
+                svc.wallet_update(update(ann, &[("coins", -1)]), false)
+                    .await
+                    .map(|r| r.updated["coins"])
+            })
+        })
+        .collect();
+    let mut paid = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(left) => {
+                assert!(left >= 0);
+                paid += 1;
+            }
+            Err(e) => assert_eq!(e.code, Code::InvalidArgument),
+        }
+    }
+    assert_eq!(paid, 100);
+    assert_eq!(balance(&store, ann).await, changes(&[("coins", 0)]));
+}
+
+pub async fn multi_update_is_all_or_nothing<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let svc = service(&store);
+    let ann = user(&store, "ann").await;
+    let obj = || {
+        StorageWrite::new(
+            ObjectId::new("inv", "sword", ann).unwrap(),
+            r#"{"n":1}"#.into(),
+            "",
+            ReadPermission::OwnerRead,
+            WritePermission::OwnerWrite,
+        )
+        .unwrap()
+    };
+    let build = |gold: i64| {
+        let mut u = MultiUpdate::new(Access::Server);
+        u.accounts.push((
+            ann,
+            AccountUpdate {
+                display_name: Some("Ann the Bold".into()),
+                ..AccountUpdate::default()
+            },
+        ));
+        u.writes.push(obj());
+        u.wallets.push(update(ann, &[("gold", gold)]));
+        u.update_ledger = true;
+        u
+    };
+    // The wallet part fails: the account and the object are untouched.
+    let e = svc.multi_update(build(-1)).await.unwrap_err();
+    assert_eq!(e.code, Code::InvalidArgument);
+    let account = store.get_account(ann).await.unwrap().unwrap();
+    assert_eq!(account.user.display_name, "");
+    let objects = svc
+        .read(
+            Access::Server,
+            vec![ObjectId::new("inv", "sword", ann).unwrap()],
+        )
+        .await
+        .unwrap();
+    assert!(objects.is_empty());
+    assert_eq!(ledger_count(&store, ann).await, 0);
+
+    let done = svc.multi_update(build(5)).await.unwrap();
+    assert_eq!(done.acks.len(), 1);
+    assert_eq!(done.wallets[0].updated, changes(&[("gold", 5)]));
+    let account = store.get_account(ann).await.unwrap().unwrap();
+    assert_eq!(account.user.display_name, "Ann the Bold");
+    assert_eq!(balance(&store, ann).await, changes(&[("gold", 5)]));
+}
