@@ -36,14 +36,17 @@ impl HttpError {
 }
 
 #[derive(Debug)]
-pub struct Response {
+pub(crate) struct Response {
     pub status: u16,
     pub body: Vec<u8>,
 }
 
 /// Opens a TCP connection, from `source` when given (to spread ports over
 /// several loopback addresses).
-pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> Result<TcpStream, HttpError> {
+pub(crate) async fn connect(
+    addr: SocketAddr,
+    source: Option<IpAddr>,
+) -> Result<TcpStream, HttpError> {
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()
     } else {
@@ -60,7 +63,7 @@ pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> Result<TcpStre
     Ok(stream)
 }
 
-pub struct Conn {
+pub(crate) struct Conn {
     addr: SocketAddr,
     source: Option<IpAddr>,
     host: String,
@@ -77,7 +80,7 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn new(addr: SocketAddr, source: Option<IpAddr>, timeout: Duration) -> Conn {
+    pub(crate) fn new(addr: SocketAddr, source: Option<IpAddr>, timeout: Duration) -> Conn {
         Conn {
             addr,
             source,
@@ -94,7 +97,7 @@ impl Conn {
 
     /// Sends one request and reads its response, reconnecting first if the
     /// previous connection was closed.
-    pub async fn request(
+    pub(crate) async fn request(
         &mut self,
         method: &str,
         path: &str,

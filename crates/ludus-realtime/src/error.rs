@@ -65,7 +65,7 @@ impl From<ApiError> for RtError {
     }
 }
 
-pub fn error_envelope(cid: &str, code: RtCode, message: &str) -> Envelope {
+pub(crate) fn error_envelope(cid: &str, code: RtCode, message: &str) -> Envelope {
     Envelope {
         cid: cid.to_owned(),
         message: Some(Message::Error(Error {

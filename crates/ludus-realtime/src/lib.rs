@@ -24,27 +24,27 @@
 //! WebSocket transport lives in `ludus-server`, persistence behind
 //! `ludus_core::Store`.
 
-pub mod bus;
+mod bus;
 pub mod chat;
 pub mod codec;
-pub mod error;
+mod error;
 pub mod hooks;
 pub mod liveness;
 pub mod matches;
 pub mod matchmaker;
-pub mod matchmaker_socket;
-pub mod module_streams;
-pub mod modules;
+mod matchmaker_socket;
+mod module_streams;
+mod modules;
 pub mod notify;
-pub mod outbound;
-pub mod party;
-pub mod pipeline;
+mod outbound;
+mod party;
+mod pipeline;
 pub mod query;
-pub mod registry;
-pub mod router;
-pub mod status;
-pub mod stream;
-pub mod tracker;
+mod registry;
+mod router;
+mod status;
+mod stream;
+mod tracker;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

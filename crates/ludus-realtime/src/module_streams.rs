@@ -13,7 +13,7 @@ use crate::stream::Stream;
 use crate::tracker::{Presence, TrackOutcome};
 
 /// The wire form of a stream key: nil ids are left empty.
-pub fn stream_to_wire(stream: &Stream) -> rt::Stream {
+pub(crate) fn stream_to_wire(stream: &Stream) -> rt::Stream {
     let id = |u: Uuid| {
         if u.is_nil() {
             String::new()

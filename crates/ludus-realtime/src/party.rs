@@ -35,7 +35,7 @@ use crate::stream::{Stream, StreamMode};
 use crate::tracker::{Presence, PresenceMeta};
 
 /// Longest party label, in bytes (Nakama's limit).
-pub const MAX_LABEL_LEN: usize = 2048;
+pub(crate) const MAX_LABEL_LEN: usize = 2048;
 
 /// Limits of parties (`party.*`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,9 +19,9 @@ use crate::stream::Stream;
 use crate::tracker::Presence;
 
 /// Longest status text, in bytes (Nakama's limit).
-pub const MAX_STATUS_LEN: usize = 2048;
+pub(crate) const MAX_STATUS_LEN: usize = 2048;
 /// Most users one `status_follow` may name.
-pub const MAX_FOLLOW: usize = 1000;
+pub(crate) const MAX_FOLLOW: usize = 1000;
 
 #[derive(Default)]
 struct Inner {

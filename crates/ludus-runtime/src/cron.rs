@@ -5,11 +5,11 @@ use chrono::{DateTime, Datelike, Duration, TimeZone, Timelike, Utc};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid cron expression: {0}")]
-pub struct CronError(String);
+pub(crate) struct CronError(String);
 
 /// A parsed expression: one bit per allowed value of each field.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cron {
+pub(crate) struct Cron {
     minutes: u64,
     hours: u64,
     days: u64,
@@ -20,7 +20,7 @@ pub struct Cron {
 }
 
 impl Cron {
-    pub fn parse(expr: &str) -> Result<Cron, CronError> {
+    pub(crate) fn parse(expr: &str) -> Result<Cron, CronError> {
         let expr = match expr.trim() {
             "@yearly" | "@annually" => "0 0 1 1 *",
             "@monthly" => "0 0 1 * *",
@@ -56,7 +56,7 @@ impl Cron {
     }
 
     /// The first matching minute strictly after `after`.
-    pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let start = after.with_second(0)?.with_nanosecond(0)? + Duration::minutes(1);
         let mut t = start;
         // Five years of days covers every satisfiable expression (Feb 29 included).

@@ -8,19 +8,19 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 /// Most entries the cache holds; a put beyond it fails with an error.
-pub const MAX_ENTRIES: usize = 100_000;
+pub(crate) const MAX_ENTRIES: usize = 100_000;
 
 #[derive(Debug, Default)]
-pub struct LocalCache {
+pub(crate) struct LocalCache {
     entries: Mutex<HashMap<String, (Value, Option<Instant>)>>,
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error("localcache is full ({MAX_ENTRIES} entries), delete entries or put them with a ttl")]
-pub struct CacheFull;
+pub(crate) struct CacheFull;
 
 impl LocalCache {
-    pub fn get(&self, key: &str) -> Option<Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<Value> {
         let mut entries = self.entries.lock();
         match entries.get(key) {
             Some((_, Some(deadline))) if *deadline <= Instant::now() => {
@@ -33,7 +33,7 @@ impl LocalCache {
     }
 
     /// `ttl` of zero keeps the entry until deleted.
-    pub fn put(&self, key: String, value: Value, ttl: Duration) -> Result<(), CacheFull> {
+    pub(crate) fn put(&self, key: String, value: Value, ttl: Duration) -> Result<(), CacheFull> {
         let deadline = (!ttl.is_zero()).then(|| Instant::now() + ttl);
         let mut entries = self.entries.lock();
         if entries.len() >= MAX_ENTRIES && !entries.contains_key(&key) {
@@ -47,11 +47,11 @@ impl LocalCache {
         Ok(())
     }
 
-    pub fn delete(&self, key: &str) {
+    pub(crate) fn delete(&self, key: &str) {
         self.entries.lock().remove(key);
     }
 
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.entries.lock().clear();
     }
 }

@@ -4,11 +4,11 @@ use ludus_core::model;
 use ludus_proto::Timestamp;
 use ludus_proto::api;
 
-pub fn timestamp(unix_seconds: i64) -> Timestamp {
+pub(crate) fn timestamp(unix_seconds: i64) -> Timestamp {
     Timestamp::from_unix_seconds(unix_seconds)
 }
 
-pub fn user(u: model::User) -> api::User {
+pub(crate) fn user(u: model::User) -> api::User {
     api::User {
         id: u.id.to_string(),
         username: u.username,
@@ -31,7 +31,7 @@ pub fn user(u: model::User) -> api::User {
     }
 }
 
-pub fn account(a: model::Account) -> api::Account {
+pub(crate) fn account(a: model::Account) -> api::Account {
     api::Account {
         user: Some(user(a.user)),
         wallet: a.wallet,
@@ -50,7 +50,7 @@ pub fn account(a: model::Account) -> api::Account {
     }
 }
 
-pub fn session(s: ludus_core::accounts::SessionTokens) -> api::Session {
+pub(crate) fn session(s: ludus_core::accounts::SessionTokens) -> api::Session {
     api::Session {
         created: s.created,
         token: s.token,
@@ -58,7 +58,7 @@ pub fn session(s: ludus_core::accounts::SessionTokens) -> api::Session {
     }
 }
 
-pub fn storage_object(o: ludus_core::storage::StorageObject) -> api::StorageObject {
+pub(crate) fn storage_object(o: ludus_core::storage::StorageObject) -> api::StorageObject {
     api::StorageObject {
         collection: o.collection,
         key: o.key,
@@ -72,7 +72,7 @@ pub fn storage_object(o: ludus_core::storage::StorageObject) -> api::StorageObje
     }
 }
 
-pub fn storage_ack(a: ludus_core::storage::StorageAck) -> api::StorageObjectAck {
+pub(crate) fn storage_ack(a: ludus_core::storage::StorageAck) -> api::StorageObjectAck {
     api::StorageObjectAck {
         collection: a.collection,
         key: a.key,

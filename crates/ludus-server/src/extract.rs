@@ -19,7 +19,7 @@ use crate::state::AppState;
 
 /// Proof that the request carried the server key as its Basic user name.
 #[derive(Debug)]
-pub struct ServerKey;
+pub(crate) struct ServerKey;
 
 impl FromRequestParts<AppState> for ServerKey {
     type Rejection = HttpError;
@@ -54,7 +54,7 @@ impl FromRequestParts<AppState> for ServerKey {
 
 /// The authenticated user of a request, from `Authorization: Bearer <token>`.
 #[derive(Debug)]
-pub struct Session(pub Caller);
+pub(crate) struct Session(pub Caller);
 
 impl FromRequestParts<AppState> for Session {
     type Rejection = HttpError;
@@ -85,7 +85,7 @@ fn strip_scheme<'a>(value: &'a str, scheme: &str) -> Option<&'a str> {
 
 /// A JSON body decoded with Nakama's protojson rules; an empty body is `{}`.
 #[derive(Debug)]
-pub struct ProtoJson<T>(pub T);
+pub(crate) struct ProtoJson<T>(pub T);
 
 impl<T: DeserializeOwned + Default> FromRequest<AppState> for ProtoJson<T> {
     type Rejection = HttpError;
@@ -107,7 +107,7 @@ impl<T: DeserializeOwned + Default> FromRequest<AppState> for ProtoJson<T> {
     }
 }
 
-pub fn decode_json<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, HttpError> {
+pub(crate) fn decode_json<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, HttpError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
@@ -123,7 +123,7 @@ pub fn decode_json<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, Htt
 
 /// Query parameters in order, repeated keys kept (`?ids=a&ids=b`).
 #[derive(Debug, Default)]
-pub struct QueryParams(pub Vec<(String, String)>);
+pub(crate) struct QueryParams(pub Vec<(String, String)>);
 
 impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
     type Rejection = HttpError;
@@ -137,7 +137,7 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
 }
 
 impl QueryParams {
-    pub fn get(&self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.0
             .iter()
             .rev()
@@ -145,7 +145,7 @@ impl QueryParams {
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn all(&self, key: &str) -> Vec<String> {
+    pub(crate) fn all(&self, key: &str) -> Vec<String> {
         self.0
             .iter()
             .filter(|(k, _)| k == key)
@@ -154,7 +154,7 @@ impl QueryParams {
     }
 
     /// A boolean parameter as grpc-gateway reads it (`true`/`false`/`1`/`0`).
-    pub fn bool(&self, key: &str) -> Result<Option<bool>, HttpError> {
+    pub(crate) fn bool(&self, key: &str) -> Result<Option<bool>, HttpError> {
         match self.get(key) {
             None | Some("") => Ok(None),
             Some("true" | "1" | "True" | "TRUE") => Ok(Some(true)),

@@ -79,7 +79,7 @@ struct ConfigFlags {
 }
 
 /// Runs the command line in `args` (without the program name).
-pub fn main(args: Vec<String>, native: NativeModule) -> ExitCode {
+pub(crate) fn main(args: Vec<String>, native: NativeModule) -> ExitCode {
     // The load generator parses its own flags and prints its own help.
     if args.first().is_some_and(|a| a == "bench") {
         return ExitCode::from(ludus_bench::main(&args[1..]) as u8);

@@ -12,11 +12,11 @@ use mlua::{Lua, Table, Value as LuaValue};
 use serde_json::{Map, Number, Value};
 
 /// Deepest nesting converted either way.
-pub const MAX_DEPTH: usize = 64;
+pub(super) const MAX_DEPTH: usize = 64;
 
 /// Most bytes one conversion to JSON may build (about: each value counts
 /// 32 bytes plus its text), outside the VM's own memory limit.
-pub const MAX_JSON_BYTES: usize = 64 << 20;
+pub(super) const MAX_JSON_BYTES: usize = 64 << 20;
 
 /// What is left of [`MAX_JSON_BYTES`] for one conversion.
 struct Budget(usize);
@@ -36,7 +36,7 @@ impl Budget {
     }
 }
 
-pub fn to_lua(lua: &Lua, value: &Value) -> mlua::Result<LuaValue> {
+pub(super) fn to_lua(lua: &Lua, value: &Value) -> mlua::Result<LuaValue> {
     to_lua_at(lua, value, 0)
 }
 
@@ -71,7 +71,7 @@ fn to_lua_at(lua: &Lua, value: &Value, depth: usize) -> mlua::Result<LuaValue> {
     })
 }
 
-pub fn from_lua(value: &LuaValue) -> mlua::Result<Value> {
+pub(super) fn from_lua(value: &LuaValue) -> mlua::Result<Value> {
     from_lua_at(value, 0, &mut Budget(MAX_JSON_BYTES))
 }
 

@@ -44,7 +44,7 @@ const MATCH_CTX: &str = "ludus.match_ctx";
 #[derive(Default)]
 struct Queued(RefCell<Vec<(bool, Effect)>>);
 
-pub struct LuaMatch {
+pub(crate) struct LuaMatch {
     vm: Vm,
     /// In `CALLBACKS` order.
     fns: Vec<Function>,
@@ -62,7 +62,7 @@ pub struct LuaMatch {
 
 impl LuaMatch {
     /// Loads `name` into a fresh VM and checks it returned every callback.
-    pub fn new(
+    pub(crate) fn new(
         shared: Arc<LuaShared>,
         modules: &Arc<Vec<ModuleSource>>,
         name: &str,

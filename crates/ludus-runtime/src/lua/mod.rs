@@ -39,7 +39,7 @@ use crate::error::{LoadError, RuntimeError};
 use pool::VmPool;
 use vm::Vm;
 
-pub struct LuaRuntime {
+pub(crate) struct LuaRuntime {
     pool: VmPool,
     registered: Registered,
     sources: Arc<Vec<modules::ModuleSource>>,
@@ -50,7 +50,7 @@ pub struct LuaRuntime {
 impl LuaRuntime {
     /// Builds the pool over the modules `shared` holds; `None` when there
     /// are none. Runs on a blocking thread: loading executes module code.
-    pub fn start(shared: Arc<LuaShared>) -> Result<Option<LuaRuntime>, LoadError> {
+    pub(crate) fn start(shared: Arc<LuaShared>) -> Result<Option<LuaRuntime>, LoadError> {
         let modules = shared.sources.clone();
         if modules.is_empty() {
             tracing::info!(path = %shared.settings.path.display(), "no lua modules found");
@@ -99,16 +99,16 @@ impl LuaRuntime {
         }))
     }
 
-    pub fn registered(&self) -> &Registered {
+    pub(crate) fn registered(&self) -> &Registered {
         &self.registered
     }
 
-    pub fn module_count(&self) -> usize {
+    pub(crate) fn module_count(&self) -> usize {
         self.sources.len()
     }
 
     /// Calls the callback stored under `key` (`rpc/<id>`, `before/<api>`…).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         key: String,
         ctx: CallContext,
@@ -120,7 +120,7 @@ impl LuaRuntime {
     /// Refuses new calls and stops those still running (at their next
     /// budget check, within microseconds), so shutdown never waits for a
     /// runaway call.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.pool.close();
         self.interrupt.store(true, Ordering::Relaxed);
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::error::LoadError;
 
 #[derive(Debug, Clone)]
-pub struct ModuleSource {
+pub(crate) struct ModuleSource {
     pub name: String,
     /// The file as error messages name it.
     pub display_path: String,
@@ -15,7 +15,7 @@ pub struct ModuleSource {
 }
 
 /// Modules sorted by name; a missing folder means no modules.
-pub fn discover(root: &Path) -> Result<Vec<ModuleSource>, LoadError> {
+pub(crate) fn discover(root: &Path) -> Result<Vec<ModuleSource>, LoadError> {
     let mut out = Vec::new();
     if !root.exists() {
         return Ok(out);

@@ -17,10 +17,14 @@ use crate::context::{CallContext, ExecutionMode};
 use crate::cron::Cron;
 
 /// Registry slot holding the `ctx` table of the call in progress.
-pub const CURRENT_CTX: &str = "ludus.current_ctx";
+pub(super) const CURRENT_CTX: &str = "ludus.current_ctx";
 
 /// Builds `nk` for one VM.
-pub fn install(lua: &Lua, shared: &Arc<LuaShared>, callbacks: &Table) -> mlua::Result<Table> {
+pub(super) fn install(
+    lua: &Lua,
+    shared: &Arc<LuaShared>,
+    callbacks: &Table,
+) -> mlua::Result<Table> {
     let nk = lua.create_table()?;
     install_registrations(lua, shared, callbacks, &nk)?;
     install_context(lua, shared, &nk)?;
@@ -132,7 +136,11 @@ fn loading_state<'a>(lua: &'a Lua, fn_name: &str) -> mlua::Result<mlua::AppDataR
 }
 
 /// The `ctx` table, with Nakama's field names.
-pub fn context_table(lua: &Lua, shared: &LuaShared, ctx: &CallContext) -> mlua::Result<Table> {
+pub(super) fn context_table(
+    lua: &Lua,
+    shared: &LuaShared,
+    ctx: &CallContext,
+) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 14)?;
     let env = lua.create_table_with_capacity(0, shared.settings.env.len())?;
     for (k, v) in &shared.settings.env {

@@ -20,7 +20,7 @@ const AES_BLOCK: usize = 16;
 /// Highest bcrypt cost `nk.bcrypt_compare` verifies (each step doubles the
 /// work; `nk.bcrypt_hash` uses bcrypt's default, 12).
 const MAX_BCRYPT_COST: u32 = 14;
-pub fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
+pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
     nk.set(
         "json_encode",
         lua.create_function(|_, value: LuaValue| {
@@ -180,7 +180,7 @@ pub fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
     Ok(())
 }
 
-pub fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {

@@ -21,7 +21,7 @@ type ListArgs = (
     Option<String>,
 );
 
-pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
     let s = shared.clone();
     nk.set(
         "match_create",

@@ -11,7 +11,7 @@ use super::shared::LuaShared;
 /// Most parties one `nk.party_list` call returns (Nakama's bound).
 const MAX_LIST_LIMIT: i64 = 100;
 
-pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
     let s = shared.clone();
     nk.set(
         "party_list",

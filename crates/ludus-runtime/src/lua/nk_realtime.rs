@@ -15,7 +15,7 @@ use super::shared::LuaShared;
 use crate::services::StreamMeta;
 use ludus_realtime::{Presence, Stream, StreamMode};
 
-pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
     nk.set(
         "channel_id_build",
         lua.create_function(

@@ -18,7 +18,7 @@ use super::convert;
 use super::shared::LuaShared;
 use crate::services::HttpRequest;
 
-pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
     let s = shared.clone();
     nk.set(
         "authenticate_device",

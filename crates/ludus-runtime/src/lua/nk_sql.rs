@@ -17,7 +17,7 @@ use super::shared::LuaShared;
 /// Integers above this lose precision as Lua numbers (doubles).
 const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
 
-pub fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
     let s = shared.clone();
     nk.set(
         "sql_exec",

@@ -16,7 +16,7 @@ use crate::error::{LoadError, RuntimeError};
 
 type Rebuild = Box<dyn Fn() -> Result<Vm, LoadError> + Send + Sync>;
 
-pub struct VmPool {
+pub(super) struct VmPool {
     inner: Arc<Inner>,
 }
 
@@ -31,7 +31,12 @@ struct Inner {
 }
 
 impl VmPool {
-    pub fn new(vms: Vec<Vm>, queue_size: usize, timeout: Duration, rebuild: Rebuild) -> Self {
+    pub(super) fn new(
+        vms: Vec<Vm>,
+        queue_size: usize,
+        timeout: Duration,
+        rebuild: Rebuild,
+    ) -> Self {
         let permits = Arc::new(Semaphore::new(vms.len()));
         VmPool {
             inner: Arc::new(Inner {
@@ -47,7 +52,7 @@ impl VmPool {
 
     /// Runs `f` on an idle VM. Cancelling the returned future never loses a
     /// VM: the blocking task puts it back itself.
-    pub async fn run<R, F>(&self, f: F) -> Result<R, RuntimeError>
+    pub(super) async fn run<R, F>(&self, f: F) -> Result<R, RuntimeError>
     where
         F: FnOnce(&Vm) -> Result<R, RuntimeError> + Send + 'static,
         R: Send + 'static,
@@ -127,7 +132,7 @@ impl VmPool {
     }
 
     /// Refuses new calls; calls already waiting are answered at once.
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         self.inner.permits.close();
     }
 }

@@ -14,7 +14,7 @@ use crate::services::RuntimeServices;
 
 use super::modules::ModuleSource;
 
-pub struct LuaShared {
+pub(crate) struct LuaShared {
     pub settings: RuntimeSettings,
     pub services: Arc<dyn RuntimeServices>,
     pub cache: Arc<LocalCache>,
@@ -35,7 +35,7 @@ impl LuaShared {
     /// blocking threads, where the handle drives the future; a match callback
     /// runs on a worker of the match runtime, where blocking is only allowed
     /// after stepping off the worker first.
-    pub fn wait<T>(
+    pub(crate) fn wait<T>(
         &self,
         fut: impl std::future::Future<Output = Result<T, ludus_core::ApiError>>,
     ) -> Result<T, ludus_core::ApiError> {
@@ -47,7 +47,7 @@ impl LuaShared {
     }
 
     /// Where `nk.match_create` finds handlers: native ones, then modules.
-    pub fn handlers(self: &Arc<Self>) -> Handlers {
+    pub(crate) fn handlers(self: &Arc<Self>) -> Handlers {
         Handlers {
             services: self.services.clone(),
             native: self.native_matches.clone(),

@@ -29,7 +29,7 @@ const CALLBACKS: &str = "ludus.callbacks";
 
 /// What the modules registered while loading.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Registered {
+pub(crate) struct Registered {
     pub rpcs: BTreeSet<String>,
     pub before: BTreeSet<String>,
     pub after: BTreeSet<String>,
@@ -177,7 +177,7 @@ pub(crate) fn charge(lua: &Lua, n: u64) -> mlua::Result<()> {
     }
 }
 
-pub struct Vm {
+pub(super) struct Vm {
     lua: Lua,
     callbacks: Table,
     invoke: Function,
@@ -187,7 +187,7 @@ pub struct Vm {
 impl Vm {
     /// Builds a VM and loads every module into it, in name order. Raising
     /// `interrupt` stops whatever call the VM runs.
-    pub fn new(
+    pub(super) fn new(
         shared: Arc<LuaShared>,
         modules: &Arc<Vec<ModuleSource>>,
         first: bool,
@@ -207,7 +207,7 @@ impl Vm {
 
     /// A VM for one authoritative match: only the match module (and what it
     /// requires) is loaded; answers the table of callbacks it returned.
-    pub fn for_match(
+    pub(super) fn for_match(
         shared: Arc<LuaShared>,
         modules: &Arc<Vec<ModuleSource>>,
         name: &str,
@@ -249,13 +249,13 @@ impl Vm {
     }
 
     /// Sets how long each later call may run and the setting that names it.
-    pub fn set_timeout(&self, timeout: Duration, key: &'static str) {
+    pub(super) fn set_timeout(&self, timeout: Duration, key: &'static str) {
         let state = self.state();
         state.timeout.set(timeout);
         state.timeout_key.set(key);
     }
 
-    pub fn lua(&self) -> &Lua {
+    pub(super) fn lua(&self) -> &Lua {
         &self.lua
     }
 
@@ -263,7 +263,7 @@ impl Vm {
     /// without the trampoline (error values become messages): the fast path
     /// of match callbacks, which pass and return a fixed number of values
     /// without allocating. Answers the first four values returned.
-    pub fn call_direct<A: mlua::IntoLuaMulti>(
+    pub(super) fn call_direct<A: mlua::IntoLuaMulti>(
         &self,
         f: &Function,
         args: A,
@@ -385,7 +385,7 @@ impl Vm {
     }
 
     /// Runs a registered callback; `Ok(None)` when it returned nothing.
-    pub fn call(
+    pub(super) fn call(
         &self,
         key: &str,
         ctx: &CallContext,

@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use uuid::Uuid;
 
 #[derive(Default)]
-pub struct FakeServices {
+pub(crate) struct FakeServices {
     users: Mutex<HashMap<String, User>>,
 }
 
@@ -214,13 +214,13 @@ impl RuntimeServices for FakeServices {
     }
 }
 
-pub fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name)
 }
 
-pub fn settings(name: &str) -> RuntimeSettings {
+pub(crate) fn settings(name: &str) -> RuntimeSettings {
     let mut env = BTreeMap::new();
     env.insert("region".to_string(), "eu".to_string());
     RuntimeSettings {
@@ -240,7 +240,7 @@ pub fn settings(name: &str) -> RuntimeSettings {
     }
 }
 
-pub async fn start(settings: RuntimeSettings) -> Result<Runtime, LoadError> {
+pub(crate) async fn start(settings: RuntimeSettings) -> Result<Runtime, LoadError> {
     Runtime::start(
         settings,
         Arc::new(FakeServices::default()),

@@ -32,7 +32,7 @@ use MethodFilter as M;
 
 /// `(method, path, message)` of every route of Nakama's `apigrpc.proto`
 /// that Ludus does not serve.
-pub const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
+pub(super) const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
     // Social sign-in, linking and unlinking.
     (M::POST, "/v2/account/authenticate/apple", APPLE),
     (M::POST, "/v2/account/authenticate/facebook", FACEBOOK),
@@ -120,7 +120,7 @@ pub const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
 ];
 
 /// Adds a 501 route for every row of [`ABSENT_ROUTES`].
-pub fn routes(router: Router<AppState>) -> Router<AppState> {
+pub(super) fn routes(router: Router<AppState>) -> Router<AppState> {
     ABSENT_ROUTES
         .iter()
         .fold(router, |router, &(method, path, message)| {

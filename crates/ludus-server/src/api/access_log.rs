@@ -12,16 +12,16 @@ use uuid::Uuid;
 
 /// Where the session extractor leaves the caller's id for the log line.
 #[derive(Debug, Clone, Default)]
-pub struct RequestUser(Arc<OnceLock<Uuid>>);
+pub(crate) struct RequestUser(Arc<OnceLock<Uuid>>);
 
 impl RequestUser {
-    pub fn set(&self, user: Uuid) {
+    pub(crate) fn set(&self, user: Uuid) {
         let _ = self.0.set(user);
     }
 }
 
 /// The middleware (`axum::middleware::from_fn(access_log)`).
-pub async fn access_log(mut req: Request, next: Next) -> Response {
+pub(crate) async fn access_log(mut req: Request, next: Next) -> Response {
     if !tracing::enabled!(tracing::Level::DEBUG) {
         return next.run(req).await;
     }

@@ -13,7 +13,7 @@ use crate::extract::{ProtoJson, Session};
 use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
-pub async fn get(
+pub(super) async fn get(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,
@@ -35,7 +35,7 @@ pub async fn get(
     Ok(json(&account))
 }
 
-pub async fn update(
+pub(super) async fn update(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,
@@ -68,7 +68,7 @@ pub async fn update(
     Ok(empty())
 }
 
-pub async fn delete(
+pub(super) async fn delete(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,

@@ -18,7 +18,7 @@ use crate::extract::{ProtoJson, QueryParams, ServerKey};
 use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
-pub async fn device(
+pub(super) async fn device(
     State(state): State<AppState>,
     _: ServerKey,
     client: ClientAddr,
@@ -40,7 +40,7 @@ pub async fn device(
     Ok(json(&session))
 }
 
-pub async fn custom(
+pub(super) async fn custom(
     State(state): State<AppState>,
     _: ServerKey,
     client: ClientAddr,
@@ -62,7 +62,7 @@ pub async fn custom(
     Ok(json(&session))
 }
 
-pub async fn email(
+pub(super) async fn email(
     State(state): State<AppState>,
     _: ServerKey,
     client: ClientAddr,

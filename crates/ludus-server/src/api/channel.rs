@@ -12,7 +12,7 @@ use crate::extract::{QueryParams, Session};
 use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
-pub async fn history(
+pub(super) async fn history(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,

@@ -45,7 +45,7 @@ where
     Ok(empty())
 }
 
-pub async fn link_device(
+pub(super) async fn link_device(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,
@@ -66,7 +66,7 @@ pub async fn link_device(
     .await
 }
 
-pub async fn link_email(
+pub(super) async fn link_email(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,
@@ -90,7 +90,7 @@ pub async fn link_email(
     .await
 }
 
-pub async fn link_custom(
+pub(super) async fn link_custom(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,
@@ -111,7 +111,7 @@ pub async fn link_custom(
     .await
 }
 
-pub async fn unlink_device(
+pub(super) async fn unlink_device(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,
@@ -133,7 +133,7 @@ pub async fn unlink_device(
     .await
 }
 
-pub async fn unlink_email(
+pub(super) async fn unlink_email(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,
@@ -155,7 +155,7 @@ pub async fn unlink_email(
     .await
 }
 
-pub async fn unlink_custom(
+pub(super) async fn unlink_custom(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,

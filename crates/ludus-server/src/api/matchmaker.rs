@@ -12,7 +12,7 @@ use crate::extract::Session;
 use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
-pub async fn stats(
+pub(super) async fn stats(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,

@@ -34,7 +34,7 @@ use tower_http::timeout::TimeoutLayer;
 use crate::error::HttpError;
 use crate::state::AppState;
 
-pub fn router(state: AppState) -> Router {
+pub(crate) fn router(state: AppState) -> Router {
     let limit = state.config.socket.max_request_size_bytes;
     let timeout = Duration::from_millis(state.config.socket.read_timeout_ms);
     let cors = CorsLayer::new()
@@ -126,7 +126,7 @@ async fn method_not_allowed() -> HttpError {
 }
 
 /// A protojson response body.
-pub fn json<T: Serialize>(value: &T) -> Response {
+pub(crate) fn json<T: Serialize>(value: &T) -> Response {
     match serde_json::to_vec(value) {
         Ok(body) => {
             let mut res = body.into_response();
@@ -143,7 +143,7 @@ pub fn json<T: Serialize>(value: &T) -> Response {
 }
 
 /// `{}`, Nakama's answer for calls that return nothing.
-pub fn empty() -> Response {
+pub(crate) fn empty() -> Response {
     let mut res = "{}".into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -13,7 +13,7 @@ use crate::extract::{QueryParams, Session};
 use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
-pub async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,
@@ -54,7 +54,7 @@ pub async fn list(
     Ok(json(&list))
 }
 
-pub async fn delete(
+pub(super) async fn delete(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,

@@ -30,7 +30,7 @@ struct Payload<'a> {
     payload: &'a str,
 }
 
-pub async fn call(
+pub(super) async fn call(
     State(state): State<AppState>,
     Path(id): Path<String>,
     method: Method,

@@ -12,7 +12,7 @@ use crate::extract::{ProtoJson, ServerKey, Session};
 use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
-pub async fn refresh(
+pub(super) async fn refresh(
     State(state): State<AppState>,
     _: ServerKey,
     client: ClientAddr,
@@ -29,7 +29,7 @@ pub async fn refresh(
     Ok(json(&session))
 }
 
-pub async fn logout(
+pub(super) async fn logout(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,

@@ -20,7 +20,7 @@ use crate::extract::{ProtoJson, QueryParams, Session};
 use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
-pub async fn write(
+pub(super) async fn write(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,
@@ -50,7 +50,7 @@ pub async fn write(
     Ok(json(&acks))
 }
 
-pub async fn read(
+pub(super) async fn read(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,
@@ -78,7 +78,7 @@ pub async fn read(
     Ok(json(&objects))
 }
 
-pub async fn list(
+pub(super) async fn list(
     state: State<AppState>,
     session: Session,
     client: ClientAddr,
@@ -89,7 +89,7 @@ pub async fn list(
     list_objects(state, session, client, collection, user_id, query).await
 }
 
-pub async fn list_user(
+pub(super) async fn list_user(
     state: State<AppState>,
     session: Session,
     client: ClientAddr,
@@ -170,7 +170,7 @@ fn pbjson_limit(raw: &str) -> Result<ludus_proto::pbjson_types::Int32Value, Http
         })
 }
 
-pub async fn delete(
+pub(super) async fn delete(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,

@@ -12,7 +12,7 @@ use crate::extract::{QueryParams, Session};
 use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
 
-pub async fn get_users(
+pub(super) async fn get_users(
     State(state): State<AppState>,
     Session(caller): Session,
     client: ClientAddr,

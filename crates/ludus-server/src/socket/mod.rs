@@ -41,7 +41,7 @@ const MAX_WRITE_BUFFER_BYTES: usize = 1 << 20;
 
 /// Socket settings, read once from the config.
 #[derive(Debug, Clone)]
-pub struct SocketSettings {
+pub(crate) struct SocketSettings {
     pub max_message_size: usize,
     pub liveness: LivenessConfig,
     pub write_wait: Duration,
@@ -168,7 +168,7 @@ impl Drop for OpenSocket {
 }
 
 /// `GET /ws?token=…&format=json|protobuf&status=true|false`.
-pub async fn upgrade(
+pub(crate) async fn upgrade(
     State(state): State<AppState>,
     query: QueryParams,
     headers: HeaderMap,

@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::both_backends;
 use crate::support::{Backend, TestServer, assert_error, token, user_id};
 
-pub fn lua_config(config: &mut ludus_server::Config) {
+pub(crate) fn lua_config(config: &mut ludus_server::Config) {
     config.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lua").into();
     config.runtime.env = vec!["region=eu".into()];
     config.runtime.lua_pool_size = 2;

@@ -6,7 +6,7 @@ use ludus_server::{Config, RunningServer};
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Postgres,
 }
@@ -35,7 +35,7 @@ macro_rules! both_backends {
     };
 }
 
-pub struct TestServer {
+pub(crate) struct TestServer {
     server: Option<RunningServer>,
     pub base: String,
     pub http: reqwest::Client,
@@ -43,22 +43,25 @@ pub struct TestServer {
     _dir: tempfile::TempDir,
 }
 
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub body: Value,
 }
 
 impl TestServer {
-    pub async fn start(backend: Backend) -> TestServer {
+    pub(crate) async fn start(backend: Backend) -> TestServer {
         Self::start_with(backend, |_| {}).await
     }
 
-    pub async fn start_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> TestServer {
+    pub(crate) async fn start_with(
+        backend: Backend,
+        tweak: impl FnOnce(&mut Config),
+    ) -> TestServer {
         Self::start_native(backend, ludus_server::NativeModule::new(), tweak).await
     }
 
     /// A server with native registrations compiled in.
-    pub async fn start_native(
+    pub(crate) async fn start_native(
         backend: Backend,
         native: ludus_server::NativeModule,
         tweak: impl FnOnce(&mut Config),
@@ -94,14 +97,14 @@ impl TestServer {
     }
 
     /// Stops the server gracefully and starts it again on the same database.
-    pub async fn restart(&mut self) {
+    pub(crate) async fn restart(&mut self) {
         self.server.take().unwrap().shutdown().await;
         let server = ludus_server::start(self.config.clone()).await.unwrap();
         self.base = format!("http://{}", server.local_addr());
         self.server = Some(server);
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
 
@@ -119,7 +122,7 @@ impl TestServer {
     }
 
     /// POST with the server key as Basic user.
-    pub async fn post_key(&self, path: &str, body: Value) -> Reply {
+    pub(crate) async fn post_key(&self, path: &str, body: Value) -> Reply {
         self.send(
             self.http
                 .post(self.url(path))
@@ -129,7 +132,7 @@ impl TestServer {
         .await
     }
 
-    pub async fn post_bearer(&self, path: &str, token: &str, body: Value) -> Reply {
+    pub(crate) async fn post_bearer(&self, path: &str, token: &str, body: Value) -> Reply {
         self.send(
             self.http
                 .post(self.url(path))
@@ -139,27 +142,27 @@ impl TestServer {
         .await
     }
 
-    pub async fn get_bearer(&self, path: &str, token: &str) -> Reply {
+    pub(crate) async fn get_bearer(&self, path: &str, token: &str) -> Reply {
         self.send(self.http.get(self.url(path)).bearer_auth(token))
             .await
     }
 
-    pub async fn put_bearer(&self, path: &str, token: &str, body: Value) -> Reply {
+    pub(crate) async fn put_bearer(&self, path: &str, token: &str, body: Value) -> Reply {
         self.send(self.http.put(self.url(path)).bearer_auth(token).json(&body))
             .await
     }
 
-    pub async fn delete_bearer(&self, path: &str, token: &str) -> Reply {
+    pub(crate) async fn delete_bearer(&self, path: &str, token: &str) -> Reply {
         self.send(self.http.delete(self.url(path)).bearer_auth(token))
             .await
     }
 
-    pub async fn raw(&self, req: reqwest::RequestBuilder) -> Reply {
+    pub(crate) async fn raw(&self, req: reqwest::RequestBuilder) -> Reply {
         self.send(req).await
     }
 
     /// Signs in a new device and returns the session JSON.
-    pub async fn device_session(&self, device_id: &str) -> Value {
+    pub(crate) async fn device_session(&self, device_id: &str) -> Value {
         let r = self
             .post_key(
                 "/v2/account/authenticate/device",
@@ -172,7 +175,7 @@ impl TestServer {
 }
 
 /// The claims of a JWT, decoded without checking it, as clients do.
-pub fn claims(token: &str) -> Value {
+pub(crate) fn claims(token: &str) -> Value {
     let payload = token.split('.').nth(1).unwrap();
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(payload)
@@ -180,20 +183,20 @@ pub fn claims(token: &str) -> Value {
     serde_json::from_slice(&raw).unwrap()
 }
 
-pub fn token(session: &Value) -> String {
+pub(crate) fn token(session: &Value) -> String {
     session["token"].as_str().unwrap().to_owned()
 }
 
-pub fn refresh_token(session: &Value) -> String {
+pub(crate) fn refresh_token(session: &Value) -> String {
     session["refresh_token"].as_str().unwrap().to_owned()
 }
 
-pub fn user_id(session: &Value) -> String {
+pub(crate) fn user_id(session: &Value) -> String {
     claims(&token(session))["uid"].as_str().unwrap().to_owned()
 }
 
 /// Asserts an error reply's status and gRPC code and returns its message.
-pub fn assert_error(reply: &Reply, status: u16, code: i64) -> String {
+pub(crate) fn assert_error(reply: &Reply, status: u16, code: i64) -> String {
     assert_eq!(
         reply.status, status,
         "unexpected status, body {}",

@@ -16,18 +16,18 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::support::TestServer;
 
-pub const WAIT: Duration = Duration::from_secs(10);
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fmt {
+pub(crate) enum Fmt {
     Json,
     Protobuf,
 }
 
-pub const BOTH: [Fmt; 2] = [Fmt::Json, Fmt::Protobuf];
+pub(crate) const BOTH: [Fmt; 2] = [Fmt::Json, Fmt::Protobuf];
 
 impl Fmt {
-    pub fn query(self) -> &'static str {
+    pub(crate) fn query(self) -> &'static str {
         match self {
             Fmt::Json => "json",
             Fmt::Protobuf => "protobuf",
@@ -35,7 +35,7 @@ impl Fmt {
     }
 }
 
-pub struct WsClient {
+pub(crate) struct WsClient {
     pub ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
     pub format: Fmt,
     next_cid: u64,
@@ -44,23 +44,23 @@ pub struct WsClient {
 
 /// What the server did instead of upgrading.
 #[derive(Debug)]
-pub struct Refused {
+pub(crate) struct Refused {
     pub status: u16,
     pub body: String,
 }
 
-pub fn ws_url(server: &TestServer, query: &str) -> String {
+pub(crate) fn ws_url(server: &TestServer, query: &str) -> String {
     format!("{}/ws?{query}", server.base.replacen("http://", "ws://", 1))
 }
 
 impl WsClient {
-    pub async fn connect(server: &TestServer, token: &str, format: Fmt) -> WsClient {
+    pub(crate) async fn connect(server: &TestServer, token: &str, format: Fmt) -> WsClient {
         Self::connect_query(server, &format!("token={token}&format={}", format.query()))
             .await
             .unwrap()
     }
 
-    pub async fn connect_status(server: &TestServer, token: &str, format: Fmt) -> WsClient {
+    pub(crate) async fn connect_status(server: &TestServer, token: &str, format: Fmt) -> WsClient {
         Self::connect_query(
             server,
             &format!("token={token}&format={}&status=true", format.query()),
@@ -69,7 +69,10 @@ impl WsClient {
         .unwrap()
     }
 
-    pub async fn connect_query(server: &TestServer, query: &str) -> Result<WsClient, Refused> {
+    pub(crate) async fn connect_query(
+        server: &TestServer,
+        query: &str,
+    ) -> Result<WsClient, Refused> {
         let format = if query.contains("format=protobuf") {
             Fmt::Protobuf
         } else {
@@ -86,7 +89,10 @@ impl WsClient {
         }
     }
 
-    pub fn from_stream(ws: WebSocketStream<MaybeTlsStream<TcpStream>>, format: Fmt) -> WsClient {
+    pub(crate) fn from_stream(
+        ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+        format: Fmt,
+    ) -> WsClient {
         WsClient {
             ws,
             format,
@@ -95,30 +101,30 @@ impl WsClient {
         }
     }
 
-    pub fn encode(&self, env: &Envelope) -> Frame {
+    pub(crate) fn encode(&self, env: &Envelope) -> Frame {
         match self.format {
             Fmt::Json => Frame::text(ludus_proto::to_json_string(env).unwrap()),
             Fmt::Protobuf => Frame::binary(env.encode_to_vec()),
         }
     }
 
-    pub async fn send(&mut self, env: &Envelope) {
+    pub(crate) async fn send(&mut self, env: &Envelope) {
         let frame = self.encode(env);
         self.ws.send(frame).await.unwrap();
     }
 
-    pub async fn send_frame(&mut self, frame: Frame) {
+    pub(crate) async fn send_frame(&mut self, frame: Frame) {
         self.ws.send(frame).await.unwrap();
     }
 
     /// Sends `message` with a fresh cid and returns the reply with that cid.
-    pub async fn request(&mut self, message: Message) -> Envelope {
+    pub(crate) async fn request(&mut self, message: Message) -> Envelope {
         self.next_cid += 1;
         let cid = self.next_cid.to_string();
         self.request_with_cid(&cid, message).await
     }
 
-    pub async fn request_with_cid(&mut self, cid: &str, message: Message) -> Envelope {
+    pub(crate) async fn request_with_cid(&mut self, cid: &str, message: Message) -> Envelope {
         let cid = cid.to_owned();
         self.send(&Envelope {
             cid: cid.clone(),
@@ -135,7 +141,7 @@ impl WsClient {
     }
 
     /// Runs RPC `id` over the socket: its payload, or the error envelope.
-    pub async fn rpc(
+    pub(crate) async fn rpc(
         &mut self,
         id: &str,
         payload: &str,
@@ -156,7 +162,7 @@ impl WsClient {
 
     /// Writes a text frame whose payload is not checked for UTF-8: a masked
     /// frame built by hand, straight onto the TCP stream.
-    pub async fn send_raw_text_frame(&mut self, payload: &[u8]) {
+    pub(crate) async fn send_raw_text_frame(&mut self, payload: &[u8]) {
         use tokio::io::AsyncWriteExt as _;
         assert!(payload.len() < 126);
         let mask = [1u8, 2, 3, 4];
@@ -170,7 +176,7 @@ impl WsClient {
     }
 
     /// The next envelope (a queued push first), or `None` once closed.
-    pub async fn recv(&mut self) -> Option<Envelope> {
+    pub(crate) async fn recv(&mut self) -> Option<Envelope> {
         if let Some(env) = self.pushes.pop_front() {
             return Some(env);
         }
@@ -178,12 +184,12 @@ impl WsClient {
     }
 
     /// Pushes that arrived while waiting for replies.
-    pub fn drain_pushes(&mut self) -> Vec<Envelope> {
+    pub(crate) fn drain_pushes(&mut self) -> Vec<Envelope> {
         self.pushes.drain(..).collect()
     }
 
     /// The next push, which must arrive within the test wait.
-    pub async fn push(&mut self) -> Envelope {
+    pub(crate) async fn push(&mut self) -> Envelope {
         self.recv()
             .await
             .expect("socket closed while waiting for a push")
@@ -211,13 +217,15 @@ impl WsClient {
 
     /// Reads until the server closes; returns its close code, if it sent one,
     /// and the envelopes that came before.
-    pub async fn closed(&mut self) -> (Option<CloseCode>, Vec<Envelope>) {
+    pub(crate) async fn closed(&mut self) -> (Option<CloseCode>, Vec<Envelope>) {
         let (code, _, before) = self.closed_with_reason().await;
         (code, before)
     }
 
     /// [`closed`](Self::closed) with the close frame's reason text too.
-    pub async fn closed_with_reason(&mut self) -> (Option<CloseCode>, String, Vec<Envelope>) {
+    pub(crate) async fn closed_with_reason(
+        &mut self,
+    ) -> (Option<CloseCode>, String, Vec<Envelope>) {
         let mut before: Vec<Envelope> = self.pushes.drain(..).collect();
         loop {
             let frame = tokio::time::timeout(WAIT, self.ws.next())
@@ -240,7 +248,7 @@ impl WsClient {
 }
 
 /// Signs in a device and returns (token, user id, username).
-pub async fn user(server: &TestServer, device: &str) -> (String, String, String) {
+pub(crate) async fn user(server: &TestServer, device: &str) -> (String, String, String) {
     let s = server.device_session(device).await;
     let token = crate::support::token(&s);
     let claims = crate::support::claims(&token);
@@ -252,7 +260,7 @@ pub async fn user(server: &TestServer, device: &str) -> (String, String, String)
 }
 
 /// The error of an `error` envelope, or a panic.
-pub fn error_of(env: &Envelope) -> &ludus_proto::realtime::Error {
+pub(crate) fn error_of(env: &Envelope) -> &ludus_proto::realtime::Error {
     match &env.message {
         Some(Message::Error(e)) => e,
         other => panic!("expected an error envelope, got {other:?}"),

@@ -11,7 +11,7 @@ fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap_or_else(|e| panic!("{s:?} is not JSON: {e}"))
 }
 
-pub async fn new_account_has_defaults<B: Backend>() {
+pub(crate) async fn new_account_has_defaults<B: Backend>() {
     let (_b, store) = B::store().await;
     let user = new_user("fresh", device("device-0000001"));
     store.create_user(user.clone()).await.unwrap();
@@ -47,7 +47,7 @@ pub async fn new_account_has_defaults<B: Backend>() {
     store.close().await;
 }
 
-pub async fn account_devices_are_sorted<B: Backend>() {
+pub(crate) async fn account_devices_are_sorted<B: Backend>() {
     let (b, store) = B::store().await;
     let user = new_user("many-devices", device("m-device-0001"));
     store.create_user(user.clone()).await.unwrap();
@@ -71,13 +71,13 @@ pub async fn account_devices_are_sorted<B: Backend>() {
     store.close().await;
 }
 
-pub async fn unknown_account_is_none<B: Backend>() {
+pub(crate) async fn unknown_account_is_none<B: Backend>() {
     let (_b, store) = B::store().await;
     assert_eq!(store.get_account(Uuid::new_v4()).await.unwrap(), None);
     store.close().await;
 }
 
-pub async fn update_changes_only_given_fields<B: Backend>() {
+pub(crate) async fn update_changes_only_given_fields<B: Backend>() {
     let (_b, store) = B::store().await;
     let user = new_user("updater", device("device-0000001"));
     store.create_user(user.clone()).await.unwrap();
@@ -129,7 +129,7 @@ pub async fn update_changes_only_given_fields<B: Backend>() {
     store.close().await;
 }
 
-pub async fn update_renames_user<B: Backend>() {
+pub(crate) async fn update_renames_user<B: Backend>() {
     let (_b, store) = B::store().await;
     let user = new_user("old-name", device("device-0000001"));
     store.create_user(user.clone()).await.unwrap();
@@ -165,7 +165,7 @@ pub async fn update_renames_user<B: Backend>() {
     store.close().await;
 }
 
-pub async fn update_username_clash_changes_nothing<B: Backend>() {
+pub(crate) async fn update_username_clash_changes_nothing<B: Backend>() {
     let (_b, store) = B::store().await;
     let alice = new_user("alice", device("device-0000001"));
     let bob = new_user("bob", device("device-0000002"));
@@ -190,7 +190,7 @@ pub async fn update_username_clash_changes_nothing<B: Backend>() {
     store.close().await;
 }
 
-pub async fn update_unknown_user_is_not_found<B: Backend>() {
+pub(crate) async fn update_unknown_user_is_not_found<B: Backend>() {
     let (_b, store) = B::store().await;
     let update = AccountUpdate {
         display_name: Some("ghost".into()),
@@ -203,7 +203,7 @@ pub async fn update_unknown_user_is_not_found<B: Backend>() {
     store.close().await;
 }
 
-pub async fn delete_cascades_to_devices<B: Backend>() {
+pub(crate) async fn delete_cascades_to_devices<B: Backend>() {
     let (b, store) = B::store().await;
     let user = new_user("doomed", device("device-0000001"));
     store.create_user(user.clone()).await.unwrap();
@@ -239,7 +239,7 @@ pub async fn delete_cascades_to_devices<B: Backend>() {
     store.close().await;
 }
 
-pub async fn delete_leaves_other_users_alone<B: Backend>() {
+pub(crate) async fn delete_leaves_other_users_alone<B: Backend>() {
     let (_b, store) = B::store().await;
     let keep = new_user("keep", device("device-0000001"));
     let drop = new_user("drop", device("device-0000002"));

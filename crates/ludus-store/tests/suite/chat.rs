@@ -27,7 +27,7 @@ fn bound(m: &ChannelMessage) -> MessageBound {
     }
 }
 
-pub async fn messages_page_both_ways_by_time_then_id<B: Backend>() {
+pub(crate) async fn messages_page_both_ways_by_time_then_id<B: Backend>() {
     let (_b, store) = B::store().await;
     let ann = new_user("ann", device("chat-device-ann01"));
     store.create_user(ann.clone()).await.unwrap();
@@ -70,7 +70,7 @@ pub async fn messages_page_both_ways_by_time_then_id<B: Backend>() {
     store.close().await;
 }
 
-pub async fn only_the_sender_updates_or_removes_a_message<B: Backend>() {
+pub(crate) async fn only_the_sender_updates_or_removes_a_message<B: Backend>() {
     let (_b, store) = B::store().await;
     let ann = new_user("ann", device("chat-device-ann02"));
     let ben = new_user("ben", device("chat-device-ben02"));
@@ -152,7 +152,7 @@ pub async fn only_the_sender_updates_or_removes_a_message<B: Backend>() {
     store.close().await;
 }
 
-pub async fn notifications_list_delete_and_go_with_their_user<B: Backend>() {
+pub(crate) async fn notifications_list_delete_and_go_with_their_user<B: Backend>() {
     let (_b, store) = B::store().await;
     let ann = new_user("ann", device("chat-device-ann03"));
     let ben = new_user("ben", device("chat-device-ben03"));

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::{Backend, device, new_user};
 
-pub async fn finds_users_by_each_identity<B: Backend>() {
+pub(crate) async fn finds_users_by_each_identity<B: Backend>() {
     let (_b, store) = B::store().await;
     let by_device = new_user("dev-user", device("device-0000001"));
     let by_custom = new_user("custom-user", Identity::Custom("custom-01".into()));
@@ -61,7 +61,7 @@ pub async fn finds_users_by_each_identity<B: Backend>() {
     store.close().await;
 }
 
-pub async fn unknown_identities_are_none<B: Backend>() {
+pub(crate) async fn unknown_identities_are_none<B: Backend>() {
     let (_b, store) = B::store().await;
     store
         .create_user(new_user("someone", device("device-0000001")))
@@ -83,7 +83,7 @@ pub async fn unknown_identities_are_none<B: Backend>() {
     store.close().await;
 }
 
-pub async fn emails_are_stored_lower_cased<B: Backend>() {
+pub(crate) async fn emails_are_stored_lower_cased<B: Backend>() {
     let (_b, store) = B::store().await;
     let user = new_user("mixed", Identity::Email("Mixed.Case@Example.COM".into()));
     store.create_user(user.clone()).await.unwrap();
@@ -105,7 +105,7 @@ pub async fn emails_are_stored_lower_cased<B: Backend>() {
     store.close().await;
 }
 
-pub async fn username_clash_writes_nothing<B: Backend>() {
+pub(crate) async fn username_clash_writes_nothing<B: Backend>() {
     let (_b, store) = B::store().await;
     store
         .create_user(new_user("bob", device("device-0000001")))
@@ -133,7 +133,7 @@ pub async fn username_clash_writes_nothing<B: Backend>() {
     store.close().await;
 }
 
-pub async fn device_clash_leaves_no_user_row<B: Backend>() {
+pub(crate) async fn device_clash_leaves_no_user_row<B: Backend>() {
     let (_b, store) = B::store().await;
     let first = new_user("alice", device("device-0000001"));
     store.create_user(first.clone()).await.unwrap();
@@ -172,7 +172,7 @@ pub async fn device_clash_leaves_no_user_row<B: Backend>() {
     store.close().await;
 }
 
-pub async fn custom_and_email_clashes_leave_no_user_row<B: Backend>() {
+pub(crate) async fn custom_and_email_clashes_leave_no_user_row<B: Backend>() {
     let (_b, store) = B::store().await;
     store
         .create_user(new_user("custom", Identity::Custom("custom-01".into())))
@@ -208,7 +208,7 @@ pub async fn custom_and_email_clashes_leave_no_user_row<B: Backend>() {
     store.close().await;
 }
 
-pub async fn taken_identity_wins_over_taken_username<B: Backend>() {
+pub(crate) async fn taken_identity_wins_over_taken_username<B: Backend>() {
     let (_b, store) = B::store().await;
     store
         .create_user(new_user("alice", device("device-0000001")))
@@ -236,7 +236,7 @@ pub async fn taken_identity_wins_over_taken_username<B: Backend>() {
     store.close().await;
 }
 
-pub async fn concurrent_creates_of_one_device_have_one_winner<B: Backend>() {
+pub(crate) async fn concurrent_creates_of_one_device_have_one_winner<B: Backend>() {
     let (_b, store) = B::store().await;
     let tasks: Vec<_> = (0..24)
         .map(|i| {
@@ -270,7 +270,7 @@ pub async fn concurrent_creates_of_one_device_have_one_winner<B: Backend>() {
     store.close().await;
 }
 
-pub async fn concurrent_creates_of_distinct_users_all_succeed<B: Backend>() {
+pub(crate) async fn concurrent_creates_of_distinct_users_all_succeed<B: Backend>() {
     let (_b, store) = B::store().await;
     const N: usize = 300;
     let tasks: Vec<_> = (0..N)
@@ -302,7 +302,7 @@ pub async fn concurrent_creates_of_distinct_users_all_succeed<B: Backend>() {
     store.close().await;
 }
 
-pub async fn concurrent_username_clashes_have_one_winner_each<B: Backend>() {
+pub(crate) async fn concurrent_username_clashes_have_one_winner_each<B: Backend>() {
     let (_b, store) = B::store().await;
     const PAIRS: usize = 40;
     // Both users of a pair want the same name with different devices; they

@@ -10,7 +10,7 @@ use ludus_store::OpenError;
 
 use super::{Backend, T0, device, new_user};
 
-pub async fn close_then_reopen_keeps_data<B: Backend>() {
+pub(crate) async fn close_then_reopen_keeps_data<B: Backend>() {
     let (b, store) = B::store().await;
     let user = new_user("durable", Identity::Email("durable@example.com".into()));
     store.create_user(user.clone()).await.unwrap();
@@ -41,7 +41,7 @@ pub async fn close_then_reopen_keeps_data<B: Backend>() {
     store.close().await;
 }
 
-pub async fn calls_after_close_are_unavailable<B: Backend>() {
+pub(crate) async fn calls_after_close_are_unavailable<B: Backend>() {
     let (_b, store) = B::store().await;
     store.close().await;
     let unavailable = |r: Result<_, StoreError>| matches!(r, Err(StoreError::Unavailable(_)));
@@ -65,7 +65,7 @@ pub async fn calls_after_close_are_unavailable<B: Backend>() {
     ));
 }
 
-pub async fn close_finishes_queued_writes<B: Backend>() {
+pub(crate) async fn close_finishes_queued_writes<B: Backend>() {
     let (b, store) = B::store().await;
     let tasks: Vec<_> = (0..200)
         .map(|i| {
@@ -100,7 +100,7 @@ pub async fn close_finishes_queued_writes<B: Backend>() {
     store.close().await;
 }
 
-pub async fn newer_schema_is_refused<B: Backend>() {
+pub(crate) async fn newer_schema_is_refused<B: Backend>() {
     let (b, store) = B::store().await;
     store.close().await;
     drop(store);
@@ -123,7 +123,7 @@ pub async fn newer_schema_is_refused<B: Backend>() {
     assert!(matches!(err, OpenError::TooNew { .. }), "{err:?}");
 }
 
-pub async fn schema_is_current_after_open<B: Backend>() {
+pub(crate) async fn schema_is_current_after_open<B: Backend>() {
     let (b, store) = B::store().await;
     let status = ludus_store::migrate_status(&b.address(), b.data_dir())
         .await

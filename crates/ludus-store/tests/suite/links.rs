@@ -20,7 +20,7 @@ fn email(address: &str) -> Identity {
     Identity::Email(address.to_owned())
 }
 
-pub async fn linked_identities_sign_in<B: Backend>() {
+pub(crate) async fn linked_identities_sign_in<B: Backend>() {
     let (_b, store) = B::store().await;
     let user = new_user("linker", device("link-device-0001"));
     store.create_user(user.clone()).await.unwrap();
@@ -78,7 +78,7 @@ pub async fn linked_identities_sign_in<B: Backend>() {
     );
 }
 
-pub async fn linking_another_users_identity_is_refused<B: Backend>() {
+pub(crate) async fn linking_another_users_identity_is_refused<B: Backend>() {
     let (_b, store) = B::store().await;
     let mut owner = new_user("owner", email("owner@example.com"));
     owner.password_hash = Some(HASH.into());
@@ -128,7 +128,7 @@ pub async fn linking_another_users_identity_is_refused<B: Backend>() {
     );
 }
 
-pub async fn unlinking_keeps_the_last_identity<B: Backend>() {
+pub(crate) async fn unlinking_keeps_the_last_identity<B: Backend>() {
     let (_b, store) = B::store().await;
     let user = new_user("unlinker", device("unlink-device-01"));
     store.create_user(user.clone()).await.unwrap();
@@ -195,7 +195,7 @@ pub async fn unlinking_keeps_the_last_identity<B: Backend>() {
     );
 }
 
-pub async fn concurrent_unlinks_leave_one_identity<B: Backend>() {
+pub(crate) async fn concurrent_unlinks_leave_one_identity<B: Backend>() {
     let (_b, store) = B::store().await;
     for round in 0..5 {
         let user = new_user(

@@ -3,16 +3,16 @@
 //! over a [`Backend`], and [`store_test_suite!`] expands to one
 //! `#[tokio::test]` per case for a given backend.
 
-pub mod accounts;
-pub mod chat;
-pub mod identity;
-pub mod lifecycle;
-pub mod links;
-pub mod module_sql;
-pub mod revocations;
-pub mod storage;
-pub mod users;
-pub mod wallet;
+pub(crate) mod accounts;
+pub(crate) mod chat;
+pub(crate) mod identity;
+pub(crate) mod lifecycle;
+pub(crate) mod links;
+pub(crate) mod module_sql;
+pub(crate) mod revocations;
+pub(crate) mod storage;
+pub(crate) mod users;
+pub(crate) mod wallet;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -45,7 +45,7 @@ pub(crate) trait Backend: Sized + Send + Sync + 'static {
     }
 }
 
-pub struct SqliteBackend {
+pub(crate) struct SqliteBackend {
     dir: TempDir,
 }
 
@@ -73,7 +73,7 @@ impl Backend for SqliteBackend {
     }
 }
 
-pub struct PostgresBackend {
+pub(crate) struct PostgresBackend {
     url: String,
     dir: TempDir,
 }
@@ -101,7 +101,7 @@ impl Backend for PostgresBackend {
 }
 
 /// Runs SQL on a PostgreSQL database over a connection of its own.
-pub async fn pg_exec(url: &str, sql: &str) {
+pub(crate) async fn pg_exec(url: &str, sql: &str) {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .expect("connect");
@@ -112,9 +112,9 @@ pub async fn pg_exec(url: &str, sql: &str) {
 }
 
 /// The creation time every test user gets.
-pub const T0: i64 = 1_700_000_000;
+pub(crate) const T0: i64 = 1_700_000_000;
 
-pub fn new_user(username: &str, identity: Identity) -> NewUser {
+pub(crate) fn new_user(username: &str, identity: Identity) -> NewUser {
     NewUser {
         id: Uuid::new_v4(),
         username: username.to_owned(),
@@ -124,7 +124,7 @@ pub fn new_user(username: &str, identity: Identity) -> NewUser {
     }
 }
 
-pub fn device(id: &str) -> Identity {
+pub(crate) fn device(id: &str) -> Identity {
     Identity::Device(id.to_owned())
 }
 

@@ -24,7 +24,7 @@ fn sql_message(e: StoreError) -> String {
     }
 }
 
-pub async fn sql_round_trips_every_value_type<B: Backend>() {
+pub(crate) async fn sql_round_trips_every_value_type<B: Backend>() {
     let (_b, store) = B::store().await;
     assert_eq!(store.sql_exec(TABLE, vec![]).await.unwrap(), 0);
     let inserted = store
@@ -82,7 +82,7 @@ pub async fn sql_round_trips_every_value_type<B: Backend>() {
     }
 }
 
-pub async fn sql_placeholders_bind_by_number<B: Backend>() {
+pub(crate) async fn sql_placeholders_bind_by_number<B: Backend>() {
     let (_b, store) = B::store().await;
     store.sql_exec(TABLE, vec![]).await.unwrap();
     for (id, label) in [(1, "a"), (2, "b"), (3, "b")] {
@@ -148,7 +148,7 @@ pub async fn sql_placeholders_bind_by_number<B: Backend>() {
     assert_eq!(col(&count[0], "c"), &SqlValue::Int(4));
 }
 
-pub async fn sql_errors_say_why_and_write_nothing<B: Backend>() {
+pub(crate) async fn sql_errors_say_why_and_write_nothing<B: Backend>() {
     let (_b, store) = B::store().await;
     store.sql_exec(TABLE, vec![]).await.unwrap();
     let insert = "INSERT INTO lua_things (id, label) VALUES ($1, $2)";
@@ -204,7 +204,7 @@ pub async fn sql_errors_say_why_and_write_nothing<B: Backend>() {
     );
 }
 
-pub async fn sql_query_refuses_more_rows_than_the_limit<B: Backend>() {
+pub(crate) async fn sql_query_refuses_more_rows_than_the_limit<B: Backend>() {
     let (_b, store) = B::store().await;
     store.sql_exec(TABLE, vec![]).await.unwrap();
     for id in 1..=5 {

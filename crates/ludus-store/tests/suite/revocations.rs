@@ -10,7 +10,7 @@ fn sorted(mut tokens: Vec<(String, TokenKind, i64)>) -> Vec<(String, TokenKind, 
     tokens
 }
 
-pub async fn revoked_tokens_load_until_they_expire<B: Backend>() {
+pub(crate) async fn revoked_tokens_load_until_they_expire<B: Backend>() {
     let (_b, store) = B::store().await;
     store
         .revoke_token("t1", TokenKind::Access, 100)
@@ -51,7 +51,7 @@ pub async fn revoked_tokens_load_until_they_expire<B: Backend>() {
     store.close().await;
 }
 
-pub async fn revoking_twice_keeps_the_later_expiry<B: Backend>() {
+pub(crate) async fn revoking_twice_keeps_the_later_expiry<B: Backend>() {
     let (_b, store) = B::store().await;
     store
         .revoke_token("t", TokenKind::Refresh, 200)
@@ -76,7 +76,7 @@ pub async fn revoking_twice_keeps_the_later_expiry<B: Backend>() {
     store.close().await;
 }
 
-pub async fn session_cutoffs_keep_the_latest_and_outlive_the_user<B: Backend>() {
+pub(crate) async fn session_cutoffs_keep_the_latest_and_outlive_the_user<B: Backend>() {
     let (_b, store) = B::store().await;
     let user = new_user("leaver", device("device-0000001"));
     store.create_user(user.clone()).await.unwrap();

@@ -82,7 +82,7 @@ fn values(objects: &[ludus_core::storage::StorageObject]) -> Vec<serde_json::Val
         .collect()
 }
 
-pub async fn writes_read_back_with_md5_versions<B: Backend>() {
+pub(crate) async fn writes_read_back_with_md5_versions<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
     let ann = user(&store, "ann").await;
@@ -136,7 +136,7 @@ pub async fn writes_read_back_with_md5_versions<B: Backend>() {
     assert_eq!(acks[0].version, version_of(r#"{"hp":9}"#));
 }
 
-pub async fn version_conditions_fail_the_whole_batch<B: Backend>() {
+pub(crate) async fn version_conditions_fail_the_whole_batch<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
     let ann = user(&store, "ann").await;
@@ -189,7 +189,7 @@ pub async fn version_conditions_fail_the_whole_batch<B: Backend>() {
     assert_eq!(values(&all), vec![serde_json::json!({"v": 1})]);
 }
 
-pub async fn permission_matrix_for_owner_other_user_and_server<B: Backend>() {
+pub(crate) async fn permission_matrix_for_owner_other_user_and_server<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
     let ann = user(&store, "ann").await;
@@ -324,7 +324,7 @@ pub async fn permission_matrix_for_owner_other_user_and_server<B: Backend>() {
     );
 }
 
-pub async fn conditional_deletes_and_cascade_with_the_user<B: Backend>() {
+pub(crate) async fn conditional_deletes_and_cascade_with_the_user<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
     let ann = user(&store, "ann").await;
@@ -376,7 +376,7 @@ pub async fn conditional_deletes_and_cascade_with_the_user<B: Backend>() {
     );
 }
 
-pub async fn listing_pages_with_cursors_bound_to_their_listing<B: Backend>() {
+pub(crate) async fn listing_pages_with_cursors_bound_to_their_listing<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
     let ann = user(&store, "ann").await;
@@ -457,7 +457,7 @@ pub async fn listing_pages_with_cursors_bound_to_their_listing<B: Backend>() {
     );
 }
 
-pub async fn server_objects_belong_to_the_system_user<B: Backend>() {
+pub(crate) async fn server_objects_belong_to_the_system_user<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
     let ann = user(&store, "ann").await;
@@ -490,7 +490,7 @@ pub async fn server_objects_belong_to_the_system_user<B: Backend>() {
     assert!(auth.password_hash.is_none());
 }
 
-pub async fn bad_input_writes_nothing<B: Backend>() {
+pub(crate) async fn bad_input_writes_nothing<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = StorageService::new(store.clone(), StorageLimits { max_batch: 3 });
     let ann = user(&store, "ann").await;
@@ -540,7 +540,7 @@ pub async fn bad_input_writes_nothing<B: Backend>() {
     );
 }
 
-pub async fn concurrent_writers_of_one_version_have_one_winner<B: Backend>() {
+pub(crate) async fn concurrent_writers_of_one_version_have_one_winner<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = Arc::new(service(&store));
     let ann = user(&store, "ann").await;
@@ -582,7 +582,7 @@ pub async fn concurrent_writers_of_one_version_have_one_winner<B: Backend>() {
     );
 }
 
-pub async fn concurrent_creators_of_one_object_have_one_winner<B: Backend>() {
+pub(crate) async fn concurrent_creators_of_one_object_have_one_winner<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = Arc::new(service(&store));
     let ann = user(&store, "ann").await;

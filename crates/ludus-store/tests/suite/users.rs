@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{Backend, T0, device, new_user};
 
-pub async fn get_users_by_ids_and_usernames_deduplicated<B: Backend>() {
+pub(crate) async fn get_users_by_ids_and_usernames_deduplicated<B: Backend>() {
     let (_b, store) = B::store().await;
     let [a, b, c] =
         ["ann", "ben", "cat"].map(|name| new_user(name, device(&format!("device-of-{name}"))));
@@ -29,7 +29,7 @@ pub async fn get_users_by_ids_and_usernames_deduplicated<B: Backend>() {
     store.close().await;
 }
 
-pub async fn get_users_with_nothing_asked_is_empty<B: Backend>() {
+pub(crate) async fn get_users_with_nothing_asked_is_empty<B: Backend>() {
     let (_b, store) = B::store().await;
     store
         .create_user(new_user("someone", device("device-0000001")))
@@ -46,7 +46,7 @@ pub async fn get_users_with_nothing_asked_is_empty<B: Backend>() {
     store.close().await;
 }
 
-pub async fn get_users_returns_public_fields<B: Backend>() {
+pub(crate) async fn get_users_returns_public_fields<B: Backend>() {
     let (_b, store) = B::store().await;
     let user = new_user("public", device("device-0000001"));
     store.create_user(user.clone()).await.unwrap();

@@ -48,7 +48,7 @@ async fn ledger_count(store: &Arc<dyn ludus_core::Store>, user: Uuid) -> i64 {
     }
 }
 
-pub async fn wallet_updates_return_previous_and_updated<B: Backend>() {
+pub(crate) async fn wallet_updates_return_previous_and_updated<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
     let ann = user(&store, "ann").await;
@@ -106,7 +106,7 @@ pub async fn wallet_updates_return_previous_and_updated<B: Backend>() {
     assert_eq!(results[0].user_id, ann);
 }
 
-pub async fn wallets_update_is_atomic_across_users<B: Backend>() {
+pub(crate) async fn wallets_update_is_atomic_across_users<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
     let ann = user(&store, "ann").await;
@@ -131,7 +131,7 @@ pub async fn wallets_update_is_atomic_across_users<B: Backend>() {
     assert_eq!(ledger_count(&store, ann).await, 1);
 }
 
-pub async fn ledger_pages_newest_first_and_takes_metadata<B: Backend>() {
+pub(crate) async fn ledger_pages_newest_first_and_takes_metadata<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
     let ann = user(&store, "ann").await;
@@ -180,7 +180,7 @@ pub async fn ledger_pages_newest_first_and_takes_metadata<B: Backend>() {
 
 /// 100 tasks × 1,000 increments of one wallet: every one lands, each with a
 /// ledger entry.
-pub async fn hot_wallet_increments_are_exact<B: Backend>() {
+pub(crate) async fn hot_wallet_increments_are_exact<B: Backend>() {
     const TASKS: i64 = 100;
     const EACH: i64 = 1_000;
     let (_b, store) = B::store().await;
@@ -208,7 +208,7 @@ pub async fn hot_wallet_increments_are_exact<B: Backend>() {
     assert_eq!(ledger_count(&store, ann).await, TASKS * EACH);
 }
 
-pub async fn concurrent_decrements_never_go_below_zero<B: Backend>() {
+pub(crate) async fn concurrent_decrements_never_go_below_zero<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = Arc::new(service(&store));
     let ann = user(&store, "ann").await;
@@ -239,7 +239,7 @@ pub async fn concurrent_decrements_never_go_below_zero<B: Backend>() {
     assert_eq!(balance(&store, ann).await, changes(&[("coins", 0)]));
 }
 
-pub async fn multi_update_is_all_or_nothing<B: Backend>() {
+pub(crate) async fn multi_update_is_all_or_nothing<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
     let ann = user(&store, "ann").await;
