@@ -1,139 +1,229 @@
-//! The pool of Lua VMs. A call takes an idle VM, runs on tokio's blocking
-//! pool and puts the VM back. When all are busy a bounded number of calls
-//! wait, in order, up to a timeout; beyond that they are answered with
-//! `ResourceExhausted` at once. The pool never hangs a caller.
+//! The pool of Lua VMs: one OS thread owns each VM and serves calls from one
+//! shared queue, in order. A caller queues its call and awaits the answer;
+//! a VM that finishes a call takes the next one at once, with no hand-back
+//! to the async runtime in between (a call used to hop to tokio's blocking
+//! pool and back, leaving the VM idle during both hops).
+//!
+//! When every VM is busy, at most `queue_size` calls wait; more are answered
+//! `ResourceExhausted` at once. A call still waiting after the pool timeout
+//! is answered `ResourceExhausted` and never runs; one that has started runs
+//! to its end (its own budgets bound it). The pool never hangs a caller: a
+//! VM that panics is rebuilt on its thread, and if none can be, the queue is
+//! failed rather than left waiting.
 
+use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
-use parking_lot::Mutex;
-use tokio::sync::Semaphore;
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::oneshot;
 
 use super::vm::Vm;
 use crate::error::{LoadError, RuntimeError};
 
 type Rebuild = Box<dyn Fn() -> Result<Vm, LoadError> + Send + Sync>;
 
-pub(super) struct VmPool {
+/// A call as its VM thread runs it; it answers through its own channel.
+type Work = Box<dyn FnOnce(&Vm) + Send>;
+
+/// Where a queued call stands; whoever moves it out of `QUEUED` owns it.
+const QUEUED: u8 = 0;
+const STARTED: u8 = 1;
+const ABANDONED: u8 = 2;
+
+struct Job {
+    state: Arc<AtomicU8>,
+    work: Work,
+}
+
+pub(crate) struct VmPool {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    idle: Mutex<Vec<Vm>>,
-    permits: Arc<Semaphore>,
-    waiting: AtomicUsize,
+    queue: Mutex<Queue>,
+    /// Signalled when a job is queued or the pool closes.
+    ready: Condvar,
     queue_size: usize,
     timeout: Duration,
     /// Makes a fresh VM when a call panicked and its VM cannot be trusted.
     rebuild: Rebuild,
 }
 
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// VM threads waiting for a job.
+    idle: usize,
+    /// VM threads alive; none left fails every call.
+    threads: usize,
+    closed: bool,
+}
+
 impl VmPool {
-    pub(super) fn new(
+    /// Starts one thread per VM.
+    pub(crate) fn new(
         vms: Vec<Vm>,
         queue_size: usize,
         timeout: Duration,
         rebuild: Rebuild,
     ) -> Self {
-        let permits = Arc::new(Semaphore::new(vms.len()));
-        VmPool {
-            inner: Arc::new(Inner {
-                idle: Mutex::new(vms),
-                permits,
-                waiting: AtomicUsize::new(0),
-                queue_size,
-                timeout,
-                rebuild,
+        let inner = Arc::new(Inner {
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                idle: 0,
+                threads: vms.len(),
+                closed: false,
             }),
+            ready: Condvar::new(),
+            queue_size,
+            timeout,
+            rebuild,
+        });
+        for (i, vm) in vms.into_iter().enumerate() {
+            let shared = inner.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("ludus-lua-{i}"))
+                .spawn(move || serve(&shared, vm));
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "cannot start a lua vm thread, pool shrinks by one");
+                inner.queue.lock().threads -= 1;
+            }
         }
+        VmPool { inner }
     }
 
-    /// Runs `f` on an idle VM. Cancelling the returned future never loses a
-    /// VM: the blocking task puts it back itself.
-    pub(super) async fn run<R, F>(&self, f: F) -> Result<R, RuntimeError>
+    /// Runs `f` on the next free VM. Cancelling the returned future never
+    /// loses a VM: a queued call is then skipped, a running one finishes.
+    pub(crate) async fn run<R, F>(&self, f: F) -> Result<R, RuntimeError>
     where
         F: FnOnce(&Vm) -> Result<R, RuntimeError> + Send + 'static,
         R: Send + 'static,
     {
         let inner = &self.inner;
-        let permit = match inner.permits.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(tokio::sync::TryAcquireError::Closed) => return Err(closed()),
-            Err(tokio::sync::TryAcquireError::NoPermits) => {
-                if inner.waiting.fetch_add(1, Ordering::AcqRel) >= inner.queue_size {
-                    inner.waiting.fetch_sub(1, Ordering::AcqRel);
+        let (tx, rx) = oneshot::channel();
+        let state = Arc::new(AtomicU8::new(QUEUED));
+        {
+            let mut q = inner.queue.lock();
+            if q.closed || q.threads == 0 {
+                return Err(closed());
+            }
+            // Calls a free VM takes at once do not count as waiting.
+            if q.jobs.len() >= q.idle + inner.queue_size {
+                drop(q);
+                tracing::warn!(
+                    queue = inner.queue_size,
+                    "lua vm pool queue full, refusing call"
+                );
+                return Err(RuntimeError::busy(
+                    "server is busy: every lua vm is in use and the wait queue is full, retry later or raise runtime.lua_pool_size",
+                ));
+            }
+            q.jobs.push_back(Job {
+                state: state.clone(),
+                work: Box::new(move |vm: &Vm| {
+                    let _ = tx.send(f(vm));
+                }),
+            });
+        }
+        inner.ready.notify_one();
+        let mut rx = rx;
+        let answer = tokio::select! {
+            answer = &mut rx => answer,
+            () = tokio::time::sleep(inner.timeout) => {
+                if state
+                    .compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    // Out of the queue now, so it no longer counts as waiting.
+                    inner
+                        .queue
+                        .lock()
+                        .jobs
+                        .retain(|j| !Arc::ptr_eq(&j.state, &state));
                     tracing::warn!(
-                        queue = inner.queue_size,
-                        "lua vm pool queue full, refusing call"
+                        timeout_ms = inner.timeout.as_millis() as u64,
+                        "timed out waiting for a lua vm"
                     );
                     return Err(RuntimeError::busy(
-                        "server is busy: every lua vm is in use and the wait queue is full, retry later or raise runtime.lua_pool_size",
+                        "server is busy: no lua vm became free in time, retry later or raise runtime.lua_pool_size",
                     ));
                 }
-                let acquired =
-                    tokio::time::timeout(inner.timeout, inner.permits.clone().acquire_owned())
-                        .await;
-                inner.waiting.fetch_sub(1, Ordering::AcqRel);
-                match acquired {
-                    Ok(Ok(p)) => p,
-                    Ok(Err(_)) => return Err(closed()),
-                    Err(_) => {
-                        tracing::warn!(
-                            timeout_ms = inner.timeout.as_millis() as u64,
-                            "timed out waiting for a lua vm"
-                        );
-                        return Err(RuntimeError::busy(
-                            "server is busy: no lua vm became free in time, retry later or raise runtime.lua_pool_size",
-                        ));
-                    }
-                }
+                // Started already: its budgets bound it.
+                rx.await
             }
         };
-        let inner = self.inner.clone();
-        let task = tokio::task::spawn_blocking(move || {
-            let vm = inner
-                .idle
-                .lock()
-                .pop()
-                .expect("a permit is only held with an idle vm");
-            let result = std::panic::catch_unwind(AssertUnwindSafe(|| f(&vm)));
-            let result = match result {
-                Ok(r) => {
-                    inner.idle.lock().push(vm);
-                    r
-                }
-                Err(_) => {
-                    tracing::error!("lua call panicked, replacing its vm");
-                    drop(vm);
-                    match (inner.rebuild)() {
-                        Ok(fresh) => inner.idle.lock().push(fresh),
-                        Err(e) => {
-                            // Without a VM the permit must go too, or a caller
-                            // would wait for a VM that never comes back.
-                            tracing::error!(error = %e, "cannot rebuild lua vm, pool shrinks by one");
-                            permit.forget();
-                            return Err(RuntimeError::internal("lua call failed"));
-                        }
-                    }
-                    Err(RuntimeError::internal("lua call failed"))
-                }
-            };
-            drop(permit);
-            result
-        });
-        match task.await {
-            Ok(r) => r,
-            Err(e) => Err(RuntimeError::internal(format!(
-                "lua call was interrupted: {e}"
-            ))),
-        }
+        // A dropped sender: the pool closed before the call ran, or the call
+        // panicked (its VM was replaced).
+        answer.unwrap_or_else(|_| {
+            if inner.queue.lock().closed {
+                Err(closed())
+            } else {
+                Err(RuntimeError::internal("lua call failed"))
+            }
+        })
     }
 
-    /// Refuses new calls; calls already waiting are answered at once.
-    pub(super) fn close(&self) {
-        self.inner.permits.close();
+    /// Refuses new calls; calls still queued are answered at once (their
+    /// channels close), running ones finish.
+    pub(crate) fn close(&self) {
+        let mut q = self.inner.queue.lock();
+        q.closed = true;
+        q.jobs.clear();
+        drop(q);
+        self.inner.ready.notify_all();
+    }
+}
+
+impl Drop for VmPool {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// One VM thread: takes jobs in order until the pool closes.
+fn serve(inner: &Inner, mut vm: Vm) {
+    loop {
+        let job = {
+            let mut q = inner.queue.lock();
+            loop {
+                if q.closed {
+                    q.threads -= 1;
+                    return;
+                }
+                if let Some(job) = q.jobs.pop_front() {
+                    break job;
+                }
+                q.idle += 1;
+                inner.ready.wait(&mut q);
+                q.idle -= 1;
+            }
+        };
+        if job
+            .state
+            .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            continue; // its caller stopped waiting
+        }
+        let work = job.work;
+        if std::panic::catch_unwind(AssertUnwindSafe(|| work(&vm))).is_err() {
+            tracing::error!("lua call panicked, replacing its vm");
+            match (inner.rebuild)() {
+                Ok(fresh) => vm = fresh,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot rebuild lua vm, pool shrinks by one");
+                    let mut q = inner.queue.lock();
+                    q.threads -= 1;
+                    if q.threads == 0 {
+                        // Nobody is left to serve them: fail them now.
+                        q.jobs.clear();
+                    }
+                    return;
+                }
+            }
+        }
     }
 }
 
