@@ -80,6 +80,9 @@ pub struct RealtimeConfig {
     pub node: String,
     /// Party limits (`party.*`).
     pub party: PartySettings,
+    /// `session.single_party`: a session that joins a party leaves its
+    /// other parties (its pending requests stay).
+    pub single_party: bool,
     /// `session.encryption_key`: signs the matchmaker's match tokens.
     pub encryption_key: String,
     /// `matchmaker.*`.
@@ -97,6 +100,7 @@ impl Default for RealtimeConfig {
             single_socket: false,
             node: "ludus".into(),
             party: PartySettings::default(),
+            single_party: false,
             encryption_key: "defaultencryptionkey".into(),
             matchmaker: MatchmakerConfig::default(),
             matches: MatchConfig::default(),

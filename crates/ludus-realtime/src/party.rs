@@ -37,8 +37,10 @@ use crate::tracker::{Presence, PresenceMeta};
 /// Longest party label, in bytes (Nakama's limit).
 pub(crate) const MAX_LABEL_LEN: usize = 2048;
 
-/// Limits of parties (`party.*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Limits of parties: the `party.*` config section itself (Nakama has no
+/// such keys: it caps every party at 256; the server checks the values).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct PartySettings {
     /// Largest party; a `party_create` asking for more is refused, one
     /// asking for 0 gets this size. Pending join requests of a party are
@@ -46,9 +48,6 @@ pub struct PartySettings {
     pub max_size: usize,
     /// Most parties one session may be in or have asked to join at once.
     pub max_per_session: usize,
-    /// `session.single_party`: a session that joins a party leaves its
-    /// other parties (its pending requests stay).
-    pub single_party: bool,
 }
 
 impl Default for PartySettings {
@@ -56,7 +55,6 @@ impl Default for PartySettings {
         PartySettings {
             max_size: 256,
             max_per_session: 32,
-            single_party: false,
         }
     }
 }
@@ -424,7 +422,7 @@ impl Realtime {
     /// With `session.single_party`, `session` (now in `kept`) leaves every
     /// other party it is a member of.
     fn leave_other_parties(&self, inner: &mut Inner, session: Uuid, kept: Uuid) {
-        if !self.config.party.single_party {
+        if !self.config.single_party {
             return;
         }
         let others: Vec<Uuid> = inner
@@ -900,12 +898,17 @@ mod tests {
     }
 
     async fn realtime(party: PartySettings) -> Harness {
+        realtime_with(party, false).await
+    }
+
+    async fn realtime_with(party: PartySettings, single_party: bool) -> Harness {
         let (store, dir) = crate::test_support::store().await;
         let rt = Realtime::new(
             RealtimeConfig {
                 outgoing_queue_size: 64,
                 node: "n1".into(),
                 party,
+                single_party,
                 ..Default::default()
             },
             store,
@@ -1366,11 +1369,7 @@ mod tests {
 
     #[tokio::test]
     async fn single_party_leaves_the_other_parties_but_keeps_requests() {
-        let h = realtime(PartySettings {
-            single_party: true,
-            ..Default::default()
-        })
-        .await;
+        let h = realtime_with(PartySettings::default(), true).await;
         let rt = &h.rt;
         let (ann, ben, cat) = (connect(rt, "ann"), connect(rt, "ben"), connect(rt, "cat"));
         let a = create(rt, &ann, true, 4).await;

@@ -52,7 +52,7 @@ pub struct Config {
     pub socket: SocketConfig,
     pub database: DatabaseConfig,
     pub runtime: crate::runtime::RuntimeConfig,
-    pub party: PartyConfig,
+    pub party: ludus_realtime::PartySettings,
     pub matchmaker: ludus_realtime::MatchmakerConfig,
     #[serde(rename = "match")]
     pub matches: MatchSettings,
@@ -73,7 +73,7 @@ impl Default for Config {
             socket: SocketConfig::default(),
             database: DatabaseConfig::default(),
             runtime: crate::runtime::RuntimeConfig::default(),
-            party: PartyConfig::default(),
+            party: ludus_realtime::PartySettings::default(),
             matchmaker: ludus_realtime::MatchmakerConfig::default(),
             matches: MatchSettings::default(),
             ignored_keys: Vec::new(),
@@ -182,27 +182,6 @@ impl Default for SocketConfig {
             ws_idle_timeout_ms: 0,
             max_connections: 200_000,
             max_pending_requests: 16,
-        }
-    }
-}
-
-/// Party limits. Nakama has no such keys: it caps every party at 256.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct PartyConfig {
-    /// Largest party a client may create (`party_create` with `max_size`
-    /// 0 gets this size); also bounds each party's pending join requests.
-    pub max_size: usize,
-    /// Most parties one session may be in or have asked to join at once.
-    pub max_per_session: usize,
-}
-
-impl Default for PartyConfig {
-    fn default() -> Self {
-        let d = ludus_realtime::PartySettings::default();
-        PartyConfig {
-            max_size: d.max_size,
-            max_per_session: d.max_per_session,
         }
     }
 }
@@ -486,15 +465,6 @@ impl Config {
                 (k, v)
             })
             .collect()
-    }
-
-    /// The realtime layer's party limits (`party.*`, `session.single_party`).
-    pub fn party_settings(&self) -> ludus_realtime::PartySettings {
-        ludus_realtime::PartySettings {
-            max_size: self.party.max_size,
-            max_per_session: self.party.max_per_session,
-            single_party: self.session.single_party,
-        }
     }
 
     pub fn session_settings(&self) -> ludus_core::accounts::SessionSettings {
@@ -872,9 +842,9 @@ mod tests {
             assert!(err.to_string().contains(key), "{err}");
         }
         let c = Config::load(None, [], &flags(&[("party.max_size", "8")])).unwrap();
-        assert_eq!(c.party_settings().max_size, 8);
-        assert_eq!(c.party_settings().max_per_session, 32);
-        assert!(!c.party_settings().single_party);
+        assert_eq!(c.party.max_size, 8);
+        assert_eq!(c.party.max_per_session, 32);
+        assert!(!c.session.single_party);
         let err = Config::load(None, [], &flags(&[("session.single_party", "true")])).unwrap_err();
         assert!(err.to_string().contains("session.single_socket"), "{err}");
         let c = Config::load(
@@ -886,7 +856,7 @@ mod tests {
             ]),
         )
         .unwrap();
-        assert!(c.party_settings().single_party);
+        assert!(c.session.single_party);
     }
 
     #[test]
