@@ -1297,7 +1297,6 @@ mod tests {
         let h = realtime(PartySettings {
             max_size: 8,
             max_per_session: 2,
-            ..Default::default()
         })
         .await;
         let rt = &h.rt;
