@@ -12,6 +12,7 @@ pub mod error;
 pub mod model;
 pub mod multi_update;
 pub mod notification;
+pub mod query;
 pub mod revocation;
 pub mod storage;
 pub mod storage_service;
