@@ -15,6 +15,7 @@ pub mod notification;
 pub mod query;
 pub mod revocation;
 pub mod storage;
+pub mod storage_index;
 pub mod storage_service;
 pub mod store;
 pub mod token;

@@ -496,3 +496,47 @@ impl Modules for Runtime {
         })
     }
 }
+
+/// The Lua modules' storage index filters (`nk.register_storage_index_filter`):
+/// each is called with the written object as Nakama passes it and must
+/// answer a boolean.
+#[async_trait::async_trait]
+impl ludus_core::storage_index::IndexFilter for Runtime {
+    fn has_filter(&self, index: &str) -> bool {
+        self.lua
+            .as_ref()
+            .is_some_and(|l| l.registered().index_filters.contains(index))
+    }
+
+    async fn keep(
+        &self,
+        index: &str,
+        object: &ludus_core::storage::StorageObject,
+    ) -> Result<bool, ludus_core::ApiError> {
+        let Some(lua) = self.lua.as_ref().filter(|_| self.has_filter(index)) else {
+            return Ok(true);
+        };
+        let value: Value = serde_json::from_str(&object.value).unwrap_or(Value::Null);
+        let write = serde_json::json!({
+            "key": object.key,
+            "collection": object.collection,
+            "user_id": object.user_id.to_string(),
+            "version": object.version,
+            "permission_read": object.read.as_i64(),
+            "permission_write": object.write.as_i64(),
+            "value": value,
+        });
+        let ctx = CallContext::new(ExecutionMode::StorageIndexFilter);
+        let key = format!("{}{index}", crate::lua::FILTER_PREFIX);
+        match lua.call(key, ctx, vec![write]).await {
+            Ok(Some(Value::Bool(keep))) => Ok(keep),
+            Ok(_) => Err(ludus_core::ApiError::new(
+                Code::Internal,
+                format!(
+                    "storage index filter of {index:?} must return true or false (to index the object or not)"
+                ),
+            )),
+            Err(e) => Err(ludus_core::ApiError::new(e.code, e.message)),
+        }
+    }
+}
