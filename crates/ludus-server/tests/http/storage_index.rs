@@ -14,7 +14,9 @@ both_backends!(
     filter_keeps_and_removes,
     max_entries_evicts_the_oldest,
     restart_fills_indexes_from_the_store,
+    restart_fills_the_newest_up_to_max_entries,
     listing_pages_and_permissions,
+    multi_update_indexes_only_what_commits,
 );
 
 async fn rpc(t: &TestServer, session: &Value, id: &str, payload: Value) -> Value {
@@ -295,4 +297,32 @@ async fn listing_pages_and_permissions(b: Backend) {
         keys(&list(&t, &c, as_c).await),
         ["private", "p3", "p2", "p1"]
     );
+}
+
+async fn restart_fills_the_newest_up_to_max_entries(b: Backend) {
+    let mut t = server(b).await;
+    let s = t.device_session("index-fill-max-device").await;
+    for n in 1..=4 {
+        put(&t, &s, "idx_small", &format!("k{n}"), json!({"n": n})).await;
+    }
+    // k1 was evicted while running; make it the newest in the store.
+    for (key, time) in [("k1", 400), ("k2", 100), ("k3", 300), ("k4", 200)] {
+        let age = json!({"collection": "idx_small", "key": key, "update_time": time});
+        rpc(&t, &s, "idx_age", age).await;
+    }
+    t.restart().await;
+    let s = t.device_session("index-fill-max-device").await;
+    let all = json!({"index": "idx_small", "order": ["value.n"]});
+    assert_eq!(keys(&list(&t, &s, all).await), ["k1", "k3", "k4"]);
+}
+
+async fn multi_update_indexes_only_what_commits(b: Backend) {
+    let t = server(b).await;
+    let s = t.device_session("index-multi-device").await;
+    put(&t, &s, "idx_scores", "old", json!({"level": 1})).await;
+    let args = json!({"key": "new", "failed_key": "never", "delete": "old"});
+    let out = rpc(&t, &s, "idx_multi", args).await;
+    assert_eq!(out["failed"], true);
+    let all = json!({"index": "idx_scores"});
+    assert_eq!(keys(&list(&t, &s, all).await), ["new"]);
 }

@@ -46,3 +46,26 @@ nk.register_rpc(function(ctx, payload)
   local ok, err = pcall(nk.register_storage_index, "late", "late", "", { "x" }, {}, 10)
   return nk.json_encode({ ok = ok, error = tostring(err) })
 end, "idx_register_late")
+
+-- A multi_update that fails (a negative balance) and one that succeeds,
+-- each writing to idx_scores: payload {key, failed_key, delete}.
+nk.register_rpc(function(ctx, payload)
+  local p = nk.json_decode(payload)
+  local me = ctx.user_id
+  local failed = pcall(nk.multi_update, nil,
+    { { collection = "idx_scores", key = p.failed_key, user_id = me, value = { level = 99 } } },
+    nil, { { user_id = me, changeset = { coins = -5 } } }, false)
+  nk.multi_update(nil,
+    { { collection = "idx_scores", key = p.key, user_id = me, value = { level = 50 } } },
+    { { collection = "idx_scores", key = p.delete, user_id = me } }, nil, false)
+  return nk.json_encode({ failed = not failed })
+end, "idx_multi")
+
+-- Sets a stored object's update time (UNIX seconds), to test start-up
+-- filling: payload {collection, key, update_time}.
+nk.register_rpc(function(ctx, payload)
+  local p = nk.json_decode(payload)
+  nk.sql_exec("UPDATE storage SET update_time = $1 WHERE collection = $2 AND key = $3",
+    { p.update_time, p.collection, p.key })
+  return "{}"
+end, "idx_age")
