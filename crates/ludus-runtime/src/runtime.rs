@@ -105,6 +105,14 @@ impl Runtime {
         services: Arc<dyn RuntimeServices>,
         native: NativeModule,
     ) -> Result<Runtime, LoadError> {
+        for spec in &native.storage_indexes {
+            services.storage_index_register(spec.clone()).map_err(|e| {
+                LoadError::Setup(format!(
+                    "native storage index {:?}: {}",
+                    spec.name, e.message
+                ))
+            })?;
+        }
         let native_matches = Arc::new(native.matches.clone());
         let (lua_settings, lua_services, lua_native) =
             (settings.clone(), services.clone(), native_matches.clone());
@@ -503,9 +511,11 @@ impl Modules for Runtime {
 #[async_trait::async_trait]
 impl ludus_core::storage_index::IndexFilter for Runtime {
     fn has_filter(&self, index: &str) -> bool {
-        self.lua
-            .as_ref()
-            .is_some_and(|l| l.registered().index_filters.contains(index))
+        self.native.index_filters.contains_key(index)
+            || self
+                .lua
+                .as_ref()
+                .is_some_and(|l| l.registered().index_filters.contains(index))
     }
 
     async fn keep(
@@ -513,6 +523,9 @@ impl ludus_core::storage_index::IndexFilter for Runtime {
         index: &str,
         object: &ludus_core::storage::StorageObject,
     ) -> Result<bool, ludus_core::ApiError> {
+        if let Some(filter) = self.native.index_filters.get(index) {
+            return Ok(filter(object));
+        }
         let Some(lua) = self.lua.as_ref().filter(|_| self.has_filter(index)) else {
             return Ok(true);
         };

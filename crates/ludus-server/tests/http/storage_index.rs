@@ -17,6 +17,7 @@ both_backends!(
     restart_fills_the_newest_up_to_max_entries,
     listing_pages_and_permissions,
     multi_update_indexes_only_what_commits,
+    native_index_and_filter,
 );
 
 async fn rpc(t: &TestServer, session: &Value, id: &str, payload: Value) -> Value {
@@ -325,4 +326,40 @@ async fn multi_update_indexes_only_what_commits(b: Backend) {
     assert_eq!(out["failed"], true);
     let all = json!({"index": "idx_scores"});
     assert_eq!(keys(&list(&t, &s, all).await), ["new"]);
+}
+
+/// A native module's index, filter (odd `n` only) and listing RPC.
+fn native_module() -> ludus_server::NativeModule {
+    ludus_server::NativeModule::new()
+        .storage_index(ludus_core::storage_index::IndexSpec {
+            name: "native_idx".into(),
+            collection: "idx_native".into(),
+            key: String::new(),
+            fields: vec!["n".into()],
+            sort_fields: vec!["n".into()],
+            max_entries: 10,
+            index_only: false,
+        })
+        .storage_index_filter("native_idx", |o| o.value.contains("\"odd\":true"))
+        .rpc("native_idx_list", |call, _payload| async move {
+            let page = call
+                .services
+                .storage_index_list("native_idx", "*", 10, vec!["value.n".into()], None, "")
+                .await?;
+            let keys: Vec<String> = page.objects.into_iter().map(|o| o.key).collect();
+            Ok(
+                json!({"objects": keys.iter().map(|k| json!({"key": k})).collect::<Vec<_>>()})
+                    .to_string(),
+            )
+        })
+}
+
+async fn native_index_and_filter(b: Backend) {
+    let t = TestServer::start_native(b, native_module(), crate::rpc::lua_config).await;
+    let s = t.device_session("index-native-device").await;
+    put(&t, &s, "idx_native", "one", json!({"n": 1, "odd": true})).await;
+    put(&t, &s, "idx_native", "two", json!({"n": 2, "odd": false})).await;
+    put(&t, &s, "idx_native", "three", json!({"n": 3, "odd": true})).await;
+    let out = rpc(&t, &s, "native_idx_list", json!({})).await;
+    assert_eq!(keys(&out), ["one", "three"]);
 }
