@@ -15,6 +15,7 @@ use crate::storage::{
     Access, ListQuery, ObjectId, StorageAck, StorageDelete, StorageObject, StoragePage,
     StorageWrite, readable,
 };
+use crate::storage_index::StorageIndexes;
 use crate::store::Store;
 use crate::wallet::{self, LedgerEntry, LedgerPage, WalletUpdate, WalletUpdateResult};
 
@@ -36,11 +37,85 @@ impl Default for StorageLimits {
 pub struct StorageService {
     store: Arc<dyn Store>,
     limits: StorageLimits,
+    /// Kept current after every committed write and delete.
+    indexes: StorageIndexes,
 }
 
 impl StorageService {
     pub fn new(store: Arc<dyn Store>, limits: StorageLimits) -> StorageService {
-        StorageService { store, limits }
+        StorageService {
+            store,
+            limits,
+            indexes: StorageIndexes::default(),
+        }
+    }
+
+    /// The storage search indexes: registered while modules load, started
+    /// once after (see [`StorageIndexes::start`]).
+    pub fn indexes(&self) -> &StorageIndexes {
+        &self.indexes
+    }
+
+    /// Starts the indexes: ends registration and fills them from the store.
+    pub async fn start_indexes(
+        &self,
+        filter: Option<std::sync::Weak<dyn crate::storage_index::IndexFilter>>,
+    ) -> Result<(), ApiError> {
+        self.indexes.start(self.store.as_ref(), filter).await
+    }
+
+    /// One page of storage index `name` (`nk.storage_index_list`): the
+    /// objects matching `query`, read from the store unless the index is
+    /// index-only; with a `caller`, only what that user may read.
+    pub async fn index_list(
+        &self,
+        name: &str,
+        query: &str,
+        limit: usize,
+        order: &[String],
+        caller: Option<Uuid>,
+        cursor: &str,
+    ) -> Result<StoragePage, ApiError> {
+        let page = self
+            .indexes
+            .list(name, query, limit, order, caller, cursor)?;
+        let mut objects: Vec<StorageObject> = page.hits.into_iter().map(|h| h.object).collect();
+        if !page.index_only && !objects.is_empty() {
+            let ids: Vec<ObjectId> = objects
+                .iter()
+                .map(|o| ObjectId {
+                    collection: o.collection.clone(),
+                    key: o.key.clone(),
+                    user_id: o.user_id,
+                })
+                .collect();
+            let access = caller.map_or(Access::Server, Access::User);
+            let stored = self.store.storage_read(&ids).await?;
+            // Keep the index's order; re-index what changed since it was indexed.
+            let mut by_id: std::collections::HashMap<(String, String, Uuid), StorageObject> =
+                stored
+                    .into_iter()
+                    .map(|o| ((o.collection.clone(), o.key.clone(), o.user_id), o))
+                    .collect();
+            let mut stale = Vec::new();
+            objects = objects
+                .into_iter()
+                .filter_map(|hit| {
+                    let o = by_id.remove(&(hit.collection, hit.key, hit.user_id))?;
+                    if o.version != hit.version {
+                        stale.push(o.clone());
+                    }
+                    readable(&o, access).then_some(o)
+                })
+                .collect();
+            if !stale.is_empty() {
+                self.indexes.written(&stale).await;
+            }
+        }
+        Ok(StoragePage {
+            objects,
+            cursor: page.cursor,
+        })
     }
 
     pub fn limits(&self) -> StorageLimits {
@@ -229,7 +304,30 @@ impl StorageService {
             }
         }
         let access = update.access;
-        self.store
+        // What the indexes need once the transaction commits (nothing when
+        // no index covers the collections written).
+        let indexed = !self.indexes.is_empty();
+        let (writes, deletes) = if indexed {
+            (
+                update
+                    .writes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, w)| self.indexes.covers(&w.id.collection))
+                    .map(|(i, w)| (i, w.id.clone(), w.value.clone(), w.read, w.write))
+                    .collect::<Vec<_>>(),
+                update
+                    .deletes
+                    .iter()
+                    .filter(|d| self.indexes.covers(&d.id.collection))
+                    .map(|d| d.id.clone())
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let result = self
+            .store
             .multi_update(update, now_us())
             .await
             .map_err(|e| {
@@ -237,6 +335,33 @@ impl StorageService {
                     tracing::debug!(?access, reason = %r, "storage or wallet change rejected");
                 }
                 ApiError::from(e)
-            })
+            })?;
+        if !writes.is_empty() {
+            let written: Vec<StorageObject> = writes
+                .into_iter()
+                .filter_map(|(i, id, value, read, write)| {
+                    // Acks come in the order the writes were asked.
+                    let ack = result.acks.get(i).filter(|a| {
+                        a.collection == id.collection && a.key == id.key && a.user_id == id.user_id
+                    })?;
+                    Some(StorageObject {
+                        collection: id.collection,
+                        key: id.key,
+                        user_id: id.user_id,
+                        value,
+                        version: ack.version.clone(),
+                        read,
+                        write,
+                        create_time: ack.create_time,
+                        update_time: ack.update_time,
+                    })
+                })
+                .collect();
+            self.indexes.written(&written).await;
+        }
+        if !deletes.is_empty() {
+            self.indexes.deleted(&deletes);
+        }
+        Ok(result)
     }
 }

@@ -16,7 +16,8 @@
 //! - [`modules`]: the one seam to the server's module runtime ([`Modules`]:
 //!   RPCs, before and after hooks, the matchmaker's matched hook); [`hooks`]
 //!   names the messages hooks apply to.
-//! - [`query`]: the query language of match listing and the matchmaker.
+//! - [`query`]: the query language of match listing and the matchmaker
+//!   (it lives in `ludus-core`, which storage indexes also query with; re-exported here).
 //! - [`matchmaker`] and [`matchmaker_socket`]: tickets, grouping, and the
 //!   `matchmaker_matched` push.
 //!
@@ -39,7 +40,7 @@ pub mod notify;
 mod outbound;
 mod party;
 mod pipeline;
-pub mod query;
+pub use ludus_core::query;
 mod registry;
 mod router;
 mod status;

@@ -15,6 +15,8 @@ pub enum ExecutionMode {
     Shutdown,
     /// An authoritative match's callbacks.
     Match,
+    /// A storage index filter deciding whether a written object is indexed.
+    StorageIndexFilter,
 }
 
 impl ExecutionMode {
@@ -28,6 +30,7 @@ impl ExecutionMode {
             ExecutionMode::Matchmaker => "matchmaker",
             ExecutionMode::Shutdown => "shutdown",
             ExecutionMode::Match => "match",
+            ExecutionMode::StorageIndexFilter => "storage_index_filter",
         }
     }
 }

@@ -111,6 +111,11 @@ pub type ShutdownHook = Arc<dyn Fn(NativeCall) -> BoxFuture<()> + Send + Sync>;
 /// Makes the handler of one new authoritative match.
 pub type MatchFactory = Arc<dyn Fn(NativeCall) -> Box<dyn MatchHandler> + Send + Sync>;
 
+/// Decides whether a written object goes into a storage index (true) or
+/// stays out of it (false).
+pub(crate) type IndexFilterFn =
+    Arc<dyn Fn(&ludus_core::storage::StorageObject) -> bool + Send + Sync>;
+
 /// Registrations of a native module. Names are matched case-insensitively,
 /// as Nakama does: `rpc("Echo", …)` answers `/v2/rpc/echo`.
 #[derive(Clone, Default)]
@@ -120,6 +125,8 @@ pub struct NativeModule {
     pub(crate) after: HashMap<String, AfterHook>,
     pub(crate) shutdown: Vec<ShutdownHook>,
     pub(crate) matches: HashMap<String, MatchFactory>,
+    pub(crate) storage_indexes: Vec<ludus_core::storage_index::IndexSpec>,
+    pub(crate) index_filters: HashMap<String, IndexFilterFn>,
 }
 
 impl std::fmt::Debug for NativeModule {
@@ -129,6 +136,7 @@ impl std::fmt::Debug for NativeModule {
             .field("before", &self.before.keys().collect::<Vec<_>>())
             .field("after", &self.after.keys().collect::<Vec<_>>())
             .field("matches", &self.matches.keys().collect::<Vec<_>>())
+            .field("storage_indexes", &self.storage_indexes)
             .finish()
     }
 }
@@ -205,8 +213,27 @@ impl NativeModule {
         self
     }
 
+    /// Declares a storage search index, as `nk.register_storage_index`; it
+    /// is created when the runtime starts.
+    pub fn storage_index(mut self, spec: ludus_core::storage_index::IndexSpec) -> Self {
+        self.storage_indexes.push(spec);
+        self
+    }
+
+    /// The filter of storage index `name`, as
+    /// `nk.register_storage_index_filter`; it wins over a Lua one.
+    pub fn storage_index_filter<F>(mut self, name: &str, filter: F) -> Self
+    where
+        F: Fn(&ludus_core::storage::StorageObject) -> bool + Send + Sync + 'static,
+    {
+        self.index_filters.insert(name.to_owned(), Arc::new(filter));
+        self
+    }
+
     /// Adds another module's registrations; later ones win on a clash.
     pub fn merge(mut self, other: NativeModule) -> Self {
+        self.storage_indexes.extend(other.storage_indexes);
+        self.index_filters.extend(other.index_filters);
         self.rpcs.extend(other.rpcs);
         self.before.extend(other.before);
         self.after.extend(other.after);

@@ -105,6 +105,14 @@ impl Runtime {
         services: Arc<dyn RuntimeServices>,
         native: NativeModule,
     ) -> Result<Runtime, LoadError> {
+        for spec in &native.storage_indexes {
+            services.storage_index_register(spec.clone()).map_err(|e| {
+                LoadError::Setup(format!(
+                    "native storage index {:?}: {}",
+                    spec.name, e.message
+                ))
+            })?;
+        }
         let native_matches = Arc::new(native.matches.clone());
         let (lua_settings, lua_services, lua_native) =
             (settings.clone(), services.clone(), native_matches.clone());
@@ -494,5 +502,54 @@ impl Modules for Runtime {
                 .await
                 .map_err(|e| e.message)
         })
+    }
+}
+
+/// The Lua modules' storage index filters (`nk.register_storage_index_filter`):
+/// each is called with the written object as Nakama passes it and must
+/// answer a boolean.
+#[async_trait::async_trait]
+impl ludus_core::storage_index::IndexFilter for Runtime {
+    fn has_filter(&self, index: &str) -> bool {
+        self.native.index_filters.contains_key(index)
+            || self
+                .lua
+                .as_ref()
+                .is_some_and(|l| l.registered().index_filters.contains(index))
+    }
+
+    async fn keep(
+        &self,
+        index: &str,
+        object: &ludus_core::storage::StorageObject,
+    ) -> Result<bool, ludus_core::ApiError> {
+        if let Some(filter) = self.native.index_filters.get(index) {
+            return Ok(filter(object));
+        }
+        let Some(lua) = self.lua.as_ref().filter(|_| self.has_filter(index)) else {
+            return Ok(true);
+        };
+        let value: Value = serde_json::from_str(&object.value).unwrap_or(Value::Null);
+        let write = serde_json::json!({
+            "key": object.key,
+            "collection": object.collection,
+            "user_id": object.user_id.to_string(),
+            "version": object.version,
+            "permission_read": object.read.as_i64(),
+            "permission_write": object.write.as_i64(),
+            "value": value,
+        });
+        let ctx = CallContext::new(ExecutionMode::StorageIndexFilter);
+        let key = format!("{}{index}", crate::lua::FILTER_PREFIX);
+        match lua.call(key, ctx, vec![write]).await {
+            Ok(Some(Value::Bool(keep))) => Ok(keep),
+            Ok(_) => Err(ludus_core::ApiError::new(
+                Code::Internal,
+                format!(
+                    "storage index filter of {index:?} must return true or false (to index the object or not)"
+                ),
+            )),
+            Err(e) => Err(ludus_core::ApiError::new(e.code, e.message)),
+        }
     }
 }

@@ -373,6 +373,27 @@ impl RuntimeServices for ServerServices {
             .await
     }
 
+    fn storage_index_register(
+        &self,
+        spec: ludus_core::storage_index::IndexSpec,
+    ) -> Result<(), ApiError> {
+        self.storage.indexes().register(spec)
+    }
+
+    async fn storage_index_list(
+        &self,
+        name: &str,
+        query: &str,
+        limit: usize,
+        order: Vec<String>,
+        caller: Option<Uuid>,
+        cursor: &str,
+    ) -> Result<ludus_core::storage::StoragePage, ApiError> {
+        self.storage
+            .index_list(name, query, limit, &order, caller, cursor)
+            .await
+    }
+
     async fn wallets_update(
         &self,
         updates: Vec<ludus_core::wallet::WalletUpdate>,

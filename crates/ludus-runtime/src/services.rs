@@ -308,6 +308,31 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_storage())
     }
 
+    /// Declares a storage search index (`nk.register_storage_index`); only
+    /// while modules load.
+    fn storage_index_register(
+        &self,
+        spec: ludus_core::storage_index::IndexSpec,
+    ) -> Result<(), ApiError> {
+        let _ = spec;
+        Err(no_storage())
+    }
+
+    /// A page of storage index `name` (`nk.storage_index_list`); with a
+    /// `caller`, only what that user may read.
+    async fn storage_index_list(
+        &self,
+        name: &str,
+        query: &str,
+        limit: usize,
+        order: Vec<String>,
+        caller: Option<Uuid>,
+        cursor: &str,
+    ) -> Result<StoragePage, ApiError> {
+        let _ = (name, query, limit, order, caller, cursor);
+        Err(no_storage())
+    }
+
     /// Changes wallets in one transaction; users that do not exist are skipped.
     async fn wallets_update(
         &self,

@@ -29,6 +29,8 @@ pub enum StartError {
     },
     #[error(transparent)]
     Runtime(#[from] ludus_runtime::LoadError),
+    #[error("cannot fill the storage indexes from the database: {}", .0.message)]
+    StorageIndexes(ludus_core::ApiError),
 }
 
 /// How long shutdown waits for in-flight requests before closing anyway.
@@ -81,7 +83,7 @@ pub async fn start_with(
         crate::socket::Sockets::realtime_config(&config, &match_runtime),
         accounts.store().clone(),
     ));
-    // One storage service for REST and modules (storage indexes will live in it).
+    // One storage service for REST and modules, its search indexes included.
     let storage = Arc::new(ludus_core::storage_service::StorageService::new(
         accounts.store().clone(),
         ludus_core::storage_service::StorageLimits::default(),
@@ -96,6 +98,14 @@ pub async fn start_with(
         )
         .await?,
     );
+    // Modules registered their storage indexes while loading: fill them now,
+    // with the modules' filters (held weakly: the runtime holds `storage`).
+    let filter: std::sync::Weak<dyn ludus_core::storage_index::IndexFilter> =
+        Arc::downgrade(&runtime) as _;
+    storage
+        .start_indexes(Some(filter))
+        .await
+        .map_err(StartError::StorageIndexes)?;
     let sockets = Arc::new(crate::socket::Sockets::new(
         &config,
         realtime,

@@ -18,6 +18,7 @@ mod nk_realtime;
 mod nk_server;
 mod nk_sql;
 mod nk_storage;
+mod nk_storage_index;
 mod pattern;
 mod pool;
 mod sandbox;
@@ -31,6 +32,7 @@ use serde_json::Value;
 
 pub(crate) use matches::LuaMatch;
 pub(crate) use modules::discover;
+pub(crate) use nk_storage_index::FILTER_PREFIX;
 pub(crate) use shared::LuaShared;
 pub(crate) use vm::Registered;
 

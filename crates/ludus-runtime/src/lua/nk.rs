@@ -35,6 +35,7 @@ pub(super) fn install(
     nk_realtime::install(lua, shared, &nk)?;
     nk_sql::install(lua, shared, &nk)?;
     super::nk_storage::install(lua, shared, &nk)?;
+    super::nk_storage_index::install(lua, shared, callbacks, &nk)?;
     super::nk_party::install(lua, shared, &nk)?;
     nk_match::install(lua, shared, &nk)?;
     Ok(nk)
@@ -123,7 +124,10 @@ fn install_registrations(
     Ok(())
 }
 
-fn loading_state<'a>(lua: &'a Lua, fn_name: &str) -> mlua::Result<mlua::AppDataRef<'a, CallState>> {
+pub(super) fn loading_state<'a>(
+    lua: &'a Lua,
+    fn_name: &str,
+) -> mlua::Result<mlua::AppDataRef<'a, CallState>> {
     let state = lua
         .app_data_ref::<CallState>()
         .ok_or_else(|| mlua::Error::runtime("vm state missing"))?;

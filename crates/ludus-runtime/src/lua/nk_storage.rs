@@ -285,12 +285,12 @@ fn install_wallets(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
     Ok(())
 }
 
-fn arg_error(arg: usize, message: &str) -> mlua::Error {
+pub(super) fn arg_error(arg: usize, message: &str) -> mlua::Error {
     mlua::Error::runtime(format!("bad argument #{arg}: {message}"))
 }
 
 /// Runs a service call, its error message prefixed as Nakama's are.
-fn run<T>(
+pub(super) fn run<T>(
     shared: &LuaShared,
     what: &str,
     call: impl Future<Output = Result<T, ApiError>>,
@@ -490,7 +490,7 @@ fn json_value(lua: &Lua, json: &str) -> mlua::Result<LuaValue> {
     convert::to_lua(lua, &value)
 }
 
-fn objects_table(lua: &Lua, objects: &[StorageObject]) -> mlua::Result<Table> {
+pub(super) fn objects_table(lua: &Lua, objects: &[StorageObject]) -> mlua::Result<Table> {
     let out = lua.create_table_with_capacity(objects.len(), 0)?;
     for o in objects {
         let t = lua.create_table_with_capacity(0, 9)?;

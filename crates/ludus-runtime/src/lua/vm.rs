@@ -35,6 +35,8 @@ pub(crate) struct Registered {
     pub after: BTreeSet<String>,
     pub matchmaker_matched: bool,
     pub shutdown: bool,
+    /// Storage indexes with a filter function.
+    pub index_filters: BTreeSet<String>,
 }
 
 /// Why the current call was stopped.

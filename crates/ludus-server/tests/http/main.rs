@@ -14,3 +14,4 @@ mod protocol;
 mod rpc;
 mod session;
 mod storage;
+mod storage_index;

@@ -1,4 +1,5 @@
-//! The query language of match listing and the matchmaker: the subset of
+//! The query language of match listing, the matchmaker and storage search
+//! indexes: the subset of
 //! Nakama's query strings (Bleve/Bluge syntax) that its users write against
 //! JSON documents, evaluated directly on a `serde_json::Value` instead of a
 //! search index.
