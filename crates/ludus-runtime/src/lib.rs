@@ -30,6 +30,5 @@ pub use native::{
 pub use runtime::{Runtime, RuntimeSettings};
 pub use server_services::ServerServices;
 pub use services::{
-    Authenticated, ChannelMessageSent, HttpClient, HttpFuture, HttpRequest, HttpResponse,
-    RuntimeServices, StreamMeta,
+    Authenticated, HttpClient, HttpFuture, HttpRequest, HttpResponse, RuntimeServices, StreamMeta,
 };

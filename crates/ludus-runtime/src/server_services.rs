@@ -21,8 +21,7 @@ use ludus_realtime::{CloseReason, PartyInfo, Presence, Realtime, RtCode, RtError
 use uuid::Uuid;
 
 use crate::services::{
-    Authenticated, ChannelMessageSent, HttpClient, HttpRequest, HttpResponse, RuntimeServices,
-    StreamMeta,
+    Authenticated, HttpClient, HttpRequest, HttpResponse, RuntimeServices, StreamMeta,
 };
 
 /// The services of a running server.
@@ -179,26 +178,11 @@ impl RuntimeServices for ServerServices {
         sender: Uuid,
         username: String,
         persist: bool,
-    ) -> Result<ChannelMessageSent, ApiError> {
-        let ack = self
-            .realtime
+    ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
+        self.realtime
             .channel_message_send_as(channel_id, content, sender, username, persist)
             .await
-            .map_err(rt_error)?;
-        let secs = |t: Option<ludus_proto::Timestamp>| t.map_or(0, |t| t.seconds);
-        Ok(ChannelMessageSent {
-            channel_id: ack.channel_id,
-            message_id: ack.message_id,
-            code: ack.code.map_or(0, |c| c.value),
-            username: ack.username,
-            create_time: secs(ack.create_time),
-            update_time: secs(ack.update_time),
-            persistent: ack.persistent.is_some_and(|p| p.value),
-            room_name: ack.room_name,
-            group_id: ack.group_id,
-            user_id_one: ack.user_id_one,
-            user_id_two: ack.user_id_two,
-        })
+            .map_err(rt_error)
     }
 
     fn stream_user_join(

@@ -59,23 +59,6 @@ pub struct StreamMeta {
     pub status: String,
 }
 
-/// A chat message sent by a module, as `nk.channel_message_send` returns it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ChannelMessageSent {
-    pub channel_id: String,
-    pub message_id: String,
-    pub code: i32,
-    pub username: String,
-    /// UNIX seconds.
-    pub create_time: i64,
-    pub update_time: i64,
-    pub persistent: bool,
-    pub room_name: String,
-    pub group_id: String,
-    pub user_id_one: String,
-    pub user_id_two: String,
-}
-
 /// Server functions behind the `nk` API and native modules.
 #[async_trait]
 pub trait RuntimeServices: Send + Sync + 'static {
@@ -142,7 +125,7 @@ pub trait RuntimeServices: Send + Sync + 'static {
         sender: Uuid,
         username: String,
         persist: bool,
-    ) -> Result<ChannelMessageSent, ApiError> {
+    ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
         let _ = (channel_id, content, sender, username, persist);
         Err(no_realtime())
     }

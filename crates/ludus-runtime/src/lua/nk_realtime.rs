@@ -66,14 +66,16 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                         persist.unwrap_or(false),
                     ),
                 )?;
+                // Nakama's shape: camelCase keys, times in UNIX seconds.
+                let secs = |t: Option<ludus_proto::Timestamp>| t.map_or(0, |t| t.seconds);
                 let t = lua.create_table_with_capacity(0, 7)?;
                 t.raw_set("channelId", ack.channel_id)?;
                 t.raw_set("messageId", ack.message_id)?;
-                t.raw_set("code", ack.code)?;
+                t.raw_set("code", ack.code.map_or(0, |c| c.value))?;
                 t.raw_set("username", ack.username)?;
-                t.raw_set("createTime", ack.create_time)?;
-                t.raw_set("updateTime", ack.update_time)?;
-                t.raw_set("persistent", ack.persistent)?;
+                t.raw_set("createTime", secs(ack.create_time))?;
+                t.raw_set("updateTime", secs(ack.update_time))?;
+                t.raw_set("persistent", ack.persistent.is_some_and(|p| p.value))?;
                 Ok(t)
             },
         )?,
