@@ -9,6 +9,9 @@ server's runtime.path.
                           default, and `ludus bench echo --rpc ludus_bench_echo`)
   ludus_bench_wallet      adds 1 coin to the caller's wallet, with a ledger
                           entry (the `wallet` workload)
+  ludus_bench_wallet_hot  adds 1 coin to one shared wallet (the system
+                          user's), with a ledger entry: every caller writes
+                          the same row (`rpc --rpc-id ludus_bench_wallet_hot`)
 ]]
 local nk = require("nakama")
 
@@ -44,7 +47,16 @@ local function wallet(context, _payload)
   return nk.json_encode({ coins = updated.coins })
 end
 
+-- The system user's id, as Nakama's (and Ludus's) migrations create it.
+local SYSTEM_USER = "00000000-0000-0000-0000-000000000000"
+
+local function wallet_hot(_context, _payload)
+  local updated = nk.wallet_update(SYSTEM_USER, { coins = 1 }, {}, true)
+  return nk.json_encode({ coins = updated.coins })
+end
+
 nk.register_rpc(find_match, "ludus_bench_find_match")
+nk.register_rpc(wallet_hot, "ludus_bench_wallet_hot")
 nk.register_rpc(wallet, "ludus_bench_wallet")
 nk.register_rpc(echo, "ludus_bench_echo")
 nk.register_rpc(echo, "echo")
