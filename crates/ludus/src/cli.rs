@@ -123,12 +123,21 @@ fn run(cli: Cli, native: NativeModule) -> anyhow::Result<()> {
             Ok(())
         }
         Some(Command::Help) => {
-            print!("{}", Cli::command().render_long_help());
-            println!("\nconfig keys and defaults:");
+            // Written without println!, which panics when the reader has gone
+            // (`ludus help | head`); a closed pipe just ends the output.
+            use std::io::Write as _;
+            let mut out = std::io::stdout().lock();
+            let mut text = format!(
+                "{}\nconfig keys and defaults:\n",
+                Cli::command().render_long_help()
+            );
             for (key, default) in Config::documented_keys() {
-                println!("  --{key:<38} {default}");
+                text.push_str(&format!("  --{key:<38} {default}\n"));
             }
-            Ok(())
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(()),
+            }
         }
     }
 }

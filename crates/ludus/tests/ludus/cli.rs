@@ -79,3 +79,30 @@ fn mistakes_are_named_and_fail() {
         );
     }
 }
+
+/// Regression: `ludus help | head` panicked ("failed printing to stdout:
+/// Broken pipe") once the reader closed the pipe.
+#[test]
+fn help_into_a_closed_pipe_ends_quietly() {
+    use std::io::Read as _;
+    use std::process::Stdio;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ludus"))
+        .arg("help")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the ludus binary runs");
+    // Close the reading end before the help is written, as `head` does.
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(status.success(), "{status:?}: {err}");
+}
