@@ -16,6 +16,9 @@ pub const MAX_DELETE_IDS: usize = 100;
 
 /// Nakama's reserved code for "someone wants to chat".
 pub const CODE_DM_REQUEST: i32 = -1;
+/// Nakama's code of the notice a socket gets when `session.single_socket`
+/// replaces it.
+pub const CODE_SINGLE_SOCKET: i32 = -7;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notification {

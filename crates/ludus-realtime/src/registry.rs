@@ -162,7 +162,7 @@ impl SessionRegistry {
         inner.by_user.entry(user).or_default().push(id);
         drop(inner);
         if !replaced.is_empty() {
-            let notice = Encoded::new(single_socket_notice());
+            let notice = Encoded::new(single_socket_notice(user));
             for old in &replaced {
                 tracing::info!(session_id = %old.id(), user_id = %user, "closing older socket, session.single_socket is on");
                 // Nakama tells the replaced socket why before it closes.
@@ -240,33 +240,29 @@ impl SessionRegistry {
 }
 
 /// Nakama's notification to a socket that `session.single_socket` replaces:
-/// code -7, subject `single_socket`, not persistent.
-fn single_socket_notice() -> ludus_proto::realtime::Envelope {
+/// code -7, subject `single_socket`, from the system, not persistent.
+fn single_socket_notice(user: Uuid) -> ludus_proto::realtime::Envelope {
+    use ludus_core::notification::{CODE_SINGLE_SOCKET, Notification};
     use ludus_proto::realtime::envelope::Message;
-    let now = ludus_core::unix_now();
+    let notice = Notification {
+        id: Uuid::new_v4(),
+        user_id: user,
+        subject: "single_socket".into(),
+        content: "{}".into(),
+        code: CODE_SINGLE_SOCKET,
+        sender_id: Uuid::nil(),
+        create_time_us: ludus_core::unix_now_us(),
+        persistent: false,
+    };
     ludus_proto::realtime::Envelope {
         cid: String::new(),
         message: Some(Message::Notifications(
             ludus_proto::realtime::Notifications {
-                notifications: vec![ludus_proto::api::Notification {
-                    id: Uuid::new_v4().to_string(),
-                    subject: "single_socket".into(),
-                    content: "{}".into(),
-                    code: SINGLE_SOCKET_CODE,
-                    sender_id: String::new(),
-                    create_time: Some(ludus_proto::Timestamp {
-                        seconds: now,
-                        nanos: 0,
-                    }),
-                    persistent: false,
-                }],
+                notifications: vec![crate::notify::notification_to_wire(&notice)],
             },
         )),
     }
 }
-
-/// Nakama's `NotificationCodeSingleSocket`.
-const SINGLE_SOCKET_CODE: i32 = -7;
 
 #[cfg(test)]
 mod tests {

@@ -12,9 +12,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
+use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::storage::{
+    Access, ObjectId, StorageAck, StorageDelete, StorageObject, StoragePage, StorageWrite,
+};
 use ludus_core::storage_service::StorageService;
 use ludus_core::store::{SqlRow, SqlValue};
+use ludus_core::wallet::{LedgerEntry, LedgerPage, WalletUpdate, WalletUpdateResult};
 use ludus_core::{ApiError, Code};
 use ludus_realtime::matches::{HandlerFactory, ListRequest, MatchListing};
 use ludus_realtime::{CloseReason, PartyInfo, Presence, Realtime, RtCode, RtError, Stream};
@@ -313,31 +318,16 @@ impl RuntimeServices for ServerServices {
 
     // Storage and wallets: one-line delegations to `StorageService`, as the server.
 
-    async fn storage_read(
-        &self,
-        ids: Vec<ludus_core::storage::ObjectId>,
-    ) -> Result<Vec<ludus_core::storage::StorageObject>, ApiError> {
-        self.storage
-            .read(ludus_core::storage::Access::Server, ids)
-            .await
+    async fn storage_read(&self, ids: Vec<ObjectId>) -> Result<Vec<StorageObject>, ApiError> {
+        self.storage.read(Access::Server, ids).await
     }
 
-    async fn storage_write(
-        &self,
-        writes: Vec<ludus_core::storage::StorageWrite>,
-    ) -> Result<Vec<ludus_core::storage::StorageAck>, ApiError> {
-        self.storage
-            .write(ludus_core::storage::Access::Server, writes)
-            .await
+    async fn storage_write(&self, writes: Vec<StorageWrite>) -> Result<Vec<StorageAck>, ApiError> {
+        self.storage.write(Access::Server, writes).await
     }
 
-    async fn storage_delete(
-        &self,
-        deletes: Vec<ludus_core::storage::StorageDelete>,
-    ) -> Result<(), ApiError> {
-        self.storage
-            .delete(ludus_core::storage::Access::Server, deletes)
-            .await
+    async fn storage_delete(&self, deletes: Vec<StorageDelete>) -> Result<(), ApiError> {
+        self.storage.delete(Access::Server, deletes).await
     }
 
     async fn storage_list(
@@ -347,11 +337,8 @@ impl RuntimeServices for ServerServices {
         collection: &str,
         limit: usize,
         cursor: &str,
-    ) -> Result<ludus_core::storage::StoragePage, ApiError> {
-        let access = caller.map_or(
-            ludus_core::storage::Access::Server,
-            ludus_core::storage::Access::User,
-        );
+    ) -> Result<StoragePage, ApiError> {
+        let access = caller.map_or(Access::Server, Access::User);
         self.storage
             .list(access, collection, owner, limit, cursor)
             .await
@@ -372,7 +359,7 @@ impl RuntimeServices for ServerServices {
         order: Vec<String>,
         caller: Option<Uuid>,
         cursor: &str,
-    ) -> Result<ludus_core::storage::StoragePage, ApiError> {
+    ) -> Result<StoragePage, ApiError> {
         self.storage
             .index_list(name, query, limit, &order, caller, cursor)
             .await
@@ -380,9 +367,9 @@ impl RuntimeServices for ServerServices {
 
     async fn wallets_update(
         &self,
-        updates: Vec<ludus_core::wallet::WalletUpdate>,
+        updates: Vec<WalletUpdate>,
         update_ledger: bool,
-    ) -> Result<Vec<ludus_core::wallet::WalletUpdateResult>, ApiError> {
+    ) -> Result<Vec<WalletUpdateResult>, ApiError> {
         self.storage.wallets_update(updates, update_ledger).await
     }
 
@@ -391,7 +378,7 @@ impl RuntimeServices for ServerServices {
         user: Uuid,
         limit: usize,
         cursor: &str,
-    ) -> Result<ludus_core::wallet::LedgerPage, ApiError> {
+    ) -> Result<LedgerPage, ApiError> {
         self.storage.wallet_ledger_list(user, limit, cursor).await
     }
 
@@ -399,14 +386,11 @@ impl RuntimeServices for ServerServices {
         &self,
         id: Uuid,
         metadata: &str,
-    ) -> Result<ludus_core::wallet::LedgerEntry, ApiError> {
+    ) -> Result<LedgerEntry, ApiError> {
         self.storage.wallet_ledger_update(id, metadata).await
     }
 
-    async fn multi_update(
-        &self,
-        update: ludus_core::multi_update::MultiUpdate,
-    ) -> Result<ludus_core::multi_update::MultiUpdateResult, ApiError> {
+    async fn multi_update(&self, update: MultiUpdate) -> Result<MultiUpdateResult, ApiError> {
         self.storage.multi_update(update).await
     }
 }
