@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use ludus::matches::{
     Dispatcher, HandlerError, JoinDecision, MatchHandler, MatchInfo, MatchInit, MatchMessage,
-    MatchPresence, Step,
+    Presence, Step,
 };
 use ludus::{Code, NativeModule, RuntimeError, Server, ServerBuilder, Value};
 
@@ -51,7 +51,7 @@ pub fn module() -> NativeModule {
 /// other op code goes to the opponent; it ends when both have left.
 #[derive(Debug, Default)]
 pub struct Duel {
-    players: Vec<MatchPresence>,
+    players: Vec<Presence>,
 }
 
 impl MatchHandler for Duel {
@@ -67,7 +67,7 @@ impl MatchHandler for Duel {
         &mut self,
         _d: &mut Dispatcher,
         _tick: i64,
-        _presence: &MatchPresence,
+        _presence: &Presence,
         _metadata: &BTreeMap<String, String>,
     ) -> Result<JoinDecision, HandlerError> {
         Ok(if self.players.len() < 2 {
@@ -81,7 +81,7 @@ impl MatchHandler for Duel {
         &mut self,
         d: &mut Dispatcher,
         _tick: i64,
-        ps: &[MatchPresence],
+        ps: &[Presence],
     ) -> Result<Step, HandlerError> {
         self.players.extend_from_slice(ps);
         if self.players.len() == 2 {
@@ -94,7 +94,7 @@ impl MatchHandler for Duel {
         &mut self,
         _d: &mut Dispatcher,
         _tick: i64,
-        ps: &[MatchPresence],
+        ps: &[Presence],
     ) -> Result<Step, HandlerError> {
         self.players.retain(|p| !ps.contains(p));
         Ok(if self.players.is_empty() {
@@ -120,7 +120,7 @@ impl MatchHandler for Duel {
                     true,
                 );
             } else {
-                let others: Vec<MatchPresence> = self
+                let others: Vec<Presence> = self
                     .players
                     .iter()
                     .filter(|p| **p != m.sender)

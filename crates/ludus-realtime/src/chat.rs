@@ -1,4 +1,4 @@
-//! Chat over the socket: `channel_join`, `channel_leave`,
+//! Chat over the socket ([`Chat`]): `channel_join`, `channel_leave`,
 //! `channel_message_send|update|remove`, and the `channel_message` and
 //! `channel_presence_event` pushes.
 //!
@@ -21,13 +21,17 @@ use ludus_proto::realtime::{
     Channel, ChannelJoin, ChannelLeave, ChannelMessageAck, ChannelMessageRemove,
     ChannelMessageSend, ChannelMessageUpdate, ChannelPresenceEvent, Envelope,
 };
+use std::sync::Arc;
+
+use ludus_core::Store;
 use uuid::Uuid;
 
 use crate::error::{RtCode, RtError};
+use crate::hub::{Announce, Hub, visible};
+use crate::notify::Notifier;
 use crate::registry::SessionHandle;
 use crate::stream::{Stream, StreamMode};
 use crate::tracker::Presence;
-use crate::{Announce, Realtime};
 
 /// Longest message content, in bytes (the socket read limit bounds it too).
 pub const MAX_CONTENT_LEN: usize = 4096;
@@ -150,9 +154,31 @@ fn check_content(content: &str) -> Result<(), RtError> {
     Ok(())
 }
 
-impl Realtime {
-    /// `channel_join`: joins a room or a direct conversation.
-    pub(crate) async fn channel_join(
+/// Chat channels and their messages, over the hub.
+pub struct Chat {
+    hub: Arc<Hub>,
+    store: Arc<dyn Store>,
+    notifier: Arc<Notifier>,
+}
+
+impl std::fmt::Debug for Chat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chat").finish_non_exhaustive()
+    }
+}
+
+impl Chat {
+    pub(crate) fn new(hub: Arc<Hub>, store: Arc<dyn Store>, notifier: Arc<Notifier>) -> Chat {
+        Chat {
+            hub,
+            store,
+            notifier,
+        }
+    }
+
+    /// `channel_join`: joins a room or a direct conversation. The join's
+    /// presence event is the caller's to send, after the reply.
+    pub(crate) async fn join(
         &self,
         session: &SessionHandle,
         req: ChannelJoin,
@@ -173,7 +199,11 @@ impl Realtime {
                 })?;
                 let key =
                     ChannelKey::direct(me, other).map_err(|e| RtError::bad_input(e.to_string()))?;
-                if other != me && self.existing_users(&[other], &[]).await?.is_empty() {
+                if other != me
+                    && crate::existing_users(&*self.store, &[other], &[])
+                        .await?
+                        .is_empty()
+                {
                     return Err(RtError::bad_input("user not found: no user has that id"));
                 }
                 key
@@ -189,9 +219,12 @@ impl Realtime {
         let hidden = req.hidden.is_some_and(|h| h.value);
         let persistence = req.persistence.is_none_or(|p| p.value);
         let stream = stream_of(&key);
-        let announce = self.track_quietly(session, &stream, hidden, persistence, "");
+        let mut presence = self.hub.presence_of(session);
+        presence.meta.hidden = hidden;
+        presence.meta.persistence = persistence;
+        let announce = self.hub.track(&stream, presence);
         let is_new = announce.is_new();
-        let presences = self.tracker.list(&stream, false);
+        let presences = self.hub.presences(&stream, false);
         if is_new && key.mode == MODE_DIRECT {
             let other = if key.subject == me {
                 key.subcontext
@@ -238,15 +271,18 @@ impl Realtime {
             create_time_us: now_us(),
             persistent: true,
         };
-        if let Err(e) = self.notify(vec![n]).await {
+        if let Err(e) = self.notifier.notify(vec![n]).await {
             tracing::warn!(error = %e, "cannot send the direct message request notification");
         }
     }
 
     /// `channel_leave`.
-    pub fn channel_leave(&self, session: &SessionHandle, req: ChannelLeave) -> Result<(), RtError> {
+    pub fn leave(&self, session: &SessionHandle, req: ChannelLeave) -> Result<(), RtError> {
         let key = parse_channel(&req.channel_id)?;
-        self.untrack(session.id(), &stream_of(&key));
+        let stream = stream_of(&key);
+        if let Some(gone) = self.hub.untrack(session.id(), &stream) {
+            self.announce(&stream, &[], &[gone]);
+        }
         Ok(())
     }
 
@@ -257,15 +293,15 @@ impl Realtime {
         key: &ChannelKey,
         what: &str,
     ) -> Result<Presence, RtError> {
-        self.tracker
-            .get(session.id(), &stream_of(key))
+        self.hub
+            .presence(session.id(), &stream_of(key))
             .ok_or_else(|| {
                 RtError::bad_input(format!("must join the channel before {what} messages"))
             })
     }
 
     /// `channel_message_send`: stores (when persistent) and delivers a message.
-    pub async fn channel_message_send(
+    pub async fn send(
         &self,
         session: &SessionHandle,
         req: ChannelMessageSend,
@@ -309,7 +345,7 @@ impl Realtime {
 
     /// A message sent by the server's modules (`nk.channel_message_send`):
     /// no membership needed; `sender` nil means the system.
-    pub async fn channel_message_send_as(
+    pub async fn send_as(
         &self,
         channel_id: &str,
         content: String,
@@ -334,7 +370,7 @@ impl Realtime {
     }
 
     /// `channel_message_update`: only the sender may change a message.
-    pub async fn channel_message_update(
+    pub async fn update(
         &self,
         session: &SessionHandle,
         req: ChannelMessageUpdate,
@@ -380,7 +416,7 @@ impl Realtime {
     }
 
     /// `channel_message_remove`: only the sender may remove a message.
-    pub async fn channel_message_remove(
+    pub async fn remove(
         &self,
         session: &SessionHandle,
         req: ChannelMessageRemove,
@@ -426,7 +462,7 @@ impl Realtime {
 
     /// Delivers a `channel_message` to everyone on the channel, sender included.
     fn push_message(&self, message: &ChannelMessage, persistent: bool) {
-        self.router.send_to_stream(
+        self.hub.send_to_stream(
             &stream_of(&message.channel),
             Envelope {
                 cid: String::new(),
@@ -438,13 +474,13 @@ impl Realtime {
         );
     }
 
-    /// Announces joins and leaves to everyone on the channel.
-    pub(crate) fn emit_channel_event(
-        &self,
-        stream: &Stream,
-        joins: &[Presence],
-        leaves: &[Presence],
-    ) {
+    /// Announces joins and leaves (the visible ones) to everyone on the
+    /// channel.
+    pub(crate) fn announce(&self, stream: &Stream, joins: &[Presence], leaves: &[Presence]) {
+        let (joins, leaves) = (visible(joins), visible(leaves));
+        if joins.is_empty() && leaves.is_empty() {
+            return;
+        }
         let key = key_of(stream);
         let n = names(&key);
         let event = ChannelPresenceEvent {
@@ -456,7 +492,7 @@ impl Realtime {
             user_id_one: n.user_id_one,
             user_id_two: n.user_id_two,
         };
-        self.router.send_to_stream(
+        self.hub.send_to_stream(
             stream,
             Envelope {
                 cid: String::new(),

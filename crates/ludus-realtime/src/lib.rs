@@ -1,35 +1,37 @@
 //! The Ludus realtime layer: everything behind the `/ws` socket that is not
 //! transport.
 //!
-//! - [`SessionRegistry`]: the sessions of this node, by id and by user.
-//! - [`Outbound`]: each session's bounded outgoing queue.
-//! - [`PresenceTracker`] and [`StreamRouter`]: presences on streams
-//!   `(mode, subject, subcontext, label)` and delivery to them, through a
-//!   [`Bus`] ([`LocalBus`] on one node).
-//! - [`codec`]: envelopes to and from JSON text and protobuf binary.
-//! - [`pipeline`]: what each incoming envelope does.
-//! - [`status`]: following and online status.
-//! - [`chat`]: chat channels (rooms, direct messages) and their messages.
-//! - [`notify`]: notifications to users, live and stored.
-//! - [`party`]: parties, their leaders, join requests and data.
-//! - [`module_streams`]: streams as the server's modules drive them.
-//! - [`modules`]: the one seam to the server's module runtime ([`Modules`]:
-//!   RPCs, before and after hooks, the matchmaker's matched hook); [`hooks`]
-//!   names the messages hooks apply to.
-//! - [`query`]: the query language of match listing and the matchmaker
-//!   (it lives in `ludus-core`, which storage indexes also query with; re-exported here).
-//! - [`matchmaker`] and [`matchmaker_socket`]: tickets, grouping, and the
-//!   `matchmaker_matched` push.
+//! A session hub ([`Hub`]: this node's sessions, the presences on streams
+//! `(mode, subject, subcontext, label)` and delivery through a [`Bus`]) is
+//! shared by one type per feature, each in its own module:
+//! - [`Status`] (`status`): following and online status.
+//! - [`Chat`] (`chat`): chat channels (rooms, direct messages) and messages.
+//! - [`Notifier`] (`notify`): notifications to users, live and stored.
+//! - [`Parties`] (`party/`): a pure membership state machine (`book.rs`)
+//!   and its socket glue.
+//! - [`MatchRegistry`] (`matches/`): relayed and authoritative matches.
+//! - [`Matchmaking`] (`matchmaker_socket`) over the [`Matchmaker`] core
+//!   (`matchmaker`).
+//! - `module_streams`: streams as the server's modules drive them.
 //!
-//! [`Realtime`] ties them together. It knows nothing of HTTP or SQL: the
-//! WebSocket transport lives in `ludus-server`, persistence behind
-//! `ludus_core::Store`.
+//! [`Realtime`] composes them: it registers sessions, routes each incoming
+//! envelope to its feature (`pipeline`), and announces presence changes on
+//! any stream through the feature that owns the stream's mode. Also here:
+//! [`codec`] (envelopes to and from JSON text and protobuf binary), the
+//! [`Modules`] seam to the server's module runtime (RPCs, before and after
+//! hooks, the matchmaker's matched hook; [`hooks`] names the messages hooks
+//! apply to), and [`query`], the query language of listings and the
+//! matchmaker (it lives in `ludus-core`; re-exported here).
+//!
+//! It knows nothing of HTTP or SQL: the WebSocket transport lives in
+//! `ludus-server`, persistence behind `ludus_core::Store`.
 
 mod bus;
 pub mod chat;
 pub mod codec;
 mod error;
 pub mod hooks;
+mod hub;
 pub mod liveness;
 pub mod matches;
 pub mod matchmaker;
@@ -54,20 +56,25 @@ use ludus_core::Store;
 use uuid::Uuid;
 
 pub use bus::{Bus, LocalBus};
+pub use chat::Chat;
 pub use codec::{Encoded, Format};
 pub use error::{RtCode, RtError};
 pub use hooks::{Before, HookFuture};
+pub use hub::Hub;
 pub use matches::{MatchConfig, MatchRegistry};
-pub use matchmaker::{Matchmaker, MatchmakerConfig, MatchmakerPresence, TicketRequest};
+pub use matchmaker::{Matchmaker, MatchmakerConfig, TicketRequest};
+pub use matchmaker_socket::Matchmaking;
 pub use modules::{ModuleFuture, Modules, NoModules};
+pub use notify::Notifier;
 pub use outbound::{CloseReason, Next, Outbound};
-pub use party::{PartyInfo, PartyRegistry, PartySettings};
+pub use party::{Parties, PartyInfo, PartySettings};
 pub use pipeline::Flow;
 pub use registry::{SessionHandle, SessionRegistry};
-pub use router::StreamRouter;
-pub use status::StatusRegistry;
+pub use status::Status;
 pub use stream::{Stream, StreamMode};
-pub use tracker::{Presence, PresenceMeta, PresenceTracker, TrackOutcome};
+pub use tracker::{Presence, PresenceMeta, TrackOutcome};
+
+use hub::Announce;
 
 /// Settings of the realtime layer (from `socket.*` and `session.*`).
 #[derive(Debug, Clone)]
@@ -125,52 +132,24 @@ pub struct Connect {
     pub lang: String,
 }
 
-/// A presence change not announced yet ([`Realtime::track_quietly`]).
-#[must_use = "announce the change with emit"]
-pub(crate) struct Announce {
-    stream: Stream,
-    outcome: TrackOutcome,
-    presence: Presence,
-}
-
-impl Announce {
-    /// Whether the session is new on the stream.
-    pub(crate) fn is_new(&self) -> bool {
-        self.outcome == TrackOutcome::Joined
-    }
-
-    /// Sends the presence event the change calls for, if any.
-    pub(crate) fn emit(self, rt: &Realtime) {
-        let joined = std::slice::from_ref(&self.presence);
-        match &self.outcome {
-            TrackOutcome::Joined => rt.emit_presence_event(&self.stream, joined, &[]),
-            TrackOutcome::Updated(old) => {
-                rt.emit_presence_event(&self.stream, joined, std::slice::from_ref(old))
-            }
-            TrackOutcome::Unchanged => {}
-        }
-    }
-}
-
-/// The realtime layer of one node.
+/// The realtime layer of one node: the hub and its features.
 pub struct Realtime {
-    pub config: RealtimeConfig,
-    pub registry: Arc<SessionRegistry>,
-    pub tracker: Arc<PresenceTracker>,
-    pub router: StreamRouter,
-    pub status: StatusRegistry,
-    pub parties: PartyRegistry,
+    hub: Arc<Hub>,
+    pub status: Status,
+    pub chat: Chat,
+    pub notifier: Arc<Notifier>,
+    pub parties: Parties,
     /// The authoritative matches of this node.
     pub matches: Arc<MatchRegistry>,
-    store: Arc<dyn Store>,
-    /// This node's matchmaker tickets (`matchmaker_socket` serves them).
-    pub matchmaker: Arc<Matchmaker>,
+    /// This node's matchmaker tickets and their loop.
+    pub matchmaker: Matchmaking,
+    encryption_key: String,
 }
 
 impl std::fmt::Debug for Realtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Realtime")
-            .field("sessions", &self.registry.count())
+            .field("sessions", &self.hub.session_count())
             .finish_non_exhaustive()
     }
 }
@@ -178,82 +157,84 @@ impl std::fmt::Debug for Realtime {
 impl Realtime {
     /// A single-node realtime layer on the in-process bus.
     pub fn new(config: RealtimeConfig, store: Arc<dyn Store>) -> Realtime {
-        let registry = Arc::new(SessionRegistry::new());
-        let bus: Arc<dyn Bus> = Arc::new(LocalBus::new(registry.clone()));
-        Realtime::with_bus(config, store, registry, bus)
+        let hub = Hub::new(
+            &config.node,
+            config.outgoing_queue_size,
+            config.single_socket,
+        );
+        Realtime::with_hub(config, store, Arc::new(hub))
     }
 
-    /// A realtime layer on a given bus (cluster use).
-    pub fn with_bus(
-        config: RealtimeConfig,
-        store: Arc<dyn Store>,
-        registry: Arc<SessionRegistry>,
-        bus: Arc<dyn Bus>,
-    ) -> Realtime {
-        let tracker = Arc::new(PresenceTracker::new());
-        let router = StreamRouter::new(tracker.clone(), bus);
+    /// A realtime layer over a given hub (a cluster hub has its own bus).
+    pub fn with_hub(config: RealtimeConfig, store: Arc<dyn Store>, hub: Arc<Hub>) -> Realtime {
         let spawner = config
             .match_spawner
             .clone()
             .unwrap_or_else(tokio::runtime::Handle::current);
-        let matches = Arc::new(MatchRegistry::new(
-            config.matches.clone(),
-            &config.node,
-            spawner,
-            tracker.clone(),
-            router.clone(),
-        ));
+        let core = Arc::new(Matchmaker::new(config.matchmaker.clone()));
+        let notifier = Arc::new(Notifier::new(hub.clone(), store.clone()));
         Realtime {
-            router,
-            matches,
-            matchmaker: Arc::new(Matchmaker::new(config.matchmaker.clone())),
-            config,
-            registry,
-            tracker,
-            status: StatusRegistry::default(),
-            parties: PartyRegistry::default(),
-            store,
+            status: Status::new(hub.clone(), store.clone()),
+            chat: Chat::new(hub.clone(), store, notifier.clone()),
+            notifier,
+            parties: Parties::new(
+                hub.clone(),
+                core.clone(),
+                config.party.clone(),
+                config.single_party,
+            ),
+            matches: Arc::new(MatchRegistry::new(
+                config.matches.clone(),
+                spawner,
+                hub.clone(),
+            )),
+            matchmaker: Matchmaking::new(
+                hub.clone(),
+                core,
+                config.encryption_key.clone(),
+                config.matchmaker.interval_sec,
+            ),
+            encryption_key: config.encryption_key,
+            hub,
         }
+    }
+
+    /// The session hub the features share.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
     }
 
     /// Registers a new session: its notification stream, its own status
     /// (followed, so the user's other sessions see changes), and with
     /// `status=true` its online status.
     pub fn connect(&self, c: Connect) -> SessionHandle {
-        let session = SessionHandle::new(
-            c.session_id,
-            c.user_id,
-            &c.username,
-            c.format,
-            self.config.outgoing_queue_size,
-        )
-        .with_token_details(c.vars, c.expiry, &c.lang);
-        self.registry
-            .add(session.clone(), self.config.single_socket);
-        self.status.follow(session.id(), [session.user_id()]);
-        self.track(&session, &Stream::notifications(c.user_id), true, false, "");
-        if c.status {
-            self.track(&session, &Stream::status(c.user_id), false, false, "");
-        }
+        let session = self
+            .hub
+            .new_session(c.session_id, c.user_id, &c.username, c.format)
+            .with_token_details(c.vars, c.expiry, &c.lang);
+        self.hub.add_session(session.clone());
+        self.notifier.connect(&session);
+        self.status.connect(&session, c.status);
         tracing::debug!(session_id = %c.session_id, user_id = %c.user_id, format = c.format.as_str(), "session connected");
         session
     }
 
-    /// Forgets a session: leaves its parties and every stream (announcing
-    /// it) and unfollows.
+    /// Forgets a session: leaves its parties, tickets and every stream
+    /// (announcing it) and unfollows.
     pub fn disconnect(&self, session: &SessionHandle) {
-        self.registry.remove(session.id());
-        self.status.unfollow_all(session.id());
-        self.party_disconnect(session.id());
-        self.matchmaker.remove_session_all(session.id());
-        for (stream, presence) in self.tracker.untrack_all(session.id()) {
-            self.emit_presence_event(&stream, &[], std::slice::from_ref(&presence));
+        self.hub.remove_session(session.id());
+        self.status.disconnect(session.id());
+        self.parties.disconnect(session.id());
+        self.matchmaker.disconnect(session.id());
+        for (stream, presence) in self.hub.untrack_all(session.id()) {
+            self.announce(&stream, &[], std::slice::from_ref(&presence));
             self.matches.left(&stream, &presence);
         }
         tracing::debug!(session_id = %session.id(), user_id = %session.user_id(), "session disconnected");
     }
 
-    /// Tracks `session` on `stream` (or updates its metadata) and announces it.
+    /// Tracks `session` on any `stream` (or updates its metadata) and
+    /// announces it, as modules do with `nk.stream_user_join`.
     pub fn track(
         &self,
         session: &SessionHandle,
@@ -262,48 +243,22 @@ impl Realtime {
         persistence: bool,
         status: &str,
     ) -> TrackOutcome {
-        let announce = self.track_quietly(session, stream, hidden, persistence, status);
-        let outcome = announce.outcome.clone();
-        announce.emit(self);
+        let mut presence = self.hub.presence_of(session);
+        presence.meta.hidden = hidden;
+        presence.meta.persistence = persistence;
+        presence.meta.status = Arc::from(status);
+        let announce = self.hub.track(stream, presence);
+        let outcome = announce.outcome().clone();
+        self.emit(announce);
         outcome
     }
 
-    /// Tracks `session` on `stream` like [`Realtime::track`], but leaves the
-    /// presence event to the caller: a join's reply goes to the joiner before
-    /// any event about that join, as clients register their presence handlers
-    /// once the join has answered.
-    pub(crate) fn track_quietly(
-        &self,
-        session: &SessionHandle,
-        stream: &Stream,
-        hidden: bool,
-        persistence: bool,
-        status: &str,
-    ) -> Announce {
-        let presence = Presence {
-            session_id: session.id(),
-            user_id: session.user_id(),
-            meta: PresenceMeta {
-                format: session.format(),
-                username: session.username_shared(),
-                hidden,
-                persistence,
-                status: Arc::from(status),
-            },
-        };
-        let outcome = self.tracker.track(stream, presence.clone());
-        Announce {
-            stream: stream.clone(),
-            outcome,
-            presence,
-        }
-    }
-
-    /// Takes a session off a stream and announces it; false when it was not there.
+    /// Takes a session off any stream and announces it; false when it was
+    /// not there.
     pub fn untrack(&self, session: Uuid, stream: &Stream) -> bool {
-        match self.tracker.untrack(session, stream) {
+        match self.hub.untrack(session, stream) {
             Some(p) => {
-                self.emit_presence_event(stream, &[], std::slice::from_ref(&p));
+                self.announce(stream, &[], std::slice::from_ref(&p));
                 self.matches.left(stream, &p);
                 true
             }
@@ -311,27 +266,25 @@ impl Realtime {
         }
     }
 
-    /// Announces joins and leaves in the form the stream's mode calls for.
-    /// Hidden presences are never announced.
-    fn emit_presence_event(&self, stream: &Stream, joins: &[Presence], leaves: &[Presence]) {
-        let visible = |ps: &[Presence]| -> Vec<Presence> {
-            ps.iter().filter(|p| !p.meta.hidden).cloned().collect()
-        };
-        let (joins, leaves) = (visible(joins), visible(leaves));
-        if joins.is_empty() && leaves.is_empty() {
-            return;
-        }
+    /// Announces a change the hub made, through the stream's feature.
+    pub(crate) fn emit(&self, announce: Announce) {
+        let (joins, leaves) = announce.changes();
+        self.announce(&announce.stream, &joins, &leaves);
+    }
+
+    /// Announces joins and leaves in the form the stream's mode calls for,
+    /// through the feature that owns the mode. Hidden presences are never
+    /// announced.
+    fn announce(&self, stream: &Stream, joins: &[Presence], leaves: &[Presence]) {
         match stream.mode {
-            StreamMode::Status => self.emit_status_event(stream.subject, &joins, &leaves),
+            StreamMode::Status => self.status.announce(stream.subject, joins, leaves),
             StreamMode::ChatRoom | StreamMode::ChatGroup | StreamMode::ChatDirect => {
-                self.emit_channel_event(stream, &joins, &leaves)
+                self.chat.announce(stream, joins, leaves)
             }
-            StreamMode::Custom(_) => self.emit_stream_event(stream, &joins, &leaves),
-            StreamMode::Party => self.emit_party_event(stream, &joins, &leaves),
+            StreamMode::Custom(_) => module_streams::announce(&self.hub, stream, joins, leaves),
+            StreamMode::Party => self.parties.announce(stream, joins, leaves),
             StreamMode::MatchRelayed | StreamMode::MatchAuthoritative => {
-                let wire = |ps: Vec<Presence>| ps.iter().map(|p| p.to_wire(false)).collect();
-                self.matches
-                    .presence_event(stream, wire(joins), wire(leaves))
+                self.matches.announce(stream, joins, leaves)
             }
             _ => {}
         }
@@ -339,25 +292,21 @@ impl Realtime {
 
     /// The match id a matchmaker token carries (checked and unexpired).
     pub(crate) fn match_token_id(&self, token: &str) -> Result<String, RtError> {
-        matchmaker::verify_match_token(&self.config.encryption_key, token, ludus_core::unix_now())
+        matchmaker::verify_match_token(&self.encryption_key, token, ludus_core::unix_now())
     }
+}
 
-    /// Which of these ids and usernames belong to existing users.
-    async fn existing_users(
-        &self,
-        ids: &[Uuid],
-        usernames: &[String],
-    ) -> Result<Vec<Uuid>, RtError> {
-        let users = self
-            .store
-            .get_users(ids, usernames)
-            .await
-            .map_err(|error| {
-                tracing::error!(%error, "cannot look up users for a realtime request");
-                RtError::internal("could not check users, try again")
-            })?;
-        Ok(users.into_iter().map(|u| u.id).collect())
-    }
+/// Which of these ids and usernames belong to existing users.
+pub(crate) async fn existing_users(
+    store: &dyn Store,
+    ids: &[Uuid],
+    usernames: &[String],
+) -> Result<Vec<Uuid>, RtError> {
+    let users = store.get_users(ids, usernames).await.map_err(|error| {
+        tracing::error!(%error, "cannot look up users for a realtime request");
+        RtError::internal("could not check users, try again")
+    })?;
+    Ok(users.into_iter().map(|u| u.id).collect())
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ use uuid::Uuid;
 use crate::chat::timestamp_us;
 use crate::error::{RtCode, RtError};
 use crate::query::{Query, QueryError};
+use crate::tracker::Presence;
 
 /// How long a matchmaker token is valid (Nakama: 30 seconds).
 pub const MATCH_TOKEN_TTL_SECS: i64 = 30;
@@ -71,15 +72,6 @@ impl Default for MatchmakerConfig {
             interval_sec: 15,
         }
     }
-}
-
-/// One user in a ticket.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatchmakerPresence {
-    pub user_id: Uuid,
-    pub session_id: Uuid,
-    pub username: String,
-    pub node: String,
 }
 
 /// What a new ticket asks for.
@@ -141,7 +133,7 @@ impl From<MatchmakerError> for RtError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatchedEntry {
     pub ticket: String,
-    pub presence: MatchmakerPresence,
+    pub presence: Presence,
     pub party_id: Option<String>,
     pub string_properties: BTreeMap<String, String>,
     pub numeric_properties: BTreeMap<String, f64>,
@@ -161,7 +153,7 @@ struct Ticket {
     /// The owning session of a solo ticket; None for a party's.
     owner: Option<Uuid>,
     party_id: Option<String>,
-    presences: Vec<MatchmakerPresence>,
+    presences: Vec<Presence>,
     query: Query,
     min_count: usize,
     max_count: usize,
@@ -259,7 +251,7 @@ impl Matchmaker {
     /// with `party_id`); answers its id.
     pub fn add(
         &self,
-        presences: Vec<MatchmakerPresence>,
+        presences: Vec<Presence>,
         owner: Option<Uuid>,
         party_id: Option<String>,
         request: TicketRequest,
@@ -686,13 +678,8 @@ pub fn verify_match_token(key: &str, token: &str, now_secs: i64) -> Result<Strin
 mod tests {
     use super::*;
 
-    fn presence() -> MatchmakerPresence {
-        MatchmakerPresence {
-            user_id: Uuid::new_v4(),
-            session_id: Uuid::new_v4(),
-            username: "u".into(),
-            node: "ludus".into(),
-        }
+    fn presence() -> Presence {
+        Presence::new(Uuid::new_v4(), Uuid::new_v4(), "u".into(), "ludus".into())
     }
 
     fn req(query: &str, min: i32, max: i32) -> TicketRequest {

@@ -1,6 +1,7 @@
-//! The matchmaker on the socket: `matchmaker_add` / `matchmaker_remove`,
-//! party tickets for the party feature, the processing loop every
-//! `matchmaker.interval_sec`, and the `matchmaker_matched` push.
+//! The matchmaker on the socket ([`Matchmaking`], over the pure
+//! [`Matchmaker`] core): `matchmaker_add` / `matchmaker_remove`, the
+//! processing loop every `matchmaker.interval_sec`, and the
+//! `matchmaker_matched` push. Parties add their tickets to the same core.
 //!
 //! A formed group goes first to the module runtime's
 //! `register_matchmaker_matched` hook ([`Modules::matchmaker_matched`]);
@@ -21,9 +22,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::Realtime;
 use crate::error::RtError;
-use crate::matchmaker::{MatchedEntry, MatchmakerPresence, TicketRequest, match_token};
+use crate::hub::Hub;
+use crate::matchmaker::{MatchedEntry, Matchmaker, TicketRequest, match_token};
 use crate::modules::Modules;
 use crate::registry::SessionHandle;
 
@@ -52,8 +53,8 @@ fn hook_entries(group: &[MatchedEntry]) -> Value {
                     "presence": {
                         "user_id": e.presence.user_id.to_string(),
                         "session_id": e.presence.session_id.to_string(),
-                        "username": e.presence.username,
-                        "node": e.presence.node,
+                        "username": &*e.presence.username,
+                        "node": &*e.presence.node,
                     },
                     "properties": properties,
                 });
@@ -71,7 +72,7 @@ fn wire_user(e: &MatchedEntry) -> MatchmakerUser {
         presence: Some(UserPresence {
             user_id: e.presence.user_id.to_string(),
             session_id: e.presence.session_id.to_string(),
-            username: e.presence.username.clone(),
+            username: e.presence.username.to_string(),
             persistence: false,
             status: None,
         }),
@@ -81,19 +82,52 @@ fn wire_user(e: &MatchedEntry) -> MatchmakerUser {
     }
 }
 
-impl Realtime {
-    pub(crate) fn matchmaker_add(
+/// The matchmaker's socket glue over the hub: tickets of sessions, the
+/// processing loop and the `matchmaker_matched` push. Parties add their
+/// tickets to the same core ([`crate::Parties`]).
+pub struct Matchmaking {
+    hub: Arc<Hub>,
+    core: Arc<Matchmaker>,
+    encryption_key: String,
+    interval: Duration,
+}
+
+impl std::fmt::Debug for Matchmaking {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Matchmaking")
+            .field("tickets", &self.core.ticket_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Matchmaking {
+    pub(crate) fn new(
+        hub: Arc<Hub>,
+        core: Arc<Matchmaker>,
+        encryption_key: String,
+        interval_sec: u64,
+    ) -> Matchmaking {
+        Matchmaking {
+            hub,
+            core,
+            encryption_key,
+            interval: Duration::from_secs(interval_sec.max(1)),
+        }
+    }
+
+    /// The tickets and their matching.
+    pub fn core(&self) -> &Matchmaker {
+        &self.core
+    }
+
+    /// `matchmaker_add`: one session's ticket.
+    pub(crate) fn add(
         &self,
         session: &SessionHandle,
         req: MatchmakerAdd,
     ) -> Result<MatchmakerTicket, RtError> {
-        let presence = MatchmakerPresence {
-            user_id: session.user_id(),
-            session_id: session.id(),
-            username: session.username().to_owned(),
-            node: self.config.node.clone(),
-        };
-        let ticket = self.matchmaker.add(
+        let presence = self.hub.presence_of(session);
+        let ticket = self.core.add(
             vec![presence],
             Some(session.id()),
             None,
@@ -110,7 +144,8 @@ impl Realtime {
         Ok(MatchmakerTicket { ticket })
     }
 
-    pub(crate) fn matchmaker_remove(
+    /// `matchmaker_remove`.
+    pub(crate) fn remove(
         &self,
         session: &SessionHandle,
         req: MatchmakerRemove,
@@ -118,44 +153,19 @@ impl Realtime {
         if req.ticket.is_empty() {
             return Err(RtError::bad_input("invalid matchmaker ticket: it is empty"));
         }
-        Ok(self.matchmaker.remove_session(session.id(), &req.ticket)?)
+        Ok(self.core.remove_session(session.id(), &req.ticket)?)
     }
 
-    /// A party's ticket, for the party feature: all its members in one
-    /// ticket (they match together), limited per party and per member.
-    pub fn party_matchmaker_add_ticket(
-        &self,
-        party_id: &str,
-        members: Vec<MatchmakerPresence>,
-        request: TicketRequest,
-    ) -> Result<String, RtError> {
-        Ok(self
-            .matchmaker
-            .add(members, None, Some(party_id.to_owned()), request, now_ns())?)
-    }
-
-    /// Removes one of a party's tickets.
-    pub fn party_matchmaker_remove_ticket(
-        &self,
-        party_id: &str,
-        ticket: &str,
-    ) -> Result<(), RtError> {
-        if ticket.is_empty() {
-            return Err(RtError::bad_input("invalid matchmaker ticket: it is empty"));
-        }
-        Ok(self.matchmaker.remove_party(party_id, ticket)?)
-    }
-
-    /// Removes every ticket of a party (it closed); answers how many.
-    pub fn party_matchmaker_remove_all(&self, party_id: &str) -> usize {
-        self.matchmaker.remove_party_all(party_id)
+    /// A gone session's tickets go with it.
+    pub(crate) fn disconnect(&self, session: Uuid) {
+        self.core.remove_session_all(session);
     }
 
     /// One matchmaking run: forms groups and tells their members. Answers
     /// how many groups formed. The search runs on the blocking pool: it
     /// evaluates every active ticket's query against the whole pool.
-    pub async fn matchmaker_process(&self, modules: &Arc<dyn Modules>) -> usize {
-        let matchmaker = self.matchmaker.clone();
+    pub async fn process(&self, modules: &Arc<dyn Modules>) -> usize {
+        let matchmaker = self.core.clone();
         let groups = match tokio::task::spawn_blocking(move || matchmaker.process(now_ns())).await {
             Ok(groups) => groups,
             Err(error) => {
@@ -182,16 +192,16 @@ impl Realtime {
         formed
     }
 
-    /// Runs [`Realtime::matchmaker_process`] every `matchmaker.interval_sec`
+    /// Runs [`Matchmaking::process`] every `matchmaker.interval_sec`
     /// until `stop` turns true or its sender goes.
-    pub async fn run_matchmaker(&self, modules: Arc<dyn Modules>, mut stop: watch::Receiver<bool>) {
-        let period = Duration::from_secs(self.config.matchmaker.interval_sec.max(1));
+    pub async fn run(&self, modules: Arc<dyn Modules>, mut stop: watch::Receiver<bool>) {
+        let period = self.interval;
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = ticker.tick() => {
-                    self.matchmaker_process(&modules).await;
+                    self.process(&modules).await;
                 }
                 changed = stop.changed() => {
                     if changed.is_err() || *stop.borrow() {
@@ -220,11 +230,7 @@ impl Realtime {
         let id = id.unwrap_or_else(|| {
             let now_secs = now_ns() / 1_000_000_000;
             let match_id = format!("{}.", Uuid::new_v4());
-            Id::Token(match_token(
-                &self.config.encryption_key,
-                &match_id,
-                now_secs,
-            ))
+            Id::Token(match_token(&self.encryption_key, &match_id, now_secs))
         });
         let users: Vec<MatchmakerUser> = group.iter().map(wire_user).collect();
         for (entry, me) in group.iter().zip(&users) {
@@ -237,7 +243,7 @@ impl Realtime {
                     self_: Some(me.clone()),
                 })),
             };
-            self.router
+            self.hub
                 .send_to_sessions(&[entry.presence.session_id], envelope);
         }
         tracing::debug!(users = group.len(), "matchmaker formed a match");
@@ -247,8 +253,9 @@ impl Realtime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RealtimeConfig;
     use crate::matchmaker::{MatchmakerConfig, verify_match_token};
+    use crate::tracker::Presence;
+    use crate::{Realtime, RealtimeConfig};
 
     fn connect(rt: &Realtime) -> SessionHandle {
         crate::test_support::session(rt, Uuid::new_v4(), "u", false)
@@ -304,7 +311,7 @@ mod tests {
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn({
             let rt = rt.clone();
-            async move { rt.run_matchmaker(Arc::new(crate::NoModules), stopped).await }
+            async move { rt.matchmaker.run(Arc::new(crate::NoModules), stopped).await }
         });
         tokio::time::sleep(Duration::from_secs(14)).await;
         assert!(drain(&a).is_empty(), "nothing before the first interval");
@@ -322,13 +329,13 @@ mod tests {
         let now = now_ns() / 1_000_000_000;
         let mid = verify_match_token("defaultencryptionkey", &token, now).unwrap();
         assert!(mid.ends_with('.') && is_match_id(&mid), "{mid}");
-        assert_eq!(rt.matchmaker.ticket_count(), 0);
+        assert_eq!(rt.matchmaker.core().ticket_count(), 0);
 
         // A session's tickets go with it.
         add(&rt, &a).await;
-        assert_eq!(rt.matchmaker.ticket_count(), 1);
+        assert_eq!(rt.matchmaker.core().ticket_count(), 1);
         rt.disconnect(&a);
-        assert_eq!(rt.matchmaker.ticket_count(), 0);
+        assert_eq!(rt.matchmaker.core().ticket_count(), 0);
 
         stop.send(true).unwrap();
         task.await.unwrap();
@@ -339,12 +346,7 @@ mod tests {
         let (store, _dir) = crate::test_support::store().await;
         let rt = Realtime::new(RealtimeConfig::default(), store);
         let (a, b, c) = (connect(&rt), connect(&rt), connect(&rt));
-        let member = |s: &SessionHandle| MatchmakerPresence {
-            user_id: s.user_id(),
-            session_id: s.id(),
-            username: s.username().into(),
-            node: "ludus".into(),
-        };
+        let member = |s: &SessionHandle| rt.hub().presence_of(s);
         let request = TicketRequest {
             query: "*".into(),
             min_count: 3,
@@ -352,15 +354,17 @@ mod tests {
             ..Default::default()
         };
         let t = rt
-            .party_matchmaker_add_ticket("party.ludus", vec![member(&a), member(&b)], request)
+            .parties
+            .matchmaker_add_ticket("party.ludus", vec![member(&a), member(&b)], request)
             .unwrap();
-        assert!(rt.party_matchmaker_remove_ticket("other", &t).is_err());
+        assert!(rt.parties.matchmaker_remove_ticket("other", &t).is_err());
         assert!(
-            rt.party_matchmaker_remove_ticket("party.ludus", "")
+            rt.parties
+                .matchmaker_remove_ticket("party.ludus", "")
                 .is_err()
         );
         add_n(&rt, &c, 3).await;
-        assert_eq!(rt.matchmaker_process(&no_modules()).await, 1);
+        assert_eq!(rt.matchmaker.process(&no_modules()).await, 1);
         for s in [&a, &b, &c] {
             let Some(Message::MatchmakerMatched(m)) = drain(s).pop() else {
                 panic!("expected matchmaker_matched")
@@ -379,10 +383,11 @@ mod tests {
             ..Default::default()
         };
         let e = rt
-            .party_matchmaker_add_ticket("party.ludus", vec![member(&a)], bad)
+            .parties
+            .matchmaker_add_ticket("party.ludus", vec![member(&a)], bad)
             .unwrap_err();
         assert_eq!(e.code, crate::RtCode::BadInput);
-        assert_eq!(rt.party_matchmaker_remove_all("party.ludus"), 0);
+        assert_eq!(rt.parties.matchmaker_remove_all("party.ludus"), 0);
     }
 
     #[test]
@@ -399,12 +404,7 @@ mod tests {
         let session = Uuid::new_v4();
         let entry = MatchedEntry {
             ticket: "t".into(),
-            presence: MatchmakerPresence {
-                user_id: user,
-                session_id: session,
-                username: "ann".into(),
-                node: "ludus".into(),
-            },
+            presence: Presence::new(user, session, "ann".into(), "ludus".into()),
             party_id: None,
             string_properties: [("region".to_string(), "eu".to_string())].into(),
             numeric_properties: [("skill".to_string(), 3.0)].into(),

@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use crate::Realtime;
 use crate::error::RtError;
+use crate::hub::{Hub, visible};
 use crate::stream::Stream;
 use crate::tracker::{Presence, TrackOutcome};
 
@@ -42,8 +43,8 @@ impl Realtime {
         status: &str,
     ) -> Result<bool, RtError> {
         let handle = self
-            .registry
-            .get(session)
+            .hub
+            .session(session)
             .filter(|s| s.user_id() == user)
             .ok_or_else(|| {
                 RtError::bad_input(
@@ -56,7 +57,7 @@ impl Realtime {
 
     /// Takes a user's session off a stream; false when it was not there.
     pub fn stream_user_leave(&self, user: Uuid, session: Uuid, stream: &Stream) -> bool {
-        match self.tracker.get(session, stream) {
+        match self.hub.presence(session, stream) {
             Some(p) if p.user_id == user => self.untrack(session, stream),
             _ => false,
         }
@@ -64,7 +65,7 @@ impl Realtime {
 
     /// Takes every presence off a stream.
     pub fn stream_close(&self, stream: &Stream) {
-        for p in self.tracker.list(stream, true) {
+        for p in self.hub.presences(stream, true) {
             self.untrack(p.session_id, stream);
         }
     }
@@ -81,30 +82,30 @@ impl Realtime {
             })),
         };
         if sessions.is_empty() {
-            self.router.send_to_stream(stream, envelope, None);
+            self.hub.send_to_stream(stream, envelope, None);
         } else {
-            self.router.send_to_sessions(sessions, envelope);
+            self.hub.send_to_sessions(sessions, envelope);
         }
     }
+}
 
-    /// Announces joins and leaves on a module's own stream to everyone on it.
-    pub(crate) fn emit_stream_event(
-        &self,
-        stream: &Stream,
-        joins: &[Presence],
-        leaves: &[Presence],
-    ) {
-        self.router.send_to_stream(
-            stream,
-            Envelope {
-                cid: String::new(),
-                message: Some(Message::StreamPresenceEvent(StreamPresenceEvent {
-                    stream: Some(stream_to_wire(stream)),
-                    joins: joins.iter().map(|p| p.to_wire(true)).collect(),
-                    leaves: leaves.iter().map(|p| p.to_wire(true)).collect(),
-                })),
-            },
-            None,
-        );
+/// Announces joins and leaves (the visible ones) on a module's own stream
+/// to everyone on it.
+pub(crate) fn announce(hub: &Hub, stream: &Stream, joins: &[Presence], leaves: &[Presence]) {
+    let (joins, leaves) = (visible(joins), visible(leaves));
+    if joins.is_empty() && leaves.is_empty() {
+        return;
     }
+    hub.send_to_stream(
+        stream,
+        Envelope {
+            cid: String::new(),
+            message: Some(Message::StreamPresenceEvent(StreamPresenceEvent {
+                stream: Some(stream_to_wire(stream)),
+                joins: joins.iter().map(|p| p.to_wire(true)).collect(),
+                leaves: leaves.iter().map(|p| p.to_wire(true)).collect(),
+            })),
+        },
+        None,
+    );
 }

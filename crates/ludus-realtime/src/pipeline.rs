@@ -117,7 +117,7 @@ impl Realtime {
             return (Flow::Close, None);
         };
         // A join's presence event goes out after its reply (see
-        // `Realtime::track_quietly`).
+        // `hub::Announce`).
         let mut announce = None;
         let result: Result<Option<Message>, RtError> = match message {
             Message::Ping(_) => Ok(Some(Message::Pong(Pong {}))),
@@ -125,68 +125,79 @@ impl Realtime {
             // by the transport, which saw the frame arrive.
             Message::Pong(_) => return (Flow::Continue, None),
             Message::StatusFollow(req) => self
-                .status_follow(session, req)
+                .status
+                .follow(session, req)
                 .await
                 .map(|s| Some(Message::Status(s))),
-            Message::StatusUnfollow(req) => self.status_unfollow(session, req).map(|()| None),
-            Message::StatusUpdate(req) => self.status_update(session, req).map(|()| None),
+            Message::StatusUnfollow(req) => self.status.unfollow(session, req).map(|()| None),
+            Message::StatusUpdate(req) => self.status.update(session, req).map(|()| None),
 
-            Message::ChannelJoin(req) => {
-                self.channel_join(session, req).await.map(|(c, joined)| {
-                    announce = Some(joined);
-                    Some(Message::Channel(c))
-                })
-            }
-            Message::ChannelLeave(req) => self.channel_leave(session, req).map(|()| None),
+            Message::ChannelJoin(req) => self.chat.join(session, req).await.map(|(c, joined)| {
+                announce = Some(joined);
+                Some(Message::Channel(c))
+            }),
+            Message::ChannelLeave(req) => self.chat.leave(session, req).map(|()| None),
             Message::ChannelMessageSend(req) => self
-                .channel_message_send(session, req)
+                .chat
+                .send(session, req)
                 .await
                 .map(|a| Some(Message::ChannelMessageAck(a))),
             Message::ChannelMessageUpdate(req) => self
-                .channel_message_update(session, req)
+                .chat
+                .update(session, req)
                 .await
                 .map(|a| Some(Message::ChannelMessageAck(a))),
             Message::ChannelMessageRemove(req) => self
-                .channel_message_remove(session, req)
+                .chat
+                .remove(session, req)
                 .await
                 .map(|a| Some(Message::ChannelMessageAck(a))),
             Message::MatchCreate(req) => self
-                .match_create(session, req)
+                .matches
+                .create_relayed(session, req)
                 .map(|m| Some(Message::Match(m))),
-            Message::MatchJoin(req) => self.match_join(session, req).await.map(|(m, joined)| {
-                announce = joined;
-                Some(Message::Match(m))
-            }),
+            Message::MatchJoin(req) => self
+                .matches
+                .join(session, req, |t| self.match_token_id(t))
+                .await
+                .map(|(m, joined)| {
+                    announce = joined;
+                    Some(Message::Match(m))
+                }),
             // Acknowledged with an empty envelope, as Nakama does.
-            Message::MatchLeave(req) => self.match_leave(session, req).map(|()| None),
-            Message::MatchDataSend(req) => match self.match_data_send(session, req) {
+            Message::MatchLeave(req) => self.matches.leave(session, req).map(|()| None),
+            Message::MatchDataSend(req) => match self.matches.data_send(session, req) {
                 // No reply on success, as Nakama.
                 Ok(()) => return (Flow::Continue, None),
                 Err(e) => Err(e),
             },
             Message::MatchmakerAdd(req) => self
-                .matchmaker_add(session, req)
+                .matchmaker
+                .add(session, req)
                 .map(|t| Some(Message::MatchmakerTicket(t))),
-            Message::MatchmakerRemove(req) => self.matchmaker_remove(session, req).map(|()| None),
+            Message::MatchmakerRemove(req) => self.matchmaker.remove(session, req).map(|()| None),
             Message::PartyCreate(req) => self
-                .party_create(session, req)
+                .parties
+                .create(session, req)
                 .map(|p| Some(Message::Party(p))),
-            Message::PartyJoin(req) => self.party_join(session, req).map(|()| None),
-            Message::PartyLeave(req) => self.party_leave(session, req).map(|()| None),
-            Message::PartyPromote(req) => self.party_promote(session, req).map(|()| None),
-            Message::PartyAccept(req) => self.party_accept(session, req).map(|()| None),
-            Message::PartyRemove(req) => self.party_remove(session, req).map(|()| None),
-            Message::PartyClose(req) => self.party_close(session, req).map(|()| None),
+            Message::PartyJoin(req) => self.parties.join(session, req).map(|()| None),
+            Message::PartyLeave(req) => self.parties.leave(session, req).map(|()| None),
+            Message::PartyPromote(req) => self.parties.promote(session, req).map(|()| None),
+            Message::PartyAccept(req) => self.parties.accept(session, req).map(|()| None),
+            Message::PartyRemove(req) => self.parties.remove(session, req).map(|()| None),
+            Message::PartyClose(req) => self.parties.close(session, req).map(|()| None),
             Message::PartyJoinRequestList(req) => self
-                .party_join_request_list(session, req)
+                .parties
+                .join_requests(session, req)
                 .map(|r| Some(Message::PartyJoinRequest(r))),
-            Message::PartyDataSend(req) => self.party_data_send(session, req).map(|()| None),
-            Message::PartyUpdate(req) => self.party_update(session, req).map(|()| None),
+            Message::PartyDataSend(req) => self.parties.data_send(session, req).map(|()| None),
+            Message::PartyUpdate(req) => self.parties.update(session, req).map(|()| None),
             Message::PartyMatchmakerAdd(req) => self
-                .party_matchmaker_add(session, req)
+                .parties
+                .matchmaker_add(session, req)
                 .map(|t| Some(Message::PartyMatchmakerTicket(t))),
             Message::PartyMatchmakerRemove(req) => {
-                self.party_matchmaker_remove(session, req).map(|()| None)
+                self.parties.matchmaker_remove(session, req).map(|()| None)
             }
             Message::Rpc(rpc) => {
                 modules
@@ -245,7 +256,7 @@ impl Realtime {
         let kept = keep_reply.then(|| reply.clone());
         self.reply(session, reply);
         if let Some(announce) = announce {
-            announce.emit(self);
+            self.emit(announce);
         }
         (Flow::Continue, kept)
     }

@@ -14,7 +14,7 @@ use crate::stream::Stream;
 use crate::tracker::PresenceTracker;
 
 #[derive(Clone)]
-pub struct StreamRouter {
+pub(crate) struct StreamRouter {
     tracker: Arc<PresenceTracker>,
     bus: Arc<dyn Bus>,
 }
@@ -26,12 +26,12 @@ impl std::fmt::Debug for StreamRouter {
 }
 
 impl StreamRouter {
-    pub fn new(tracker: Arc<PresenceTracker>, bus: Arc<dyn Bus>) -> StreamRouter {
+    pub(crate) fn new(tracker: Arc<PresenceTracker>, bus: Arc<dyn Bus>) -> StreamRouter {
         StreamRouter { tracker, bus }
     }
 
     /// Sends to every presence on `stream` (hidden ones too), except `skip`.
-    pub fn send_to_stream(&self, stream: &Stream, envelope: Envelope, skip: Option<Uuid>) {
+    pub(crate) fn send_to_stream(&self, stream: &Stream, envelope: Envelope, skip: Option<Uuid>) {
         let mut sessions = self.tracker.session_ids(stream);
         if let Some(skip) = skip {
             sessions.retain(|s| *s != skip);
@@ -39,7 +39,7 @@ impl StreamRouter {
         self.send_to_sessions(&sessions, envelope);
     }
 
-    pub fn send_to_sessions(&self, sessions: &[Uuid], envelope: Envelope) {
+    pub(crate) fn send_to_sessions(&self, sessions: &[Uuid], envelope: Envelope) {
         if sessions.is_empty() {
             return;
         }
@@ -73,15 +73,11 @@ mod tests {
         t.track(
             s,
             Presence {
-                session_id: h.id(),
-                user_id: h.user_id(),
                 meta: PresenceMeta {
                     format,
-                    username: "u".into(),
-                    hidden: false,
-                    persistence: false,
-                    status: "".into(),
+                    ..Default::default()
                 },
+                ..Presence::new(h.user_id(), h.id(), "u".into(), "n".into())
             },
         );
         h

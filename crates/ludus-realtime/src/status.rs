@@ -1,5 +1,6 @@
-//! Online status: who follows whom, and the `status_follow`,
-//! `status_unfollow` and `status_update` requests.
+//! Online status ([`Status`]): who follows whom, the `status_follow`,
+//! `status_unfollow` and `status_update` requests, and the
+//! `status_presence_event` pushes to followers.
 //!
 //! A user's status lives as a presence on that user's status stream (mode 1);
 //! followers are kept here, outside the tracker, as in Nakama, so following
@@ -7,13 +8,18 @@
 //! with no status presence appears offline.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use ludus_proto::realtime::{Status, StatusFollow, StatusUnfollow, StatusUpdate, UserPresence};
+use ludus_core::Store;
+use ludus_proto::realtime::envelope::Message;
+use ludus_proto::realtime::{
+    Status as StatusWire, StatusFollow, StatusPresenceEvent, StatusUnfollow, StatusUpdate,
+    UserPresence,
+};
 use uuid::Uuid;
 
-use crate::Realtime;
 use crate::error::RtError;
+use crate::hub::{Announce, Hub, push, visible};
 use crate::registry::SessionHandle;
 use crate::stream::Stream;
 use crate::tracker::Presence;
@@ -33,22 +39,16 @@ struct Inner {
 
 /// Follow relations of this node's sessions.
 #[derive(Default)]
-pub struct StatusRegistry {
+struct Follows {
     inner: Mutex<Inner>,
 }
 
-impl std::fmt::Debug for StatusRegistry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StatusRegistry").finish_non_exhaustive()
-    }
-}
-
-impl StatusRegistry {
+impl Follows {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn follow(&self, session: Uuid, users: impl IntoIterator<Item = Uuid>) {
+    fn follow(&self, session: Uuid, users: impl IntoIterator<Item = Uuid>) {
         let mut inner = self.lock();
         for user in users {
             inner.followers.entry(user).or_default().insert(session);
@@ -56,7 +56,7 @@ impl StatusRegistry {
         }
     }
 
-    pub fn unfollow(&self, session: Uuid, users: &[Uuid]) {
+    fn unfollow(&self, session: Uuid, users: &[Uuid]) {
         let mut inner = self.lock();
         for user in users {
             if let Some(f) = inner.followers.get_mut(user) {
@@ -74,7 +74,7 @@ impl StatusRegistry {
         }
     }
 
-    pub fn unfollow_all(&self, session: Uuid) {
+    fn unfollow_all(&self, session: Uuid) {
         let mut inner = self.lock();
         let Some(users) = inner.following.remove(&session) else {
             return;
@@ -90,7 +90,7 @@ impl StatusRegistry {
     }
 
     /// Sessions following `user`.
-    pub fn followers(&self, user: Uuid) -> Vec<Uuid> {
+    fn followers(&self, user: Uuid) -> Vec<Uuid> {
         self.lock()
             .followers
             .get(&user)
@@ -98,7 +98,8 @@ impl StatusRegistry {
             .unwrap_or_default()
     }
 
-    pub fn is_following(&self, session: Uuid, user: Uuid) -> bool {
+    #[cfg(test)]
+    fn is_following(&self, session: Uuid, user: Uuid) -> bool {
         self.lock()
             .following
             .get(&session)
@@ -106,23 +107,61 @@ impl StatusRegistry {
     }
 }
 
-impl Realtime {
+/// Online status and following, over the hub.
+pub struct Status {
+    hub: Arc<Hub>,
+    store: Arc<dyn Store>,
+    follows: Follows,
+}
+
+impl std::fmt::Debug for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Status").finish_non_exhaustive()
+    }
+}
+
+impl Status {
+    pub(crate) fn new(hub: Arc<Hub>, store: Arc<dyn Store>) -> Status {
+        Status {
+            hub,
+            store,
+            follows: Follows::default(),
+        }
+    }
+
     /// Whether a user appears online: a session of theirs is on their status
     /// stream (it connected with `status=true` or set a status), as Nakama's
     /// status registry answers `online` for users and accounts.
     pub fn is_online(&self, user: Uuid) -> bool {
-        self.tracker.count(&Stream::status(user)) > 0
+        self.hub.count(&Stream::status(user)) > 0
     }
-}
 
-impl Realtime {
+    /// A new session follows its own user (so the user's other sessions
+    /// see changes), and with `?status=true` appears online.
+    pub(crate) fn connect(&self, session: &SessionHandle, online: bool) {
+        self.follows.follow(session.id(), [session.user_id()]);
+        if online {
+            let a = self.hub.track(
+                &Stream::status(session.user_id()),
+                self.hub.presence_of(session),
+            );
+            self.announce_change(&a);
+        }
+    }
+
+    /// A gone session follows nobody (its status presence left with its
+    /// other streams).
+    pub(crate) fn disconnect(&self, session: Uuid) {
+        self.follows.unfollow_all(session);
+    }
+
     /// `status_follow`: follows users by id or username and answers with the
     /// status presences they have now. Unknown users are skipped, as in Nakama.
-    pub async fn status_follow(
+    pub async fn follow(
         &self,
         session: &SessionHandle,
         req: StatusFollow,
-    ) -> Result<Status, RtError> {
+    ) -> Result<StatusWire, RtError> {
         if req.user_ids.len() + req.usernames.len() > MAX_FOLLOW {
             return Err(RtError::bad_input(format!(
                 "too many users to follow, at most {MAX_FOLLOW} at once"
@@ -147,33 +186,29 @@ impl Realtime {
             }
         }
         if ids.is_empty() && usernames.is_empty() {
-            return Ok(Status::default());
+            return Ok(StatusWire::default());
         }
         let wanted: Vec<Uuid> = ids.into_iter().collect();
-        let found = self.existing_users(&wanted, &usernames).await?;
+        let found = crate::existing_users(&*self.store, &wanted, &usernames).await?;
         let follow: Vec<Uuid> = found
             .into_iter()
             .filter(|u| *u != session.user_id())
             .collect();
-        self.status.follow(session.id(), follow.iter().copied());
+        self.follows.follow(session.id(), follow.iter().copied());
         let mut presences = Vec::new();
         for user in follow {
             presences.extend(
-                self.tracker
-                    .list(&Stream::status(user), false)
+                self.hub
+                    .presences(&Stream::status(user), false)
                     .iter()
                     .map(|p| p.to_wire(true)),
             );
         }
-        Ok(Status { presences })
+        Ok(StatusWire { presences })
     }
 
     /// `status_unfollow`.
-    pub fn status_unfollow(
-        &self,
-        session: &SessionHandle,
-        req: StatusUnfollow,
-    ) -> Result<(), RtError> {
+    pub fn unfollow(&self, session: &SessionHandle, req: StatusUnfollow) -> Result<(), RtError> {
         let mut users = Vec::with_capacity(req.user_ids.len());
         for raw in &req.user_ids {
             let id = Uuid::parse_str(raw).map_err(|_| {
@@ -183,16 +218,18 @@ impl Realtime {
                 users.push(id);
             }
         }
-        self.status.unfollow(session.id(), &users);
+        self.follows.unfollow(session.id(), &users);
         Ok(())
     }
 
     /// `status_update`: sets this session's status, or with no status
     /// appears offline (the status presence is removed).
-    pub fn status_update(&self, session: &SessionHandle, req: StatusUpdate) -> Result<(), RtError> {
+    pub fn update(&self, session: &SessionHandle, req: StatusUpdate) -> Result<(), RtError> {
         let stream = Stream::status(session.user_id());
         let Some(status) = req.status else {
-            self.untrack(session.id(), &stream);
+            if let Some(gone) = self.hub.untrack(session.id(), &stream) {
+                self.announce(session.user_id(), &[], &[gone]);
+            }
             return Ok(());
         };
         if status.value.len() > MAX_STATUS_LEN {
@@ -200,29 +237,36 @@ impl Realtime {
                 "status too long, at most {MAX_STATUS_LEN} bytes"
             )));
         }
-        self.track(session, &stream, false, false, &status.value);
+        let mut presence = self.hub.presence_of(session);
+        presence.meta.status = Arc::from(status.value.as_str());
+        let a = self.hub.track(&stream, presence);
+        self.announce_change(&a);
         Ok(())
     }
 
-    /// Sends a status presence event for `user` to its followers.
-    pub(crate) fn emit_status_event(&self, user: Uuid, joins: &[Presence], leaves: &[Presence]) {
-        let followers = self.status.followers(user);
+    fn announce_change(&self, a: &Announce) {
+        let (joins, leaves) = a.changes();
+        self.announce(a.stream.subject, &joins, &leaves);
+    }
+
+    /// Sends a status presence event about `user` to its followers.
+    pub(crate) fn announce(&self, user: Uuid, joins: &[Presence], leaves: &[Presence]) {
+        let (joins, leaves) = (visible(joins), visible(leaves));
+        if joins.is_empty() && leaves.is_empty() {
+            return;
+        }
+        let followers = self.follows.followers(user);
         if followers.is_empty() {
             return;
         }
         let wire =
             |ps: &[Presence]| -> Vec<UserPresence> { ps.iter().map(|p| p.to_wire(true)).collect() };
-        let event = ludus_proto::realtime::StatusPresenceEvent {
-            joins: wire(joins),
-            leaves: wire(leaves),
+        let event = StatusPresenceEvent {
+            joins: wire(&joins),
+            leaves: wire(&leaves),
         };
-        self.router.send_to_sessions(
-            &followers,
-            ludus_proto::realtime::Envelope {
-                cid: String::new(),
-                message: Some(ludus_proto::realtime::envelope::Message::StatusPresenceEvent(event)),
-            },
-        );
+        self.hub
+            .send_to_sessions(&followers, push(Message::StatusPresenceEvent(event)));
     }
 }
 
@@ -232,7 +276,7 @@ mod tests {
 
     #[test]
     fn follow_and_unfollow_keep_both_sides_in_step() {
-        let r = StatusRegistry::default();
+        let r = Follows::default();
         let (s, a, b) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
         r.follow(s, [a, b]);
         assert_eq!(r.followers(a), vec![s]);

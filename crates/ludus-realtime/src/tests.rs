@@ -195,7 +195,7 @@ async fn party_matchmaking_is_for_the_leader_and_ends_when_members_change() {
         })
         .expect("a party ticket");
     assert_eq!(ticket.party_id, party_id);
-    assert_eq!(rt.matchmaker.ticket_count(), 1);
+    assert_eq!(rt.matchmaker.core().ticket_count(), 1);
     // Removed by the leader…
     rt.handle(
         &crate::NoModules,
@@ -209,11 +209,11 @@ async fn party_matchmaking_is_for_the_leader_and_ends_when_members_change() {
         ),
     )
     .await;
-    assert_eq!(rt.matchmaker.ticket_count(), 0);
+    assert_eq!(rt.matchmaker.core().ticket_count(), 0);
     // …or dropped when the members change.
     rt.handle(&crate::NoModules, &leader, env("7", add(&party_id)))
         .await;
-    assert_eq!(rt.matchmaker.ticket_count(), 1);
+    assert_eq!(rt.matchmaker.core().ticket_count(), 1);
     rt.handle(
         &crate::NoModules,
         &member,
@@ -225,7 +225,7 @@ async fn party_matchmaking_is_for_the_leader_and_ends_when_members_change() {
         ),
     )
     .await;
-    assert_eq!(rt.matchmaker.ticket_count(), 0);
+    assert_eq!(rt.matchmaker.core().ticket_count(), 0);
 }
 
 #[tokio::test]
@@ -302,14 +302,23 @@ async fn disconnect_announces_the_leave_to_followers() {
     let (alice, bob) = (h.user().await, h.user().await);
     let a = connect(rt, alice, true);
     let b = connect(rt, bob, false);
-    rt.status.follow(b.id(), [alice]);
+    rt.status
+        .follow(
+            &b,
+            StatusFollow {
+                user_ids: vec![alice.to_string()],
+                usernames: vec![],
+            },
+        )
+        .await
+        .unwrap();
     rt.disconnect(&a);
     let got = drain(&b);
     let Some(Message::StatusPresenceEvent(ev)) = &got[0].message else {
         panic!("{got:?}")
     };
     assert_eq!(ev.leaves[0].user_id, alice.to_string());
-    assert_eq!(rt.registry.count(), 1);
+    assert_eq!(rt.hub().session_count(), 1);
 }
 
 #[tokio::test]
@@ -364,7 +373,10 @@ async fn notifications_reach_every_socket_of_the_user_and_persist_when_asked() {
         create_time_us: 1,
         persistent,
     };
-    rt.notify(vec![make(true), make(false)]).await.unwrap();
+    rt.notifier
+        .notify(vec![make(true), make(false)])
+        .await
+        .unwrap();
     for s in [&a1, &a2] {
         let got = drain(s);
         let Some(Message::Notifications(n)) = &got[0].message else {

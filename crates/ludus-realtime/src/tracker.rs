@@ -1,8 +1,10 @@
 //! The presence tracker: which sessions are on which streams, with each
-//! presence's metadata (username, format, status, hidden, persistence).
+//! presence's metadata (format, status, hidden, persistence); and
+//! [`Presence`], the one presence type of the realtime layer.
 //!
-//! It only keeps the books. Turning a join or leave into an event on the wire
-//! is the job of [`crate::Realtime`], which knows each stream mode's event.
+//! It only keeps the books, behind the [`crate::Hub`]. Turning a join or
+//! leave into an event on the wire is the job of the feature that owns the
+//! stream's mode.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,11 +15,10 @@ use uuid::Uuid;
 use crate::codec::Format;
 use crate::stream::{Stream, StreamMode};
 
-/// What a presence carries besides its ids.
+/// What a presence carries on a stream besides who it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PresenceMeta {
     pub format: Format,
-    pub username: Arc<str>,
     /// Hidden presences receive stream messages but are neither listed nor
     /// announced.
     pub hidden: bool,
@@ -25,21 +26,49 @@ pub struct PresenceMeta {
     pub status: Arc<str>,
 }
 
-/// One session on one stream.
+impl Default for PresenceMeta {
+    fn default() -> Self {
+        PresenceMeta {
+            format: Format::Json,
+            hidden: false,
+            persistence: false,
+            status: Arc::from(""),
+        }
+    }
+}
+
+/// A session of a user on a node: one presence on a stream, a player in a
+/// match, a member of a party or of a matchmaker ticket. The realtime
+/// layer's one presence type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Presence {
-    pub session_id: Uuid,
     pub user_id: Uuid,
+    pub session_id: Uuid,
+    /// Shared with the session: cloning a presence copies no text.
+    pub username: Arc<str>,
+    /// The node the session is connected to (`name`).
+    pub node: Arc<str>,
     pub meta: PresenceMeta,
 }
 
 impl Presence {
+    /// A presence with default metadata (visible, no status, JSON).
+    pub fn new(user_id: Uuid, session_id: Uuid, username: Arc<str>, node: Arc<str>) -> Presence {
+        Presence {
+            user_id,
+            session_id,
+            username,
+            node,
+            meta: PresenceMeta::default(),
+        }
+    }
+
     /// The wire form; `status` is set for status streams only.
     pub fn to_wire(&self, with_status: bool) -> UserPresence {
         UserPresence {
             user_id: self.user_id.to_string(),
             session_id: self.session_id.to_string(),
-            username: self.meta.username.to_string(),
+            username: self.username.to_string(),
             persistence: self.meta.persistence,
             status: with_status.then(|| self.meta.status.to_string().into()),
         }
@@ -64,7 +93,7 @@ struct Inner {
 }
 
 #[derive(Default)]
-pub struct PresenceTracker {
+pub(crate) struct PresenceTracker {
     inner: Mutex<Inner>,
 }
 
@@ -75,7 +104,7 @@ impl std::fmt::Debug for PresenceTracker {
 }
 
 impl PresenceTracker {
-    pub fn new() -> PresenceTracker {
+    pub(crate) fn new() -> PresenceTracker {
         PresenceTracker::default()
     }
 
@@ -84,7 +113,7 @@ impl PresenceTracker {
     }
 
     /// Puts a presence on a stream, or updates its metadata if it is there.
-    pub fn track(&self, stream: &Stream, presence: Presence) -> TrackOutcome {
+    pub(crate) fn track(&self, stream: &Stream, presence: Presence) -> TrackOutcome {
         let mut inner = self.lock();
         let session = presence.session_id;
         let members = inner.by_stream.entry(stream.clone()).or_default();
@@ -104,7 +133,7 @@ impl PresenceTracker {
     }
 
     /// Takes a session off a stream; returns the presence it had.
-    pub fn untrack(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
+    pub(crate) fn untrack(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
         let mut inner = self.lock();
         let members = inner.by_stream.get_mut(stream)?;
         let gone = members.remove(&session)?;
@@ -121,7 +150,7 @@ impl PresenceTracker {
     }
 
     /// Takes a session off every stream (it disconnected).
-    pub fn untrack_all(&self, session: Uuid) -> Vec<(Stream, Presence)> {
+    pub(crate) fn untrack_all(&self, session: Uuid) -> Vec<(Stream, Presence)> {
         let mut inner = self.lock();
         let Some(streams) = inner.by_session.remove(&session) else {
             return Vec::new();
@@ -141,7 +170,7 @@ impl PresenceTracker {
     }
 
     /// Presences on a stream; hidden ones only when asked.
-    pub fn list(&self, stream: &Stream, include_hidden: bool) -> Vec<Presence> {
+    pub(crate) fn list(&self, stream: &Stream, include_hidden: bool) -> Vec<Presence> {
         self.lock()
             .by_stream
             .get(stream)
@@ -155,7 +184,7 @@ impl PresenceTracker {
     }
 
     /// Session ids on a stream, hidden included: where its messages go.
-    pub fn session_ids(&self, stream: &Stream) -> Vec<Uuid> {
+    pub(crate) fn session_ids(&self, stream: &Stream) -> Vec<Uuid> {
         self.lock()
             .by_stream
             .get(stream)
@@ -163,16 +192,16 @@ impl PresenceTracker {
             .unwrap_or_default()
     }
 
-    pub fn get(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
+    pub(crate) fn get(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
         self.lock().by_stream.get(stream)?.get(&session).cloned()
     }
 
-    pub fn count(&self, stream: &Stream) -> usize {
+    pub(crate) fn count(&self, stream: &Stream) -> usize {
         self.lock().by_stream.get(stream).map_or(0, HashMap::len)
     }
 
     /// Whether a session is on a stream.
-    pub fn contains(&self, stream: &Stream, session: Uuid) -> bool {
+    pub(crate) fn contains(&self, stream: &Stream, session: Uuid) -> bool {
         self.lock()
             .by_stream
             .get(stream)
@@ -180,7 +209,7 @@ impl PresenceTracker {
     }
 
     /// Up to `limit` streams of one mode, with their presence counts.
-    pub fn streams_of_mode(&self, mode: StreamMode, limit: usize) -> Vec<(Stream, usize)> {
+    pub(crate) fn streams_of_mode(&self, mode: StreamMode, limit: usize) -> Vec<(Stream, usize)> {
         self.lock()
             .by_stream
             .iter()
@@ -191,7 +220,8 @@ impl PresenceTracker {
     }
 
     /// Streams one session is on.
-    pub fn streams_of(&self, session: Uuid) -> Vec<Stream> {
+    #[cfg(test)]
+    pub(crate) fn streams_of(&self, session: Uuid) -> Vec<Stream> {
         self.lock()
             .by_session
             .get(&session)
@@ -205,17 +235,10 @@ mod tests {
     use super::*;
 
     fn presence(session: Uuid, status: &str, hidden: bool) -> Presence {
-        Presence {
-            session_id: session,
-            user_id: Uuid::new_v4(),
-            meta: PresenceMeta {
-                format: Format::Json,
-                username: "u".into(),
-                hidden,
-                persistence: false,
-                status: status.into(),
-            },
-        }
+        let mut p = Presence::new(Uuid::new_v4(), session, "u".into(), "node".into());
+        p.meta.hidden = hidden;
+        p.meta.status = status.into();
+        p
     }
 
     #[test]

@@ -125,7 +125,7 @@ impl RuntimeServices for ServerServices {
 
     async fn account(&self, user_id: Uuid) -> Result<Account, ApiError> {
         let mut account = self.accounts.account(user_id).await?;
-        account.user.online = self.realtime.is_online(account.user.id);
+        account.user.online = self.realtime.status.is_online(account.user.id);
         Ok(account)
     }
 
@@ -136,7 +136,7 @@ impl RuntimeServices for ServerServices {
     async fn users(&self, ids: Vec<String>, usernames: Vec<String>) -> Result<Vec<User>, ApiError> {
         let mut users = self.accounts.users(&ids, &usernames).await?;
         for u in &mut users {
-            u.online = self.realtime.is_online(u.id);
+            u.online = self.realtime.status.is_online(u.id);
         }
         Ok(users)
     }
@@ -154,10 +154,14 @@ impl RuntimeServices for ServerServices {
     }
 
     async fn notifications_send(&self, notifications: Vec<Notification>) -> Result<(), ApiError> {
-        self.realtime.notify(notifications).await.map_err(|error| {
-            tracing::error!(%error, "cannot store notifications sent by a module");
-            ApiError::new(Code::Internal, "could not store notifications, try again")
-        })
+        self.realtime
+            .notifier
+            .notify(notifications)
+            .await
+            .map_err(|error| {
+                tracing::error!(%error, "cannot store notifications sent by a module");
+                ApiError::new(Code::Internal, "could not store notifications, try again")
+            })
     }
 
     /// Nakama's reasons 0-4 (0: none given, which Nakama reads as 4,
@@ -172,7 +176,7 @@ impl RuntimeServices for ServerServices {
                     "invalid disconnect reason, must be a value 0-4",
                 )
             })?;
-        self.realtime.registry.disconnect(session_id, reason);
+        self.realtime.hub().disconnect(session_id, reason);
         Ok(())
     }
 
@@ -185,7 +189,8 @@ impl RuntimeServices for ServerServices {
         persist: bool,
     ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
         self.realtime
-            .channel_message_send_as(channel_id, content, sender, username, persist)
+            .chat
+            .send_as(channel_id, content, sender, username, persist)
             .await
             .map_err(rt_error)
     }
@@ -226,8 +231,8 @@ impl RuntimeServices for ServerServices {
         include_not_hidden: bool,
     ) -> Vec<Presence> {
         self.realtime
-            .tracker
-            .list(stream, true)
+            .hub()
+            .presences(stream, true)
             .into_iter()
             .filter(|p| {
                 if p.meta.hidden {
@@ -241,13 +246,13 @@ impl RuntimeServices for ServerServices {
 
     fn stream_user_get(&self, user: Uuid, session: Uuid, stream: &Stream) -> Option<Presence> {
         self.realtime
-            .tracker
-            .get(session, stream)
+            .hub()
+            .presence(session, stream)
             .filter(|p| p.user_id == user)
     }
 
     fn stream_count(&self, stream: &Stream) -> usize {
-        self.realtime.tracker.count(stream)
+        self.realtime.hub().count(stream)
     }
 
     fn stream_close(&self, stream: &Stream) {
@@ -267,7 +272,8 @@ impl RuntimeServices for ServerServices {
         cursor: &str,
     ) -> Result<(Vec<PartyInfo>, Option<String>), ApiError> {
         self.realtime
-            .party_list(limit, open, show_hidden, query, cursor)
+            .parties
+            .list(limit, open, show_hidden, query, cursor)
             .map_err(rt_error)
     }
 

@@ -125,7 +125,7 @@ pub async fn start_with(
         let sockets = state.sockets.clone();
         let stopped = stopped.clone();
         let modules: Arc<dyn ludus_realtime::Modules> = sockets.modules.clone();
-        tokio::spawn(async move { sockets.realtime.run_matchmaker(modules, stopped).await })
+        tokio::spawn(async move { sockets.realtime.matchmaker.run(modules, stopped).await })
     };
     let handshake_timeout = Duration::from_millis(state.config.socket.handshake_timeout_ms);
     let task = tokio::spawn(async move {

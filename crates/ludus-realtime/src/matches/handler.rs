@@ -6,42 +6,21 @@
 //! implement [`MatchHandler`]; the engine (`task.rs`) never knows which.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use ludus_proto::realtime::UserPresence;
 use serde_json::Value;
 use uuid::Uuid;
+
+use crate::tracker::Presence;
 
 /// Longest match label, in bytes (Nakama's limit).
 pub const MAX_LABEL_BYTES: usize = 2048;
 /// Tick rates a match may ask for, per second.
 pub const TICK_RATES: std::ops::RangeInclusive<u32> = 1..=60;
 
-/// A player in a match, as handlers see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatchPresence {
-    pub user_id: Uuid,
-    pub session_id: Uuid,
-    pub username: Arc<str>,
-    pub node: Arc<str>,
-}
-
-impl MatchPresence {
-    pub fn to_wire(&self) -> UserPresence {
-        UserPresence {
-            user_id: self.user_id.to_string(),
-            session_id: self.session_id.to_string(),
-            username: self.username.to_string(),
-            persistence: false,
-            status: None,
-        }
-    }
-}
-
 /// One `match_data_send` from a player, delivered to `match_loop`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatchMessage {
-    pub sender: MatchPresence,
+    pub sender: Presence,
     pub op_code: i64,
     pub data: Vec<u8>,
     pub reliable: bool,
@@ -102,7 +81,7 @@ pub trait MatchHandler: Send + 'static {
         &mut self,
         d: &mut Dispatcher,
         tick: i64,
-        presence: &MatchPresence,
+        presence: &Presence,
         metadata: &BTreeMap<String, String>,
     ) -> Result<JoinDecision, HandlerError>;
 
@@ -111,7 +90,7 @@ pub trait MatchHandler: Send + 'static {
         &mut self,
         d: &mut Dispatcher,
         tick: i64,
-        presences: &[MatchPresence],
+        presences: &[Presence],
     ) -> Result<Step, HandlerError>;
 
     /// Players who left, disconnected or were kicked.
@@ -119,7 +98,7 @@ pub trait MatchHandler: Send + 'static {
         &mut self,
         d: &mut Dispatcher,
         tick: i64,
-        presences: &[MatchPresence],
+        presences: &[Presence],
     ) -> Result<Step, HandlerError>;
 
     /// One tick with the messages received since the last one (Nakama's
@@ -156,7 +135,7 @@ pub enum Effect {
         data: Vec<u8>,
         /// `None`: every player in the match.
         to: Option<Vec<Uuid>>,
-        sender: Option<MatchPresence>,
+        sender: Option<Presence>,
         reliable: bool,
     },
     Kick(Vec<Uuid>),
@@ -187,8 +166,8 @@ impl Dispatcher {
         &mut self,
         op_code: i64,
         data: impl Into<Vec<u8>>,
-        to: Option<&[MatchPresence]>,
-        sender: Option<&MatchPresence>,
+        to: Option<&[Presence]>,
+        sender: Option<&Presence>,
         reliable: bool,
     ) {
         self.now
@@ -200,15 +179,15 @@ impl Dispatcher {
         &mut self,
         op_code: i64,
         data: impl Into<Vec<u8>>,
-        to: Option<&[MatchPresence]>,
-        sender: Option<&MatchPresence>,
+        to: Option<&[Presence]>,
+        sender: Option<&Presence>,
         reliable: bool,
     ) -> Result<(), HandlerError> {
         self.push_deferred(broadcast(op_code, data.into(), to, sender, reliable))
     }
 
     /// Removes players from the match; `leave` follows for each.
-    pub fn kick(&mut self, presences: &[MatchPresence]) {
+    pub fn kick(&mut self, presences: &[Presence]) {
         self.now.push(Effect::Kick(
             presences.iter().map(|p| p.session_id).collect(),
         ));
@@ -252,8 +231,8 @@ impl Dispatcher {
 fn broadcast(
     op_code: i64,
     data: Vec<u8>,
-    to: Option<&[MatchPresence]>,
-    sender: Option<&MatchPresence>,
+    to: Option<&[Presence]>,
+    sender: Option<&Presence>,
     reliable: bool,
 ) -> Effect {
     Effect::Broadcast {

@@ -35,14 +35,15 @@ use uuid::Uuid;
 
 pub use handler::{
     Dispatcher, Effect, HandlerError, JoinDecision, MAX_LABEL_BYTES, MatchHandler, MatchInfo,
-    MatchInit, MatchMessage, MatchPresence, Step, check_init, check_label,
+    MatchInit, MatchMessage, Step, check_init, check_label,
 };
 
 use crate::error::{RtCode, RtError};
+use crate::hub::Hub;
 use crate::query::Query;
-use crate::router::StreamRouter;
 use crate::stream::{Stream, StreamMode};
-use crate::tracker::{Presence, PresenceTracker};
+/// Handlers see players as the realtime layer's one presence type.
+pub use crate::tracker::Presence;
 
 /// Settings of the match engine (`match.*`, Nakama's key names).
 #[derive(Debug, Clone)]
@@ -129,7 +130,7 @@ pub const MAX_LIST_LIMIT: usize = 100;
 /// Calls that wait for the match's answer.
 pub(crate) enum Call {
     JoinAttempt {
-        presence: MatchPresence,
+        presence: Presence,
         metadata: std::collections::BTreeMap<String, String>,
         reply: oneshot::Sender<JoinReply>,
     },
@@ -146,8 +147,8 @@ pub(crate) enum Inbox {
 
 /// Notices that must not be lost: they never wait on a full queue.
 pub(crate) enum Event {
-    Joined(MatchPresence),
-    Left(MatchPresence),
+    Joined(Presence),
+    Left(Presence),
     Terminate(Duration),
 }
 
@@ -195,8 +196,7 @@ pub struct MatchRegistry {
     config: MatchConfig,
     node: Arc<str>,
     spawner: tokio::runtime::Handle,
-    tracker: Arc<PresenceTracker>,
-    router: StreamRouter,
+    hub: Arc<Hub>,
     matches: RwLock<HashMap<Uuid, Arc<Entry>>>,
     /// Matches being created (counted against `max_matches`).
     starting: AtomicUsize,
@@ -215,17 +215,14 @@ impl MatchRegistry {
     /// in the server, so match logic never holds up sockets).
     pub fn new(
         config: MatchConfig,
-        node: &str,
         spawner: tokio::runtime::Handle,
-        tracker: Arc<PresenceTracker>,
-        router: StreamRouter,
+        hub: Arc<Hub>,
     ) -> MatchRegistry {
         MatchRegistry {
             config,
-            node: Arc::from(node),
+            node: hub.node().clone(),
             spawner,
-            tracker,
-            router,
+            hub,
             matches: RwLock::new(HashMap::new()),
             starting: AtomicUsize::new(0),
         }
@@ -262,16 +259,8 @@ impl MatchRegistry {
     }
 
     /// A session of this node as its matches see it.
-    pub(crate) fn session_presence(
-        &self,
-        session: &crate::registry::SessionHandle,
-    ) -> MatchPresence {
-        MatchPresence {
-            user_id: session.user_id(),
-            session_id: session.id(),
-            username: session.username_shared(),
-            node: self.node.clone(),
-        }
+    pub(crate) fn session_presence(&self, session: &crate::registry::SessionHandle) -> Presence {
+        self.hub.presence_of(session)
     }
 
     /// Creates an authoritative match run by the handler `make` builds
@@ -332,8 +321,8 @@ impl MatchRegistry {
         tracing::error!(%match_id, "match handler panicked, ending the match");
         self.remove(id);
         let stream = self.stream(id);
-        let sessions = self.tracker.session_ids(&stream);
-        self.router.send_to_sessions(
+        let sessions = self.hub.session_ids(&stream);
+        self.hub.send_to_sessions(
             &sessions,
             crate::error::error_envelope(
                 "",
@@ -342,7 +331,7 @@ impl MatchRegistry {
             ),
         );
         for s in sessions {
-            self.tracker.untrack(s, &stream);
+            self.hub.untrack(s, &stream);
         }
     }
 
@@ -351,7 +340,7 @@ impl MatchRegistry {
         let (id, node) = parse_id(match_id).ok()?;
         if node.is_empty() {
             let stream = relayed_stream(id);
-            let size = self.tracker.count(&stream);
+            let size = self.hub.count(&stream);
             return (size > 0).then(|| relayed_listing(id, size));
         }
         if node != &*self.node {
@@ -442,7 +431,7 @@ impl MatchRegistry {
             && label.is_none()
         {
             for (stream, size) in self
-                .tracker
+                .hub
                 .streams_of_mode(StreamMode::MatchRelayed, usize::MAX)
             {
                 if out.len() >= limit {
@@ -488,16 +477,7 @@ impl MatchRegistry {
             return;
         }
         if let Some(e) = self.entry(stream.subject) {
-            e.event(Event::Left(self.presence_of(presence)));
-        }
-    }
-
-    pub(crate) fn presence_of(&self, p: &Presence) -> MatchPresence {
-        MatchPresence {
-            user_id: p.user_id,
-            session_id: p.session_id,
-            username: p.meta.username.clone(),
-            node: self.node.clone(),
+            e.event(Event::Left(presence.clone()));
         }
     }
 
@@ -523,6 +503,21 @@ impl MatchRegistry {
         }
     }
 
+    /// Announces the visible joins and leaves on a match stream.
+    pub(crate) fn announce(&self, stream: &Stream, joins: &[Presence], leaves: &[Presence]) {
+        let wire = |ps: &[Presence]| -> Vec<UserPresence> {
+            ps.iter()
+                .filter(|p| !p.meta.hidden)
+                .map(|p| p.to_wire(false))
+                .collect()
+        };
+        let (joins, leaves) = (wire(joins), wire(leaves));
+        if joins.is_empty() && leaves.is_empty() {
+            return;
+        }
+        self.presence_event(stream, joins, leaves);
+    }
+
     /// Sends a `match_presence_event` to everyone on a match stream.
     pub(crate) fn presence_event(
         &self,
@@ -531,7 +526,7 @@ impl MatchRegistry {
         leaves: Vec<UserPresence>,
     ) {
         let match_id = stream_match_id(stream);
-        self.router.send_to_stream(
+        self.hub.send_to_stream(
             stream,
             Envelope {
                 cid: String::new(),

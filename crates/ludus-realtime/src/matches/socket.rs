@@ -11,15 +11,15 @@ use ludus_proto::realtime::{
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::{Call, Event, JoinReply, MatchMessage, not_found, parse_id};
+use super::{Call, Event, JoinReply, MatchMessage, MatchRegistry, not_found, parse_id};
 use crate::error::{RtCode, RtError};
+use crate::hub::Announce;
 use crate::registry::SessionHandle;
 use crate::stream::Stream;
-use crate::{Announce, Realtime};
 
-impl Realtime {
+impl MatchRegistry {
     /// `match_create`: a relayed match, named (a deterministic id) or not.
-    pub(crate) fn match_create(
+    pub(crate) fn create_relayed(
         &self,
         session: &SessionHandle,
         req: MatchCreate,
@@ -30,7 +30,9 @@ impl Realtime {
             Uuid::new_v5(&Uuid::NAMESPACE_DNS, req.name.as_bytes())
         };
         let stream = super::relayed_stream(id);
-        self.track(session, &stream, false, false, "");
+        let a = self.hub.track(&stream, self.hub.presence_of(session));
+        let (joins, leaves) = a.changes();
+        self.announce(&stream, &joins, &leaves);
         let others = self.match_presences(&stream, session.id(), true);
         Ok(Match {
             match_id: format!("{id}."),
@@ -42,25 +44,27 @@ impl Realtime {
         })
     }
 
-    /// `match_join` by id or by a matchmaker token.
-    pub(crate) async fn match_join(
+    /// `match_join` by id, or by a matchmaker token (`token_match`: the
+    /// id the checked token carries).
+    pub(crate) async fn join(
         &self,
         session: &SessionHandle,
         req: MatchJoin,
+        token_match: impl FnOnce(&str) -> Result<String, RtError>,
     ) -> Result<(Match, Option<Announce>), RtError> {
         let (match_id, from_token) = match req.id {
             Some(Id::MatchId(id)) if !id.is_empty() => (id, false),
-            Some(Id::Token(token)) if !token.is_empty() => (self.match_token_id(&token)?, true),
+            Some(Id::Token(token)) if !token.is_empty() => (token_match(&token)?, true),
             _ => return Err(RtError::bad_input("No match ID or token found")),
         };
         let (id, node) = parse_id(&match_id)?;
         if node.is_empty() {
             let stream = super::relayed_stream(id);
             // Joining by token may be the first join; by id the match must exist.
-            if !from_token && self.tracker.count(&stream) == 0 {
+            if !from_token && self.hub.count(&stream) == 0 {
                 return Err(not_found());
             }
-            let announce = self.track_quietly(session, &stream, false, false, "");
+            let announce = self.hub.track(&stream, self.hub.presence_of(session));
             let presences = self.match_presences(&stream, session.id(), announce.is_new());
             let joined = Match {
                 match_id,
@@ -72,11 +76,11 @@ impl Realtime {
             };
             return Ok((joined, Some(announce)));
         }
-        if node != self.matches.node() {
+        if node != self.node() {
             return Err(not_found());
         }
-        let entry = self.matches.entry(id).ok_or_else(not_found)?;
-        let presence = self.matches.session_presence(session);
+        let entry = self.entry(id).ok_or_else(not_found)?;
+        let presence = self.session_presence(session);
         let (reply, answer) = oneshot::channel();
         entry
             .call(Call::JoinAttempt {
@@ -85,7 +89,7 @@ impl Realtime {
                 reply,
             })
             .map_err(|()| super::busy(&match_id))?;
-        let timeout = self.matches.config().call_timeout;
+        let timeout = self.config().call_timeout;
         let (label, new) = match tokio::time::timeout(timeout, answer).await {
             Ok(Ok(JoinReply::Accepted { label, new })) => (label, new),
             Ok(Ok(JoinReply::Rejected(reason))) => {
@@ -104,9 +108,9 @@ impl Realtime {
                 ));
             }
         };
-        let stream = self.matches.stream(id);
+        let stream = self.stream(id);
         let announce = new.then(|| {
-            let announce = self.track_quietly(session, &stream, false, false, "");
+            let announce = self.hub.track(&stream, presence.clone());
             entry.event(Event::Joined(presence));
             announce
         });
@@ -123,39 +127,38 @@ impl Realtime {
     }
 
     /// `match_leave`: leaving a match one is not in is not an error.
-    pub(crate) fn match_leave(
-        &self,
-        session: &SessionHandle,
-        req: MatchLeave,
-    ) -> Result<(), RtError> {
+    pub(crate) fn leave(&self, session: &SessionHandle, req: MatchLeave) -> Result<(), RtError> {
         let (id, node) = parse_id(&req.match_id)?;
         let stream = if node.is_empty() {
             super::relayed_stream(id)
         } else {
             super::authoritative_stream(id, node)
         };
-        self.untrack(session.id(), &stream);
+        if let Some(gone) = self.hub.untrack(session.id(), &stream) {
+            self.announce(&stream, &[], std::slice::from_ref(&gone));
+            self.left(&stream, &gone);
+        }
         Ok(())
     }
 
     /// `match_data_send`: relayed data goes straight to the other players (or
     /// the listed ones); authoritative data waits for the match's next tick.
-    pub(crate) fn match_data_send(
+    pub(crate) fn data_send(
         &self,
         session: &SessionHandle,
         req: MatchDataSend,
     ) -> Result<(), RtError> {
         let (id, node) = parse_id(&req.match_id)?;
         if !node.is_empty() {
-            let stream = self.matches.stream(id);
-            if node != self.matches.node() || !self.tracker.contains(&stream, session.id()) {
+            let stream = self.stream(id);
+            if node != self.node() || !self.hub.contains(&stream, session.id()) {
                 return Err(not_in_match(&req.match_id));
             }
-            let Some(entry) = self.matches.entry(id) else {
+            let Some(entry) = self.entry(id) else {
                 return Err(not_found());
             };
             let message = MatchMessage {
-                sender: self.matches.session_presence(session),
+                sender: self.session_presence(session),
                 op_code: req.op_code,
                 data: req.data.to_vec(),
                 reliable: req.reliable,
@@ -172,7 +175,7 @@ impl Realtime {
             });
         }
         let stream = super::relayed_stream(id);
-        let mut sessions = self.tracker.session_ids(&stream);
+        let mut sessions = self.hub.session_ids(&stream);
         if !sessions.contains(&session.id()) {
             return Err(not_in_match(&req.match_id));
         }
@@ -187,7 +190,7 @@ impl Realtime {
                 .map_err(|_| RtError::bad_input("Invalid presence session ID in the filter"))?;
             sessions.retain(|s| wanted.contains(s));
         }
-        self.router.send_to_sessions(
+        self.hub.send_to_sessions(
             &sessions,
             Envelope {
                 cid: String::new(),
@@ -208,8 +211,8 @@ impl Realtime {
     /// left out only when it just joined (as Nakama: a session already in
     /// the match sees itself too).
     fn match_presences(&self, stream: &Stream, me: Uuid, new: bool) -> Vec<UserPresence> {
-        self.tracker
-            .list(stream, false)
+        self.hub
+            .presences(stream, false)
             .into_iter()
             .filter(|p| !(new && p.session_id == me))
             .map(|p| p.to_wire(false))

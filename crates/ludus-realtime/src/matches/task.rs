@@ -16,12 +16,13 @@ use tokio::time::{Instant, MissedTickBehavior};
 use uuid::Uuid;
 
 use super::handler::{
-    Dispatcher, Effect, HandlerError, JoinDecision, MatchHandler, MatchInfo, MatchMessage,
-    MatchPresence, Step, check_init,
+    Dispatcher, Effect, HandlerError, JoinDecision, MatchHandler, MatchInfo, MatchMessage, Step,
+    check_init,
 };
 use super::{Call, Entry, Event, HandlerFactory, Inbox, JoinReply, Labelled, MatchRegistry};
 use crate::error::{RtCode, RtError, error_envelope};
 use crate::stream::Stream;
+use crate::tracker::Presence;
 
 /// Builds the handler and runs `match_init`, answers `reply`, then runs the
 /// match until it ends.
@@ -112,7 +113,7 @@ struct Match {
     registry: Arc<MatchRegistry>,
     tick: i64,
     /// Players whose join completed, by session.
-    presences: HashMap<Uuid, MatchPresence>,
+    presences: HashMap<Uuid, Presence>,
     /// Accepted joins not completed yet, with their deadlines.
     markers: HashMap<Uuid, Instant>,
     dispatcher: Dispatcher,
@@ -216,7 +217,7 @@ impl Match {
             match effect {
                 Effect::Kick(sessions) => {
                     for s in sessions {
-                        if let Some(p) = self.registry.tracker.untrack(s, &self.stream) {
+                        if let Some(p) = self.registry.hub.untrack(s, &self.stream) {
                             self.registry.presence_event(
                                 &self.stream,
                                 Vec::new(),
@@ -254,17 +255,17 @@ impl Match {
                 sender,
                 reliable,
             } => {
-                let mut sessions = self.registry.tracker.session_ids(&self.stream);
+                let mut sessions = self.registry.hub.session_ids(&self.stream);
                 if let Some(to) = to {
                     sessions.retain(|s| to.contains(s));
                 }
-                self.registry.router.send_to_sessions(
+                self.registry.hub.send_to_sessions(
                     &sessions,
                     Envelope {
                         cid: String::new(),
                         message: Some(Message::MatchData(MatchData {
                             match_id: self.match_id.to_string(),
-                            presence: sender.map(|p| p.to_wire()),
+                            presence: sender.map(|p| p.to_wire(false)),
                             op_code,
                             data: data.into(),
                             reliable,
@@ -346,11 +347,11 @@ impl Match {
     }
 
     /// A presence whose join was accepted is now tracked on the stream.
-    fn joined(&mut self, p: MatchPresence) -> Flow {
+    fn joined(&mut self, p: Presence) -> Flow {
         if self.markers.remove(&p.session_id).is_none() {
             // Its join deadline passed: it is not part of the match.
             tracing::debug!(match_id = %self.match_id, session_id = %p.session_id, "late join dropped");
-            if let Some(gone) = self.registry.tracker.untrack(p.session_id, &self.stream) {
+            if let Some(gone) = self.registry.hub.untrack(p.session_id, &self.stream) {
                 self.registry
                     .presence_event(&self.stream, Vec::new(), vec![gone.to_wire(false)]);
             }
@@ -363,7 +364,7 @@ impl Match {
         self.call(|h, d, t| h.join(d, t, std::slice::from_ref(&p)))
     }
 
-    fn left(&mut self, presences: Vec<MatchPresence>) -> Flow {
+    fn left(&mut self, presences: Vec<Presence>) -> Flow {
         let mut gone = Vec::with_capacity(presences.len());
         for p in presences {
             self.markers.remove(&p.session_id);
@@ -393,7 +394,7 @@ impl Match {
     /// and told to them.
     fn finish(self, outcome: Outcome) {
         self.registry.remove(self.stream.subject);
-        let sessions = self.registry.tracker.session_ids(&self.stream);
+        let sessions = self.registry.hub.session_ids(&self.stream);
         if let Outcome::Failed(error) = &outcome {
             tracing::error!(
                 match_id = %self.match_id,
@@ -402,7 +403,7 @@ impl Match {
                 %error,
                 "match handler failed, ending the match"
             );
-            self.registry.router.send_to_sessions(
+            self.registry.hub.send_to_sessions(
                 &sessions,
                 error_envelope(
                     "",
@@ -414,7 +415,7 @@ impl Match {
             tracing::debug!(match_id = %self.match_id, tick = self.tick, "match ended");
         }
         for s in sessions {
-            self.registry.tracker.untrack(s, &self.stream);
+            self.registry.hub.untrack(s, &self.stream);
         }
     }
 }

@@ -52,7 +52,7 @@ impl MatchHandler for Echo {
         &mut self,
         _d: &mut Dispatcher,
         tick: i64,
-        p: &MatchPresence,
+        p: &Presence,
         metadata: &BTreeMap<String, String>,
     ) -> Result<JoinDecision, HandlerError> {
         self.note(format!("attempt {tick} {}", p.username));
@@ -69,7 +69,7 @@ impl MatchHandler for Echo {
         &mut self,
         _d: &mut Dispatcher,
         tick: i64,
-        ps: &[MatchPresence],
+        ps: &[Presence],
     ) -> Result<Step, HandlerError> {
         self.players += ps.len();
         self.note(format!("join {tick} {}", ps.len()));
@@ -80,7 +80,7 @@ impl MatchHandler for Echo {
         &mut self,
         _d: &mut Dispatcher,
         tick: i64,
-        ps: &[MatchPresence],
+        ps: &[Presence],
     ) -> Result<Step, HandlerError> {
         self.players -= ps.len();
         self.note(format!("leave {tick} {}", ps.len()));
@@ -455,7 +455,7 @@ async fn a_nil_state_ends_the_match() {
     assert!(h.rt.matches.get(&id).is_none());
     assert!(
         !h.rt
-            .tracker
+            .hub()
             .contains(&h.rt.matches.stream(parse_id(&id).unwrap().0), a.id())
     );
     // Signals can end a match too, and answer first.
@@ -537,12 +537,7 @@ async fn an_accepted_join_that_never_completes_is_dropped() {
     let id = h.create("echo", Value::Null).await.unwrap();
     let (uuid, _) = parse_id(&id).unwrap();
     let entry = h.rt.matches.entry(uuid).unwrap();
-    let p = MatchPresence {
-        user_id: Uuid::new_v4(),
-        session_id: Uuid::new_v4(),
-        username: "late".into(),
-        node: "n1".into(),
-    };
+    let p = Presence::new(Uuid::new_v4(), Uuid::new_v4(), "late".into(), "n1".into());
     let (reply, answer) = tokio::sync::oneshot::channel();
     let _ = entry.call(Call::JoinAttempt {
         presence: p.clone(),
@@ -773,7 +768,7 @@ async fn a_panicking_handler_ends_only_its_match() {
     assert!(h.rt.matches.get(&bad).is_none());
     assert!(
         !h.rt
-            .tracker
+            .hub()
             .contains(&h.rt.matches.stream(parse_id(&bad).unwrap().0), a.id())
     );
     h.data(&b, &good, 1, "fine").await;

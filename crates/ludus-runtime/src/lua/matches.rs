@@ -12,9 +12,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ludus_realtime::Presence;
 use ludus_realtime::matches::{
     Dispatcher, Effect, HandlerError, JoinDecision, MatchHandler, MatchInfo, MatchInit,
-    MatchMessage, MatchPresence, Step, check_label,
+    MatchMessage, Step, check_label,
 };
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use serde_json::Value;
@@ -147,7 +148,7 @@ impl LuaMatch {
         i: usize,
         d: &mut Dispatcher,
         tick: i64,
-        presences: &[MatchPresence],
+        presences: &[Presence],
     ) -> Result<Step, HandlerError> {
         let list = self
             .tables
@@ -249,7 +250,7 @@ impl MatchHandler for LuaMatch {
         &mut self,
         d: &mut Dispatcher,
         tick: i64,
-        presence: &MatchPresence,
+        presence: &Presence,
         metadata: &BTreeMap<String, String>,
     ) -> Result<JoinDecision, HandlerError> {
         let lua = self.vm.lua();
@@ -291,7 +292,7 @@ impl MatchHandler for LuaMatch {
         &mut self,
         d: &mut Dispatcher,
         tick: i64,
-        presences: &[MatchPresence],
+        presences: &[Presence],
     ) -> Result<Step, HandlerError> {
         self.with_presences(2, d, tick, presences)
     }
@@ -300,7 +301,7 @@ impl MatchHandler for LuaMatch {
         &mut self,
         d: &mut Dispatcher,
         tick: i64,
-        presences: &[MatchPresence],
+        presences: &[Presence],
     ) -> Result<Step, HandlerError> {
         let step = self.with_presences(3, d, tick, presences);
         for p in presences {
@@ -376,7 +377,7 @@ impl std::fmt::Debug for LuaMatch {
     }
 }
 
-fn presence_table(lua: &Lua, p: &MatchPresence) -> mlua::Result<Table> {
+fn presence_table(lua: &Lua, p: &Presence) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 4)?;
     t.raw_set("user_id", p.user_id.to_string())?;
     t.raw_set("session_id", p.session_id.to_string())?;
@@ -393,7 +394,7 @@ fn presence_table(lua: &Lua, p: &MatchPresence) -> mlua::Result<Table> {
 struct PresenceTables(HashMap<Uuid, Table>);
 
 impl PresenceTables {
-    fn get(&mut self, lua: &Lua, p: &MatchPresence) -> mlua::Result<Table> {
+    fn get(&mut self, lua: &Lua, p: &Presence) -> mlua::Result<Table> {
         if let Some(t) = self.0.get(&p.session_id) {
             return Ok(t.clone());
         }
@@ -402,7 +403,7 @@ impl PresenceTables {
         Ok(t)
     }
 
-    fn list(&mut self, lua: &Lua, ps: &[MatchPresence]) -> mlua::Result<Table> {
+    fn list(&mut self, lua: &Lua, ps: &[Presence]) -> mlua::Result<Table> {
         let list = lua.create_table_with_capacity(ps.len(), 0)?;
         for (i, p) in ps.iter().enumerate() {
             list.raw_set(i + 1, self.get(lua, p)?)?;
@@ -434,7 +435,7 @@ fn is_empty(t: &Table) -> bool {
 }
 
 /// A presence table from Lua: only its session id matters to the engine.
-fn presence_from(v: &LuaValue, what: &str) -> mlua::Result<MatchPresence> {
+fn presence_from(v: &LuaValue, what: &str) -> mlua::Result<Presence> {
     let LuaValue::Table(t) = v else {
         return Err(mlua::Error::runtime(format!(
             "{what}: expects presence tables with a session_id"
@@ -452,12 +453,12 @@ fn presence_from(v: &LuaValue, what: &str) -> mlua::Result<MatchPresence> {
             "{what}: a presence has no valid session_id"
         )));
     }
-    Ok(MatchPresence {
-        user_id: field("user_id"),
+    Ok(Presence::new(
+        field("user_id"),
         session_id,
-        username: Arc::from(t.raw_get::<String>("username").unwrap_or_default()),
-        node: Arc::from(t.raw_get::<String>("node").unwrap_or_default()),
-    })
+        Arc::from(t.raw_get::<String>("username").unwrap_or_default()),
+        Arc::from(t.raw_get::<String>("node").unwrap_or_default()),
+    ))
 }
 
 /// The sessions of a presence list (recipients and kicks need no more).

@@ -250,7 +250,7 @@ fn install_streams(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
                         let t = lua.create_table_with_capacity(0, 4)?;
                         t.raw_set("hidden", p.meta.hidden)?;
                         t.raw_set("persistence", p.meta.persistence)?;
-                        t.raw_set("username", &*p.meta.username)?;
+                        t.raw_set("username", &*p.username)?;
                         t.raw_set("status", &*p.meta.status)?;
                         Ok(LuaValue::Table(t))
                     }
@@ -310,7 +310,7 @@ fn presence_table(lua: &Lua, shared: &LuaShared, p: &Presence) -> mlua::Result<T
     t.raw_set("node", shared.settings.node.as_str())?;
     t.raw_set("hidden", p.meta.hidden)?;
     t.raw_set("persistence", p.meta.persistence)?;
-    t.raw_set("username", &*p.meta.username)?;
+    t.raw_set("username", &*p.username)?;
     t.raw_set("status", &*p.meta.status)?;
     Ok(t)
 }

@@ -21,7 +21,7 @@ pub(super) async fn get(
     const API: &str = "getaccount";
     runtime::before_without_body(&state, API, Some(&caller), client).await?;
     let mut account = state.accounts.account(caller.user_id).await?;
-    account.user.online = state.sockets.realtime.is_online(account.user.id);
+    account.user.online = state.sockets.realtime.status.is_online(account.user.id);
     let account = convert::account(account);
     runtime::after(
         &state,

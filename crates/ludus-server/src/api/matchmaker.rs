@@ -19,7 +19,7 @@ pub(super) async fn stats(
 ) -> Result<Response, HttpError> {
     const API: &str = "getmatchmakerstats";
     runtime::before_without_body(&state, API, Some(&caller), client).await?;
-    let stats = state.sockets.realtime.matchmaker.stats();
+    let stats = state.sockets.realtime.matchmaker.core().stats();
     runtime::after(
         &state,
         API,

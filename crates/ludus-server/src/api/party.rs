@@ -47,7 +47,8 @@ pub(super) async fn list(
     let (parties, cursor) = state
         .sockets
         .realtime
-        .party_list(
+        .parties
+        .list(
             limit,
             req.open.as_ref().map(|o| o.value),
             false,

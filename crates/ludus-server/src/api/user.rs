@@ -31,7 +31,7 @@ pub(super) async fn get_users(
         users: users
             .into_iter()
             .map(|mut u| {
-                u.online = realtime.is_online(u.id);
+                u.online = realtime.status.is_online(u.id);
                 convert::user(u)
             })
             .collect(),

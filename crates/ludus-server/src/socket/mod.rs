@@ -124,7 +124,7 @@ impl Sockets {
     /// to finish (at most `grace`).
     pub async fn close_all(&self, grace: Duration) {
         self.closing.store(true, Ordering::Release);
-        self.realtime.registry.disconnect_all(CloseReason::Shutdown);
+        self.realtime.hub().disconnect_all(CloseReason::Shutdown);
         let wait = async {
             loop {
                 let notified = self.all_closed.notified();

@@ -10,7 +10,7 @@ use ludus_proto::realtime::*;
 use ludus_server::NativeModule;
 use ludus_server::matches::{
     Dispatcher, HandlerError, JoinDecision, MatchHandler, MatchInfo, MatchInit, MatchMessage,
-    MatchPresence, Step,
+    Presence, Step,
 };
 use serde_json::{Value, json};
 
@@ -350,7 +350,7 @@ impl MatchHandler for NativeEcho {
         &mut self,
         _d: &mut Dispatcher,
         _tick: i64,
-        _p: &MatchPresence,
+        _p: &Presence,
         _m: &BTreeMap<String, String>,
     ) -> Result<JoinDecision, HandlerError> {
         Ok(if self.players < 2 {
@@ -364,7 +364,7 @@ impl MatchHandler for NativeEcho {
         &mut self,
         d: &mut Dispatcher,
         _tick: i64,
-        ps: &[MatchPresence],
+        ps: &[Presence],
     ) -> Result<Step, HandlerError> {
         self.players += ps.len();
         d.broadcast(50, format!("players {}", self.players), None, None, true);
@@ -375,7 +375,7 @@ impl MatchHandler for NativeEcho {
         &mut self,
         _d: &mut Dispatcher,
         _tick: i64,
-        ps: &[MatchPresence],
+        ps: &[Presence],
     ) -> Result<Step, HandlerError> {
         self.players -= ps.len();
         Ok(Step::Continue)

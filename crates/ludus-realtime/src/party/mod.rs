@@ -6,33 +6,40 @@
 //! `party_update`; pushes: `party`, `party_presence_event`, `party_leader`,
 //! `party_join_request`, `party_close`, `party_data` and `party_update`.
 //!
-//! The [`PartyRegistry`] owns membership (join order, leader, pending
-//! requests). Each member is also tracked on the party's stream (mode 7,
-//! subject the party uuid, label the node), so presence events reach members
-//! the way they do for every other stream. Party ids are `<uuid>.<node>`.
+//! `book.rs` is the membership state machine (join order, leader, pending
+//! requests, the rules), pure and unit-tested; [`Parties`] is its socket
+//! glue over the hub. Each member is also tracked on the party's stream
+//! (mode 7, subject the party uuid, label the node), so presence events
+//! reach members the way they do for every other stream. Party ids are
+//! `<uuid>.<node>`.
 //!
-//! Every change to a party happens under the registry's one lock, including
-//! its tracker updates and the pushes it causes, so members see the changes
-//! of one party in the order they happened. Pushes only queue frames, so the
+//! Every change to a party happens under the book's one lock, including its
+//! tracker updates and the pushes it causes, so members see the changes of
+//! one party in the order they happened. Pushes only queue frames, so the
 //! lock is never held across a wait.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use ludus_core::chat::is_json_object;
 use ludus_proto::realtime::envelope::Message;
 use ludus_proto::realtime::{
-    Envelope, Party as PartyWire, PartyAccept, PartyClose, PartyCreate, PartyData, PartyDataSend,
-    PartyJoin, PartyJoinRequest, PartyJoinRequestList, PartyLeader, PartyLeave, PartyPromote,
-    PartyRemove, PartyUpdate, UserPresence,
+    Party as PartyWire, PartyAccept, PartyClose, PartyCreate, PartyData, PartyDataSend, PartyJoin,
+    PartyJoinRequest, PartyJoinRequestList, PartyLeader, PartyLeave, PartyMatchmakerAdd,
+    PartyMatchmakerRemove, PartyMatchmakerTicket, PartyPresenceEvent, PartyPromote, PartyRemove,
+    PartyUpdate, UserPresence,
 };
 use uuid::Uuid;
 
-use crate::Realtime;
 use crate::error::RtError;
+use crate::hub::{Hub, push, visible};
+use crate::matchmaker::{Matchmaker, TicketRequest};
 use crate::registry::SessionHandle;
 use crate::stream::{Stream, StreamMode};
-use crate::tracker::{Presence, PresenceMeta};
+use crate::tracker::Presence;
+
+mod book;
+
+use book::{Effect, PartyBook, not_found};
 
 /// Longest party label, in bytes (Nakama's limit).
 pub(crate) const MAX_LABEL_LEN: usize = 2048;
@@ -72,155 +79,8 @@ pub struct PartyInfo {
     pub label: String,
 }
 
-struct Party {
-    /// Creation order, for stable listing pages.
-    seq: u64,
-    open: bool,
-    hidden: bool,
-    max_size: usize,
-    label: String,
-    /// Session id of the leader, always a member.
-    leader: Uuid,
-    /// Members in join order: the oldest takes over when the leader leaves.
-    members: Vec<Presence>,
-    /// Sessions waiting for the leader's answer, oldest first.
-    requests: Vec<Presence>,
-}
-
-impl Party {
-    fn member_index(&self, session: Uuid) -> Option<usize> {
-        self.members.iter().position(|p| p.session_id == session)
-    }
-
-    fn leader_presence(&self) -> Option<&Presence> {
-        self.members.iter().find(|p| p.session_id == self.leader)
-    }
-
-    fn member_sessions(&self) -> Vec<Uuid> {
-        self.members.iter().map(|p| p.session_id).collect()
-    }
-}
-
-#[derive(Default)]
-struct Inner {
-    parties: HashMap<Uuid, Party>,
-    /// Creation order → party, for listing.
-    order: BTreeMap<u64, Uuid>,
-    /// Session → parties it is in or has asked to join.
-    by_session: HashMap<Uuid, Vec<Uuid>>,
-    next_seq: u64,
-}
-
-impl Inner {
-    fn link(&mut self, session: Uuid, party: Uuid) {
-        self.by_session.entry(session).or_default().push(party);
-    }
-
-    fn unlink(&mut self, session: Uuid, party: Uuid) {
-        if let Some(list) = self.by_session.get_mut(&session) {
-            list.retain(|p| *p != party);
-            if list.is_empty() {
-                self.by_session.remove(&session);
-            }
-        }
-    }
-
-    fn linked(&self, session: Uuid) -> usize {
-        self.by_session.get(&session).map_or(0, Vec::len)
-    }
-
-    /// Forgets a party and every session's link to it.
-    fn remove_party(&mut self, id: Uuid) -> Option<Party> {
-        let party = self.parties.remove(&id)?;
-        self.order.remove(&party.seq);
-        for p in party.members.iter().chain(&party.requests) {
-            self.unlink(p.session_id, id);
-        }
-        Some(party)
-    }
-}
-
-/// The parties hosted on this node.
-#[derive(Default)]
-pub struct PartyRegistry {
-    inner: Mutex<Inner>,
-}
-
-impl std::fmt::Debug for PartyRegistry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PartyRegistry")
-            .field("parties", &self.count())
-            .finish()
-    }
-}
-
-impl PartyRegistry {
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Live parties on this node.
-    pub fn count(&self) -> usize {
-        self.lock().parties.len()
-    }
-
-    /// The members of a party in join order (the matchmaker's party
-    /// tickets carry these); `None` when there is no such party.
-    pub fn members(&self, party: Uuid) -> Option<Vec<Presence>> {
-        self.lock().parties.get(&party).map(|p| p.members.clone())
-    }
-
-    /// The leader's presence; `None` when there is no such party.
-    pub fn leader(&self, party: Uuid) -> Option<Presence> {
-        self.lock()
-            .parties
-            .get(&party)
-            .and_then(|p| p.leader_presence().cloned())
-    }
-
-    /// Whether `session` leads `party`.
-    pub fn is_leader(&self, party: Uuid, session: Uuid) -> bool {
-        self.lock()
-            .parties
-            .get(&party)
-            .is_some_and(|p| p.leader == session)
-    }
-
-    /// Parties `session` is a member of (pending requests excluded).
-    pub fn parties_of(&self, session: Uuid) -> Vec<Uuid> {
-        let inner = self.lock();
-        inner
-            .by_session
-            .get(&session)
-            .map(|ids| {
-                ids.iter()
-                    .filter(|id| {
-                        inner
-                            .parties
-                            .get(id)
-                            .is_some_and(|p| p.member_index(session).is_some())
-                    })
-                    .copied()
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
 fn bad_party_id() -> RtError {
     RtError::bad_input("invalid party id, use the party_id that party_create returned")
-}
-
-fn not_found() -> RtError {
-    RtError::bad_input("party not found: it has ended, or the id is wrong")
-}
-
-fn not_leader(action: &str) -> RtError {
-    RtError::bad_input(format!("only the party leader can {action}"))
-}
-
-fn party_full(max: usize) -> RtError {
-    RtError::bad_input(format!("party full: it has its maximum of {max} members"))
 }
 
 fn check_label(label: &str) -> Result<(), RtError> {
@@ -250,40 +110,96 @@ fn target_of(presence: Option<&UserPresence>) -> Result<(Uuid, Uuid), RtError> {
     Ok((session, user))
 }
 
-fn push(message: Message) -> Envelope {
-    Envelope {
-        cid: String::new(),
-        message: Some(message),
-    }
-}
-
 fn wire(p: &Presence) -> UserPresence {
     p.to_wire(false)
 }
 
-impl Realtime {
+/// The parties hosted on this node, over the hub: the [`PartyBook`] keeps
+/// membership; this type turns its effects into stream presences and pushes.
+pub struct Parties {
+    hub: Arc<Hub>,
+    matchmaker: Arc<Matchmaker>,
+    book: Mutex<PartyBook>,
+}
+
+impl std::fmt::Debug for Parties {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parties")
+            .field("parties", &self.count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Parties {
+    pub(crate) fn new(
+        hub: Arc<Hub>,
+        matchmaker: Arc<Matchmaker>,
+        settings: PartySettings,
+        single_party: bool,
+    ) -> Parties {
+        Parties {
+            hub,
+            matchmaker,
+            book: Mutex::new(PartyBook::new(settings, single_party)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PartyBook> {
+        self.book.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Live parties on this node.
+    pub fn count(&self) -> usize {
+        self.lock().count()
+    }
+
+    /// The members of a party in join order (the matchmaker's party
+    /// tickets carry these); `None` when there is no such party.
+    pub fn members(&self, party: Uuid) -> Option<Vec<Presence>> {
+        self.lock().get(party).map(|p| p.members.clone())
+    }
+
+    /// The leader's presence; `None` when there is no such party.
+    pub fn leader(&self, party: Uuid) -> Option<Presence> {
+        self.lock()
+            .get(party)
+            .and_then(|p| p.leader_presence().cloned())
+    }
+
+    /// Whether `session` leads `party`.
+    pub fn is_leader(&self, party: Uuid, session: Uuid) -> bool {
+        self.lock().get(party).is_some_and(|p| p.leader == session)
+    }
+
+    /// Parties `session` is a member of (pending requests excluded).
+    pub fn parties_of(&self, session: Uuid) -> Vec<Uuid> {
+        self.lock().parties_of(session)
+    }
+
     /// The wire id of a party hosted here.
     pub fn party_id(&self, party: Uuid) -> String {
-        format!("{party}.{}", self.config.node)
+        format!("{party}.{}", self.hub.node())
     }
 
     /// Reads a wire party id. A party of another node is unknown here
     /// (parties do not span nodes yet).
-    pub fn parse_party_id(&self, id: &str) -> Result<Uuid, RtError> {
+    pub fn parse_id(&self, id: &str) -> Result<Uuid, RtError> {
         let (uuid, node) = id.split_once('.').ok_or_else(bad_party_id)?;
         let party = Uuid::parse_str(uuid).map_err(|_| bad_party_id())?;
-        if node != self.config.node {
+        if node != &**self.hub.node() {
             return Err(not_found());
         }
         Ok(party)
     }
 
-    fn party_stream(&self, party: Uuid) -> Stream {
-        Stream::new(StreamMode::Party, party, Uuid::nil(), &self.config.node)
+    /// The party's stream: mode 7, subject the party, label the node.
+    pub fn stream(&self, party: Uuid) -> Stream {
+        Stream::new(StreamMode::Party, party, Uuid::nil(), self.hub.node())
     }
 
-    fn party_wire(&self, id: Uuid, party: &Party, me: &Presence) -> PartyWire {
-        PartyWire {
+    fn party_wire(&self, id: Uuid, book: &PartyBook, me: &Presence) -> Option<PartyWire> {
+        let party = book.get(id)?;
+        Some(PartyWire {
             party_id: self.party_id(id),
             open: party.open,
             hidden: party.hidden,
@@ -292,442 +208,245 @@ impl Realtime {
             leader: party.leader_presence().map(wire),
             presences: party.members.iter().map(wire).collect(),
             label: party.label.clone(),
+        })
+    }
+
+    /// Carries out what a change of the book means for members, in order,
+    /// still under the book's lock: members see one party's changes in the
+    /// order they happened. Pushes only queue frames, so the lock is never
+    /// held across a wait.
+    fn apply(&self, book: &PartyBook, effects: Vec<Effect>) {
+        for effect in effects {
+            let members_changed = effect.changes_members();
+            let party = match effect {
+                Effect::Joined {
+                    party,
+                    presence,
+                    send_party,
+                } => {
+                    if send_party && let Some(p) = self.party_wire(party, book, &presence) {
+                        self.hub
+                            .send_to_sessions(&[presence.session_id], push(Message::Party(p)));
+                    }
+                    let stream = self.stream(party);
+                    let a = self.hub.track(&stream, presence);
+                    let (joins, leaves) = a.changes();
+                    self.announce(&stream, &joins, &leaves);
+                    party
+                }
+                Effect::Requested {
+                    party,
+                    leader,
+                    presence,
+                } => {
+                    let request = PartyJoinRequest {
+                        party_id: self.party_id(party),
+                        presences: vec![wire(&presence)],
+                    };
+                    self.hub
+                        .send_to_sessions(&[leader], push(Message::PartyJoinRequest(request)));
+                    party
+                }
+                Effect::LeaderChanged {
+                    party,
+                    leader,
+                    members,
+                } => {
+                    let leader = PartyLeader {
+                        party_id: self.party_id(party),
+                        presence: Some(wire(&leader)),
+                    };
+                    self.hub
+                        .send_to_sessions(&members, push(Message::PartyLeader(leader)));
+                    party
+                }
+                Effect::Left {
+                    party,
+                    presence,
+                    removed,
+                } => {
+                    let stream = self.stream(party);
+                    if let Some(gone) = self.hub.untrack(presence.session_id, &stream) {
+                        self.announce(&stream, &[], &[gone]);
+                    }
+                    if removed {
+                        let close = PartyClose {
+                            party_id: self.party_id(party),
+                        };
+                        self.matchmaker.remove_party_all(&self.party_id(party));
+                        self.hub.send_to_sessions(
+                            &[presence.session_id],
+                            push(Message::PartyClose(close)),
+                        );
+                        continue;
+                    }
+                    party
+                }
+                Effect::Ended {
+                    party,
+                    members,
+                    closed,
+                } => {
+                    if closed {
+                        let close = PartyClose {
+                            party_id: self.party_id(party),
+                        };
+                        self.hub
+                            .send_to_sessions(&members, push(Message::PartyClose(close)));
+                    }
+                    let stream = self.stream(party);
+                    for member in &members {
+                        // The party is over: nobody is left to hear leaves.
+                        let _ = self.hub.untrack(*member, &stream);
+                    }
+                    tracing::debug!(party_id = %self.party_id(party), closed, "party ended");
+                    party
+                }
+            };
+            if members_changed {
+                // The party's tickets no longer describe its members, and
+                // go (as Nakama does).
+                self.matchmaker.remove_party_all(&self.party_id(party));
+            }
         }
     }
 
-    /// Called after every change of a party's members (joins, leaves,
-    /// removals, the end of the party): the party's matchmaker tickets no
-    /// longer describe its members and are dropped (as Nakama does).
-    fn party_members_changed(&self, id: Uuid) {
-        self.party_matchmaker_remove_all(&self.party_id(id));
-    }
-
-    /// Makes `presence` a member: sent the party, then tracked on the
-    /// stream, where everyone (the newcomer too) gets a presence event, in
-    /// Nakama's order.
-    fn party_admit(&self, id: Uuid, party: &mut Party, presence: Presence) {
-        party.members.push(presence.clone());
-        let message = Message::Party(self.party_wire(id, party, &presence));
-        self.router
-            .send_to_sessions(&[presence.session_id], push(message));
-        let stream = self.party_stream(id);
-        if self.tracker.track(&stream, presence.clone()) == crate::TrackOutcome::Joined {
-            self.emit_presence_event(&stream, std::slice::from_ref(&presence), &[]);
-        }
-        self.party_members_changed(id);
+    /// Runs one change of the book and carries out its effects.
+    fn change(
+        &self,
+        f: impl FnOnce(&mut PartyBook) -> Result<Vec<Effect>, RtError>,
+    ) -> Result<(), RtError> {
+        let mut book = self.lock();
+        let effects = f(&mut book)?;
+        self.apply(&book, effects);
+        Ok(())
     }
 
     /// `party_create`: a new party led by this session.
-    pub fn party_create(
-        &self,
-        session: &SessionHandle,
-        req: PartyCreate,
-    ) -> Result<PartyWire, RtError> {
-        let max = self.config.party.max_size;
-        let max_size = match usize::try_from(req.max_size) {
-            Ok(0) => max,
-            Ok(n) if n <= max => n,
-            _ => {
-                return Err(RtError::bad_input(format!(
-                    "invalid party max size, must be 1-{max} (0 for {max})"
-                )));
-            }
-        };
+    pub fn create(&self, session: &SessionHandle, req: PartyCreate) -> Result<PartyWire, RtError> {
         check_label(&req.label)?;
-        let me = party_presence(session);
-        let mut inner = self.parties.lock();
-        self.check_session_room(&inner, session.id())?;
+        let me = self.hub.presence_of(session);
         let id = Uuid::new_v4();
-        let seq = inner.next_seq;
-        inner.next_seq += 1;
-        let party = Party {
-            seq,
-            open: req.open,
-            hidden: req.hidden,
-            max_size,
-            label: req.label,
-            leader: me.session_id,
-            members: vec![me.clone()],
-            requests: Vec::new(),
-        };
-        let reply = self.party_wire(id, &party, &me);
-        inner.parties.insert(id, party);
-        inner.order.insert(seq, id);
-        inner.link(me.session_id, id);
-        let stream = self.party_stream(id);
-        if self.tracker.track(&stream, me.clone()) == crate::TrackOutcome::Joined {
-            self.emit_presence_event(&stream, std::slice::from_ref(&me), &[]);
-        }
-        self.leave_other_parties(&mut inner, me.session_id, id);
+        let mut book = self.lock();
+        let effects = book.create(
+            id,
+            me.clone(),
+            req.open,
+            req.hidden,
+            req.max_size,
+            req.label,
+        )?;
+        let reply = self
+            .party_wire(id, &book, &me)
+            .expect("the party was just created");
+        self.apply(&book, effects);
         tracing::debug!(party_id = %reply.party_id, session_id = %session.id(), "party created");
         Ok(reply)
-    }
-
-    fn check_session_room(&self, inner: &Inner, session: Uuid) -> Result<(), RtError> {
-        let most = self.config.party.max_per_session;
-        if inner.linked(session) >= most {
-            return Err(RtError::bad_input(format!(
-                "too many parties for one session, at most {most} joined or requested: leave one first"
-            )));
-        }
-        Ok(())
     }
 
     /// `party_join`: joins an open party at once, or asks the leader of a
     /// closed one (the leader gets a `party_join_request`; the joiner gets
     /// its `party` once accepted).
-    pub fn party_join(&self, session: &SessionHandle, req: PartyJoin) -> Result<(), RtError> {
-        let id = self.parse_party_id(&req.party_id)?;
-        let me = party_presence(session);
-        let mut guard = self.parties.lock();
-        let inner = &mut *guard;
-        let room = self.check_session_room(inner, me.session_id);
-        let party = inner.parties.get_mut(&id).ok_or_else(not_found)?;
-        if party.member_index(me.session_id).is_some() {
-            return Err(RtError::bad_input("already a member of this party"));
-        }
-        if party.requests.iter().any(|p| p.session_id == me.session_id) {
-            return Err(RtError::bad_input(
-                "join request already sent, wait for the party leader to answer",
-            ));
-        }
-        room?;
-        if party.members.len() >= party.max_size {
-            return Err(party_full(party.max_size));
-        }
-        let open = party.open;
-        if open {
-            self.party_admit(id, party, me.clone());
-        } else {
-            if party.requests.len() >= party.max_size {
-                return Err(RtError::bad_input(
-                    "too many pending join requests for this party, try again later",
-                ));
-            }
-            party.requests.push(me.clone());
-            let request = PartyJoinRequest {
-                party_id: self.party_id(id),
-                presences: vec![wire(&me)],
-            };
-            self.router
-                .send_to_sessions(&[party.leader], push(Message::PartyJoinRequest(request)));
-        }
-        inner.link(me.session_id, id);
-        if open {
-            self.leave_other_parties(inner, me.session_id, id);
-        }
-        Ok(())
-    }
-
-    /// With `session.single_party`, `session` (now in `kept`) leaves every
-    /// other party it is a member of.
-    fn leave_other_parties(&self, inner: &mut Inner, session: Uuid, kept: Uuid) {
-        if !self.config.single_party {
-            return;
-        }
-        let others: Vec<Uuid> = inner
-            .by_session
-            .get(&session)
-            .into_iter()
-            .flatten()
-            .copied()
-            .filter(|id| *id != kept)
-            .collect();
-        for id in others {
-            self.party_depart(inner, id, session);
-        }
-    }
-
-    /// Finds a party this session leads.
-    fn led_party<'a>(
-        &self,
-        inner: &'a mut Inner,
-        party_id: &str,
-        session: Uuid,
-        action: &str,
-    ) -> Result<(Uuid, &'a mut Party), RtError> {
-        let id = self.parse_party_id(party_id)?;
-        let party = inner.parties.get_mut(&id).ok_or_else(not_found)?;
-        if party.leader != session {
-            return Err(not_leader(action));
-        }
-        Ok((id, party))
+    pub fn join(&self, session: &SessionHandle, req: PartyJoin) -> Result<(), RtError> {
+        let id = self.parse_id(&req.party_id)?;
+        let me = self.hub.presence_of(session);
+        self.change(|book| book.join(id, me))
     }
 
     /// `party_accept`: the leader lets a pending request in.
-    pub fn party_accept(&self, session: &SessionHandle, req: PartyAccept) -> Result<(), RtError> {
-        let (target, user) = target_of(req.presence.as_ref())?;
-        let mut inner = self.parties.lock();
-        let (id, party) = self.led_party(
-            &mut inner,
-            &req.party_id,
-            session.id(),
-            "accept join requests",
-        )?;
-        let Some(at) = party
-            .requests
-            .iter()
-            .position(|p| p.session_id == target && p.user_id == user)
-        else {
-            return Err(RtError::bad_input(
-                "no join request from that presence is pending, list them with party_join_request_list",
-            ));
-        };
-        if party.members.len() >= party.max_size {
-            return Err(party_full(party.max_size));
-        }
-        let joiner = party.requests.remove(at);
-        self.party_admit(id, party, joiner);
-        self.leave_other_parties(&mut inner, target, id);
-        Ok(())
+    pub fn accept(&self, session: &SessionHandle, req: PartyAccept) -> Result<(), RtError> {
+        let target = target_of(req.presence.as_ref())?;
+        let id = self.parse_id(&req.party_id)?;
+        self.change(|book| book.accept(id, session.id(), target))
     }
 
     /// `party_remove`: the leader removes a member (who gets `party_close`)
     /// or turns down a pending request.
-    pub fn party_remove(&self, session: &SessionHandle, req: PartyRemove) -> Result<(), RtError> {
-        let (target, user) = target_of(req.presence.as_ref())?;
-        let mut guard = self.parties.lock();
-        let inner = &mut *guard;
-        let (id, party) = self.led_party(
-            inner,
-            &req.party_id,
-            session.id(),
-            "remove members or join requests",
-        )?;
-        if target == party.leader {
-            return Err(RtError::bad_input(
-                "the party leader cannot remove itself, use party_leave or party_close",
-            ));
-        }
-        if let Some(at) = party
-            .members
-            .iter()
-            .position(|p| p.session_id == target && p.user_id == user)
-        {
-            party.members.remove(at);
-            self.untrack(target, &self.party_stream(id));
-            self.party_members_changed(id);
-            let close = PartyClose {
-                party_id: self.party_id(id),
-            };
-            self.router
-                .send_to_sessions(&[target], push(Message::PartyClose(close)));
-        } else if let Some(at) = party
-            .requests
-            .iter()
-            .position(|p| p.session_id == target && p.user_id == user)
-        {
-            party.requests.remove(at);
-        } else {
-            return Err(RtError::bad_input(
-                "that presence is neither a member of this party nor asking to join it",
-            ));
-        }
-        inner.unlink(target, id);
-        Ok(())
+    pub fn remove(&self, session: &SessionHandle, req: PartyRemove) -> Result<(), RtError> {
+        let target = target_of(req.presence.as_ref())?;
+        let id = self.parse_id(&req.party_id)?;
+        self.change(|book| book.remove(id, session.id(), target))
     }
 
     /// `party_promote`: the leader hands over; every member gets
     /// `party_leader`.
-    pub fn party_promote(&self, session: &SessionHandle, req: PartyPromote) -> Result<(), RtError> {
-        let (target, user) = target_of(req.presence.as_ref())?;
-        let mut inner = self.parties.lock();
-        let (id, party) = self.led_party(&mut inner, &req.party_id, session.id(), "promote")?;
-        let Some(new_leader) = party
-            .members
-            .iter()
-            .find(|p| p.session_id == target && p.user_id == user)
-            .cloned()
-        else {
-            return Err(RtError::bad_input(
-                "that presence is not a member of this party, only members can lead it",
-            ));
-        };
-        party.leader = new_leader.session_id;
-        let leader = PartyLeader {
-            party_id: self.party_id(id),
-            presence: Some(wire(&new_leader)),
-        };
-        self.router
-            .send_to_sessions(&party.member_sessions(), push(Message::PartyLeader(leader)));
-        Ok(())
+    pub fn promote(&self, session: &SessionHandle, req: PartyPromote) -> Result<(), RtError> {
+        let target = target_of(req.presence.as_ref())?;
+        let id = self.parse_id(&req.party_id)?;
+        self.change(|book| book.promote(id, session.id(), target))
     }
 
     /// `party_leave`: leaves a party, or withdraws a pending request.
-    pub fn party_leave(&self, session: &SessionHandle, req: PartyLeave) -> Result<(), RtError> {
-        let id = self.parse_party_id(&req.party_id)?;
-        let mut inner = self.parties.lock();
-        let party = inner.parties.get_mut(&id).ok_or_else(not_found)?;
-        if let Some(at) = party
-            .requests
-            .iter()
-            .position(|p| p.session_id == session.id())
-        {
-            party.requests.remove(at);
-            inner.unlink(session.id(), id);
-            return Ok(());
-        }
-        if party.member_index(session.id()).is_none() {
-            return Err(RtError::bad_input("not a member of this party"));
-        }
-        self.party_depart(&mut inner, id, session.id());
-        Ok(())
-    }
-
-    /// A member goes: a leaving leader hands over to the oldest member, the
-    /// others see it leave; the last one out ends the party.
-    fn party_depart(&self, inner: &mut Inner, id: Uuid, session: Uuid) {
-        let Some(party) = inner.parties.get_mut(&id) else {
-            return;
-        };
-        let Some(at) = party.member_index(session) else {
-            return;
-        };
-        party.members.remove(at);
-        inner.unlink(session, id);
-        let stream = self.party_stream(id);
-        let Some(party) = inner.parties.get_mut(&id) else {
-            return;
-        };
-        if party.members.is_empty() {
-            self.tracker.untrack(session, &stream);
-            inner.remove_party(id);
-            self.party_members_changed(id);
-            tracing::debug!(party_id = %self.party_id(id), "last member left, party ended");
-            return;
-        }
-        // Nakama's order: the new leader first, then the leave.
-        if party.leader == session {
-            let heir = party.members[0].clone();
-            party.leader = heir.session_id;
-            let leader = PartyLeader {
-                party_id: self.party_id(id),
-                presence: Some(wire(&heir)),
-            };
-            self.router
-                .send_to_sessions(&party.member_sessions(), push(Message::PartyLeader(leader)));
-        }
-        self.untrack(session, &stream);
-        self.party_members_changed(id);
+    pub fn leave(&self, session: &SessionHandle, req: PartyLeave) -> Result<(), RtError> {
+        let id = self.parse_id(&req.party_id)?;
+        self.change(|book| book.leave(id, session.id()))
     }
 
     /// `party_close`: the leader ends the party; every member gets
     /// `party_close`.
-    pub fn party_close(&self, session: &SessionHandle, req: PartyClose) -> Result<(), RtError> {
-        let mut inner = self.parties.lock();
-        let (id, party) = self.led_party(&mut inner, &req.party_id, session.id(), "close it")?;
-        let members = party.member_sessions();
-        let close = PartyClose {
-            party_id: self.party_id(id),
-        };
-        self.router
-            .send_to_sessions(&members, push(Message::PartyClose(close)));
-        let stream = self.party_stream(id);
-        for member in members {
-            // The party is over: nobody is left to hear leave events.
-            self.tracker.untrack(member, &stream);
-        }
-        inner.remove_party(id);
-        self.party_members_changed(id);
-        tracing::debug!(party_id = %self.party_id(id), "party closed by its leader");
-        Ok(())
+    pub fn close(&self, session: &SessionHandle, req: PartyClose) -> Result<(), RtError> {
+        let id = self.parse_id(&req.party_id)?;
+        self.change(|book| book.close(id, session.id()))
     }
 
     /// `party_join_request_list`: the leader sees who is waiting.
-    pub fn party_join_request_list(
+    pub fn join_requests(
         &self,
         session: &SessionHandle,
         req: PartyJoinRequestList,
     ) -> Result<PartyJoinRequest, RtError> {
-        let mut inner = self.parties.lock();
-        let (id, party) = self.led_party(
-            &mut inner,
-            &req.party_id,
-            session.id(),
-            "list join requests",
-        )?;
+        let id = self.parse_id(&req.party_id)?;
+        let requests = self.lock().requests(id, session.id())?;
         Ok(PartyJoinRequest {
             party_id: self.party_id(id),
-            presences: party.requests.iter().map(wire).collect(),
+            presences: requests.iter().map(wire).collect(),
         })
     }
 
     /// `party_data_send`: relays data to every other member. The payload is
     /// bounded by the socket's message size limit.
-    pub fn party_data_send(
-        &self,
-        session: &SessionHandle,
-        req: PartyDataSend,
-    ) -> Result<(), RtError> {
-        let id = self.parse_party_id(&req.party_id)?;
-        let inner = self.parties.lock();
-        let party = inner.parties.get(&id).ok_or_else(not_found)?;
-        let Some(sender) = party.members.iter().find(|p| p.session_id == session.id()) else {
-            return Err(RtError::bad_input(
-                "not a member of this party, join it before sending data",
-            ));
-        };
-        let others: Vec<Uuid> = party
-            .members
-            .iter()
-            .map(|p| p.session_id)
-            .filter(|s| *s != session.id())
-            .collect();
+    pub fn data_send(&self, session: &SessionHandle, req: PartyDataSend) -> Result<(), RtError> {
+        let id = self.parse_id(&req.party_id)?;
+        let book = self.lock();
+        let (sender, others) = book.data_targets(id, session.id())?;
         let data = PartyData {
             party_id: self.party_id(id),
-            presence: Some(wire(sender)),
+            presence: Some(wire(&sender)),
             op_code: req.op_code,
             data: req.data,
         };
-        self.router
+        self.hub
             .send_to_sessions(&others, push(Message::PartyData(data)));
         Ok(())
     }
 
     /// `party_update`: the leader changes the label, open and hidden flags;
     /// every member gets the `party_update`.
-    pub fn party_update(&self, session: &SessionHandle, req: PartyUpdate) -> Result<(), RtError> {
+    pub fn update(&self, session: &SessionHandle, req: PartyUpdate) -> Result<(), RtError> {
         check_label(&req.label)?;
-        let mut inner = self.parties.lock();
-        let (id, party) = self.led_party(&mut inner, &req.party_id, session.id(), "update it")?;
-        party.label = req.label.clone();
-        party.open = req.open;
-        party.hidden = req.hidden;
-        let members = party.member_sessions();
+        let id = self.parse_id(&req.party_id)?;
+        let mut book = self.lock();
+        let members = book.update(id, session.id(), &req.label, req.open, req.hidden)?;
         let update = PartyUpdate {
             party_id: self.party_id(id),
             ..req
         };
-        self.router
+        self.hub
             .send_to_sessions(&members, push(Message::PartyUpdate(update)));
         Ok(())
     }
 
     /// A disconnecting session leaves its parties and withdraws its
     /// requests.
-    pub(crate) fn party_disconnect(&self, session: Uuid) {
-        let mut inner = self.parties.lock();
-        let Some(ids) = inner.by_session.get(&session).cloned() else {
-            return;
-        };
-        for id in ids {
-            let Some(party) = inner.parties.get_mut(&id) else {
-                continue;
-            };
-            if let Some(at) = party.requests.iter().position(|p| p.session_id == session) {
-                party.requests.remove(at);
-                inner.unlink(session, id);
-            } else {
-                self.party_depart(&mut inner, id, session);
-            }
-        }
+    pub(crate) fn disconnect(&self, session: Uuid) {
+        let _ = self.change(|book| Ok(book.disconnect(session)));
     }
 
     /// Live parties in creation order for `nk.party_list`: open or closed
     /// only when `open` says so, hidden ones only with `show_hidden`. The
     /// cursor is the one a previous page returned. `query` searches the
     /// JSON label with the match listing's language (`+label.mode:duo`).
-    pub fn party_list(
+    pub fn list(
         &self,
         limit: usize,
         open: Option<bool>,
@@ -748,114 +467,60 @@ impl Realtime {
                 RtError::bad_input("invalid cursor, pass the one the previous page returned")
             })?),
         };
-        if limit == 0 {
-            return Ok((Vec::new(), None));
-        }
-        let inner = self.parties.lock();
-        let start = after.map_or(0, |a| a.saturating_add(1));
-        let mut page = Vec::with_capacity(limit.min(100));
-        let mut next = None;
-        let mut last = None;
-        for (seq, id) in inner.order.range(start..) {
-            let Some(p) = inner.parties.get(id) else {
-                continue;
-            };
-            if open.is_some_and(|o| o != p.open) || (p.hidden && !show_hidden) {
-                continue;
-            }
-            if let Some(q) = &query {
-                let label = serde_json::from_str::<serde_json::Value>(&p.label)
-                    .unwrap_or(serde_json::Value::Null);
-                if q.score(&serde_json::json!({ "label": label })).is_none() {
-                    continue;
-                }
-            }
-            if page.len() == limit {
-                next = last.map(|l: u64| l.to_string());
-                break;
-            }
-            last = Some(*seq);
-            page.push(PartyInfo {
-                party_id: self.party_id(*id),
+        let (page, next) = self
+            .lock()
+            .list(limit, open, show_hidden, query.as_ref(), after);
+        let page = page
+            .into_iter()
+            .map(|p| PartyInfo {
+                party_id: self.party_id(p.id),
                 open: p.open,
                 hidden: p.hidden,
                 max_size: p.max_size,
-                size: p.members.len(),
-                label: if p.label.is_empty() {
-                    "{}".into()
-                } else {
-                    p.label.clone()
-                },
-            });
-        }
+                size: p.size,
+                label: p.label,
+            })
+            .collect();
         Ok((page, next))
     }
 
-    /// Sends a party presence event to the members on the party's stream.
-    pub(crate) fn emit_party_event(
-        &self,
-        stream: &Stream,
-        joins: &[Presence],
-        leaves: &[Presence],
-    ) {
-        let event = ludus_proto::realtime::PartyPresenceEvent {
+    /// Sends a party presence event (the visible joins and leaves) to the
+    /// members on the party's stream.
+    pub(crate) fn announce(&self, stream: &Stream, joins: &[Presence], leaves: &[Presence]) {
+        let (joins, leaves) = (visible(joins), visible(leaves));
+        if joins.is_empty() && leaves.is_empty() {
+            return;
+        }
+        let event = PartyPresenceEvent {
             party_id: format!("{}.{}", stream.subject, stream.label),
             joins: joins.iter().map(wire).collect(),
             leaves: leaves.iter().map(wire).collect(),
         };
-        self.router
+        self.hub
             .send_to_stream(stream, push(Message::PartyPresenceEvent(event)), None);
     }
-}
 
-/// A session as a party member.
-fn party_presence(session: &SessionHandle) -> Presence {
-    Presence {
-        session_id: session.id(),
-        user_id: session.user_id(),
-        meta: PresenceMeta {
-            format: session.format(),
-            username: session.username_shared(),
-            hidden: false,
-            persistence: false,
-            status: std::sync::Arc::from(""),
-        },
-    }
-}
-
-/// Party matchmaking: the leader puts the whole party in the matchmaker as
-/// one ticket (Nakama's `party_matchmaker_add|remove`); the ticket goes when
-/// the party's members change.
-impl Realtime {
-    pub(crate) fn party_matchmaker_add(
+    /// `party_matchmaker_add`: the leader puts the whole party in the
+    /// matchmaker as one ticket; the ticket goes when the members change.
+    pub fn matchmaker_add(
         &self,
         session: &SessionHandle,
-        req: ludus_proto::realtime::PartyMatchmakerAdd,
-    ) -> Result<ludus_proto::realtime::PartyMatchmakerTicket, RtError> {
-        let id = self.parse_party_id(&req.party_id)?;
+        req: PartyMatchmakerAdd,
+    ) -> Result<PartyMatchmakerTicket, RtError> {
+        let id = self.parse_id(&req.party_id)?;
         let members = self
-            .parties
             .members(id)
             .ok_or_else(|| RtError::bad_input("party not found"))?;
-        if !self.parties.is_leader(id, session.id()) {
+        if !self.is_leader(id, session.id()) {
             return Err(RtError::bad_input(
                 "only the party leader may add the party to the matchmaker",
             ));
         }
         let party_id = self.party_id(id);
-        let members = members
-            .into_iter()
-            .map(|p| crate::matchmaker::MatchmakerPresence {
-                user_id: p.user_id,
-                session_id: p.session_id,
-                username: p.meta.username.to_string(),
-                node: self.config.node.clone(),
-            })
-            .collect();
-        let ticket = self.party_matchmaker_add_ticket(
+        let ticket = self.matchmaker_add_ticket(
             &party_id,
             members,
-            crate::matchmaker::TicketRequest {
+            TicketRequest {
                 query: req.query,
                 min_count: req.min_count,
                 max_count: req.max_count,
@@ -864,21 +529,53 @@ impl Realtime {
                 numeric_properties: req.numeric_properties.into_iter().collect(),
             },
         )?;
-        Ok(ludus_proto::realtime::PartyMatchmakerTicket { party_id, ticket })
+        Ok(PartyMatchmakerTicket { party_id, ticket })
     }
 
-    pub(crate) fn party_matchmaker_remove(
+    /// `party_matchmaker_remove`: the leader withdraws one of the party's
+    /// tickets.
+    pub fn matchmaker_remove(
         &self,
         session: &SessionHandle,
-        req: ludus_proto::realtime::PartyMatchmakerRemove,
+        req: PartyMatchmakerRemove,
     ) -> Result<(), RtError> {
-        let id = self.parse_party_id(&req.party_id)?;
-        if !self.parties.is_leader(id, session.id()) {
+        let id = self.parse_id(&req.party_id)?;
+        if !self.is_leader(id, session.id()) {
             return Err(RtError::bad_input(
                 "only the party leader may remove the party's matchmaker tickets",
             ));
         }
-        self.party_matchmaker_remove_ticket(&self.party_id(id), &req.ticket)
+        self.matchmaker_remove_ticket(&self.party_id(id), &req.ticket)
+    }
+
+    /// A party's ticket (`nk.party_matchmaker_add` too): all its members in
+    /// one ticket (they match together), limited per party and per member.
+    pub fn matchmaker_add_ticket(
+        &self,
+        party_id: &str,
+        members: Vec<Presence>,
+        request: TicketRequest,
+    ) -> Result<String, RtError> {
+        Ok(self.matchmaker.add(
+            members,
+            None,
+            Some(party_id.to_owned()),
+            request,
+            ludus_core::unix_now_ns(),
+        )?)
+    }
+
+    /// Removes one of a party's tickets.
+    pub fn matchmaker_remove_ticket(&self, party_id: &str, ticket: &str) -> Result<(), RtError> {
+        if ticket.is_empty() {
+            return Err(RtError::bad_input("invalid matchmaker ticket: it is empty"));
+        }
+        Ok(self.matchmaker.remove_party(party_id, ticket)?)
+    }
+
+    /// Removes every ticket of a party; answers how many.
+    pub fn matchmaker_remove_all(&self, party_id: &str) -> usize {
+        self.matchmaker.remove_party_all(party_id)
     }
 }
 
@@ -1023,7 +720,7 @@ mod tests {
         assert_eq!(ev.party_id, p.party_id);
         assert_eq!(ev.joins[0].session_id, ben.id().to_string());
 
-        let id = rt.parse_party_id(&p.party_id).unwrap();
+        let id = rt.parties.parse_id(&p.party_id).unwrap();
         let members = rt.parties.members(id).unwrap();
         assert_eq!(
             members.iter().map(|m| m.session_id).collect::<Vec<_>>(),
@@ -1031,7 +728,7 @@ mod tests {
         );
         assert!(rt.parties.is_leader(id, ann.id()));
         assert!(!rt.parties.is_leader(id, ben.id()));
-        assert_eq!(rt.tracker.count(&rt.party_stream(id)), 2);
+        assert_eq!(rt.hub().count(&rt.parties.stream(id)), 2);
 
         assert!(
             error(rt, &ben, join(&p.party_id))
@@ -1113,7 +810,7 @@ mod tests {
         let (ann, ben, cat) = (connect(rt, "ann"), connect(rt, "ben"), connect(rt, "cat"));
         let p = create(rt, &ann, true, 0).await;
         assert_eq!(p.max_size, 256, "0 asks for the server's maximum");
-        let id = rt.parse_party_id(&p.party_id).unwrap();
+        let id = rt.parties.parse_id(&p.party_id).unwrap();
         for s in [&ben, &cat] {
             ask(rt, s, join(&p.party_id)).await;
         }
@@ -1206,7 +903,7 @@ mod tests {
             assert!(matches!(&drain(s)[..], [Message::PartyClose(_)]));
         }
         assert_eq!(rt.parties.count(), 0);
-        assert_eq!(rt.tracker.count(&rt.party_stream(id)), 0);
+        assert_eq!(rt.hub().count(&rt.parties.stream(id)), 0);
         assert!(error(rt, &ann, close).await.contains("party not found"));
         assert!(rt.parties.parties_of(cat.id()).is_empty());
     }
@@ -1376,7 +1073,7 @@ mod tests {
         ask(rt, &ben, join(&a.party_id)).await;
         ask(rt, &ben, join(&closed.party_id)).await;
         let b = create(rt, &ben, true, 4).await;
-        let id = |p: &PartyWire| rt.parse_party_id(&p.party_id).unwrap();
+        let id = |p: &PartyWire| rt.parties.parse_id(&p.party_id).unwrap();
         assert_eq!(
             rt.parties.members(id(&a)).unwrap().len(),
             1,
@@ -1441,14 +1138,15 @@ mod tests {
                 matches!(&drain(s)[..], [Message::PartyUpdate(u)] if u.label == r#"{"mode":"duo"}"# && !u.open)
             );
         }
-        let (listed, _) = rt.party_list(10, None, false, "", "").unwrap();
+        let (listed, _) = rt.parties.list(10, None, false, "", "").unwrap();
         assert!(listed.is_empty(), "hidden parties are not listed");
-        let (listed, _) = rt.party_list(10, Some(false), true, "*", "").unwrap();
+        let (listed, _) = rt.parties.list(10, Some(false), true, "*", "").unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].size, 2);
         assert!(!listed[0].open);
         assert!(
-            rt.party_list(10, Some(true), true, "", "")
+            rt.parties
+                .list(10, Some(true), true, "", "")
                 .unwrap()
                 .0
                 .is_empty()
@@ -1464,29 +1162,35 @@ mod tests {
             let s = connect(rt, "s");
             ids.push(create(rt, &s, i % 2 == 0, 2).await.party_id);
         }
-        let (page, cursor) = rt.party_list(2, None, false, "", "").unwrap();
+        let (page, cursor) = rt.parties.list(2, None, false, "", "").unwrap();
         assert_eq!(
             page.iter().map(|p| &p.party_id).collect::<Vec<_>>(),
             vec![&ids[0], &ids[1]]
         );
         assert_eq!(page[0].label, "{}");
-        let (page, cursor) = rt.party_list(2, None, false, "", &cursor.unwrap()).unwrap();
+        let (page, cursor) = rt
+            .parties
+            .list(2, None, false, "", &cursor.unwrap())
+            .unwrap();
         assert_eq!(
             page.iter().map(|p| &p.party_id).collect::<Vec<_>>(),
             vec![&ids[2], &ids[3]]
         );
-        let (page, cursor) = rt.party_list(2, None, false, "", &cursor.unwrap()).unwrap();
+        let (page, cursor) = rt
+            .parties
+            .list(2, None, false, "", &cursor.unwrap())
+            .unwrap();
         assert_eq!(
             page.iter().map(|p| &p.party_id).collect::<Vec<_>>(),
             vec![&ids[4]]
         );
         assert_eq!(cursor, None);
-        let (open, _) = rt.party_list(10, Some(true), false, "", "").unwrap();
+        let (open, _) = rt.parties.list(10, Some(true), false, "", "").unwrap();
         assert_eq!(open.len(), 3);
-        assert!(rt.party_list(10, None, false, "", "x").is_err());
+        assert!(rt.parties.list(10, None, false, "", "x").is_err());
         // Queries search the JSON label; a malformed one is refused.
-        assert!(rt.party_list(10, None, false, "+label.a:", "").is_err());
-        let (none, _) = rt.party_list(10, None, false, "+label.a:1", "").unwrap();
+        assert!(rt.parties.list(10, None, false, "+label.a:", "").is_err());
+        let (none, _) = rt.parties.list(10, None, false, "+label.a:1", "").unwrap();
         assert!(none.is_empty(), "no party has that label");
     }
 }

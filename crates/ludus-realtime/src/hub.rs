@@ -1,0 +1,243 @@
+//! The session hub: this node's sessions, the presences on streams and
+//! delivery to them, behind one type with private parts.
+//!
+//! Every feature of the realtime layer (status, chat, notifications,
+//! parties, matches, the matchmaker) is a type of its own that holds an
+//! `Arc<Hub>`; none reaches the session registry, the presence tracker or
+//! the router any other way, so the cluster has one place to route through.
+//! The hub keeps the books and delivers; what a join or leave looks like on
+//! the wire is each feature's business ([`Announce`] carries the change to
+//! whoever announces it).
+
+use std::sync::Arc;
+
+use ludus_proto::realtime::Envelope;
+use uuid::Uuid;
+
+use crate::bus::{Bus, LocalBus};
+use crate::outbound::CloseReason;
+use crate::registry::{SessionHandle, SessionRegistry};
+use crate::router::StreamRouter;
+use crate::stream::{Stream, StreamMode};
+use crate::tracker::{Presence, PresenceTracker, TrackOutcome};
+
+/// The sessions and presences of one node.
+pub struct Hub {
+    node: Arc<str>,
+    queue_size: usize,
+    single_socket: bool,
+    sessions: Arc<SessionRegistry>,
+    tracker: Arc<PresenceTracker>,
+    router: StreamRouter,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("node", &self.node)
+            .field("sessions", &self.sessions.count())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A presence change not announced yet: the feature that made it decides
+/// when its event goes out (a join's reply goes to the joiner first).
+#[must_use = "announce the change, or say why it needs no event"]
+#[derive(Debug)]
+pub(crate) struct Announce {
+    pub(crate) stream: Stream,
+    outcome: TrackOutcome,
+    presence: Presence,
+}
+
+impl Announce {
+    /// Whether the session is new on the stream.
+    pub(crate) fn is_new(&self) -> bool {
+        self.outcome == TrackOutcome::Joined
+    }
+
+    pub(crate) fn outcome(&self) -> &TrackOutcome {
+        &self.outcome
+    }
+
+    /// The joins and leaves the change calls for: a join, an update (the
+    /// new presence joins, the old one leaves, as Nakama announces it), or
+    /// nothing.
+    pub(crate) fn changes(&self) -> (Vec<Presence>, Vec<Presence>) {
+        match &self.outcome {
+            TrackOutcome::Joined => (vec![self.presence.clone()], Vec::new()),
+            TrackOutcome::Updated(old) => (vec![self.presence.clone()], vec![old.clone()]),
+            TrackOutcome::Unchanged => (Vec::new(), Vec::new()),
+        }
+    }
+}
+
+/// The presences of `ps` that may be announced: hidden ones never are.
+pub(crate) fn visible(ps: &[Presence]) -> Vec<Presence> {
+    ps.iter().filter(|p| !p.meta.hidden).cloned().collect()
+}
+
+impl Hub {
+    /// A hub on the in-process bus (one node).
+    pub fn new(node: &str, queue_size: usize, single_socket: bool) -> Hub {
+        let sessions = Arc::new(SessionRegistry::new());
+        let bus: Arc<dyn Bus> = Arc::new(LocalBus::new(sessions.clone()));
+        Hub::with_bus(node, queue_size, single_socket, sessions, bus)
+    }
+
+    /// A hub on a given bus (cluster use): `sessions` is what the bus
+    /// delivers into on this node.
+    pub fn with_bus(
+        node: &str,
+        queue_size: usize,
+        single_socket: bool,
+        sessions: Arc<SessionRegistry>,
+        bus: Arc<dyn Bus>,
+    ) -> Hub {
+        let tracker = Arc::new(PresenceTracker::new());
+        Hub {
+            node: Arc::from(node),
+            queue_size,
+            single_socket,
+            router: StreamRouter::new(tracker.clone(), bus),
+            sessions,
+            tracker,
+        }
+    }
+
+    /// This node's name (`name`).
+    pub fn node(&self) -> &Arc<str> {
+        &self.node
+    }
+
+    /// `session` as a presence on this node, with default metadata.
+    pub fn presence_of(&self, session: &SessionHandle) -> Presence {
+        let mut p = Presence::new(
+            session.user_id(),
+            session.id(),
+            session.username_shared(),
+            self.node.clone(),
+        );
+        p.meta.format = session.format();
+        p
+    }
+
+    // --- sessions -----------------------------------------------------------
+
+    /// Registers a new session; with `session.single_socket` the user's
+    /// older sessions are told and closed.
+    pub(crate) fn add_session(&self, session: SessionHandle) {
+        self.sessions.add(session, self.single_socket);
+    }
+
+    /// A new session's handle with this node's queue size.
+    pub(crate) fn new_session(
+        &self,
+        id: Uuid,
+        user: Uuid,
+        username: &str,
+        format: crate::Format,
+    ) -> SessionHandle {
+        SessionHandle::new(id, user, username, format, self.queue_size)
+    }
+
+    pub(crate) fn remove_session(&self, id: Uuid) -> bool {
+        self.sessions.remove(id)
+    }
+
+    pub fn session(&self, id: Uuid) -> Option<SessionHandle> {
+        self.sessions.get(id)
+    }
+
+    /// The sessions of one user on this node.
+    pub fn sessions_of(&self, user: Uuid) -> Vec<SessionHandle> {
+        self.sessions.sessions_of(user)
+    }
+
+    /// Sessions connected to this node.
+    pub fn session_count(&self) -> usize {
+        self.sessions.count()
+    }
+
+    /// Asks one session to close; false when it is not here.
+    pub fn disconnect(&self, id: Uuid, reason: CloseReason) -> bool {
+        self.sessions.disconnect(id, reason)
+    }
+
+    /// Asks every session to close (shutdown).
+    pub fn disconnect_all(&self, reason: CloseReason) {
+        self.sessions.disconnect_all(reason)
+    }
+
+    // --- presences ----------------------------------------------------------
+
+    /// Puts a presence on a stream (or updates its metadata) and hands back
+    /// the change to announce.
+    pub(crate) fn track(&self, stream: &Stream, presence: Presence) -> Announce {
+        let outcome = self.tracker.track(stream, presence.clone());
+        Announce {
+            stream: stream.clone(),
+            outcome,
+            presence,
+        }
+    }
+
+    /// Takes a session off a stream; the presence it had, to announce.
+    pub(crate) fn untrack(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
+        self.tracker.untrack(session, stream)
+    }
+
+    /// Takes a session off every stream (it disconnected).
+    pub(crate) fn untrack_all(&self, session: Uuid) -> Vec<(Stream, Presence)> {
+        self.tracker.untrack_all(session)
+    }
+
+    /// Presences on a stream; hidden ones only when asked.
+    pub fn presences(&self, stream: &Stream, include_hidden: bool) -> Vec<Presence> {
+        self.tracker.list(stream, include_hidden)
+    }
+
+    /// A session's presence on a stream.
+    pub fn presence(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
+        self.tracker.get(session, stream)
+    }
+
+    /// Session ids on a stream, hidden included: where its messages go.
+    pub fn session_ids(&self, stream: &Stream) -> Vec<Uuid> {
+        self.tracker.session_ids(stream)
+    }
+
+    /// Presences on a stream, hidden included.
+    pub fn count(&self, stream: &Stream) -> usize {
+        self.tracker.count(stream)
+    }
+
+    pub fn contains(&self, stream: &Stream, session: Uuid) -> bool {
+        self.tracker.contains(stream, session)
+    }
+
+    /// Up to `limit` streams of one mode, with their presence counts.
+    pub fn streams_of_mode(&self, mode: StreamMode, limit: usize) -> Vec<(Stream, usize)> {
+        self.tracker.streams_of_mode(mode, limit)
+    }
+
+    // --- delivery -----------------------------------------------------------
+
+    /// Sends to every presence on `stream` (hidden ones too), except `skip`.
+    pub fn send_to_stream(&self, stream: &Stream, envelope: Envelope, skip: Option<Uuid>) {
+        self.router.send_to_stream(stream, envelope, skip)
+    }
+
+    /// Sends to each of `sessions`, wherever it is connected.
+    pub fn send_to_sessions(&self, sessions: &[Uuid], envelope: Envelope) {
+        self.router.send_to_sessions(sessions, envelope)
+    }
+}
+
+/// A server push (no `cid`).
+pub(crate) fn push(message: ludus_proto::realtime::envelope::Message) -> Envelope {
+    Envelope {
+        cid: String::new(),
+        message: Some(message),
+    }
+}
