@@ -55,7 +55,7 @@ pub struct Config {
     pub party: ludus_realtime::PartySettings,
     pub matchmaker: ludus_realtime::MatchmakerConfig,
     #[serde(rename = "match")]
-    pub matches: MatchSettings,
+    pub matches: ludus_realtime::MatchConfig,
     /// Keys of Nakama's that the file or flags set and Ludus ignores, for
     /// [`Config::warn_ignored_keys`].
     #[serde(skip)]
@@ -75,7 +75,7 @@ impl Default for Config {
             runtime: crate::runtime::RuntimeConfig::default(),
             party: ludus_realtime::PartySettings::default(),
             matchmaker: ludus_realtime::MatchmakerConfig::default(),
-            matches: MatchSettings::default(),
+            matches: ludus_realtime::MatchConfig::default(),
             ignored_keys: Vec::new(),
         }
     }
@@ -182,59 +182,6 @@ impl Default for SocketConfig {
             ws_idle_timeout_ms: 0,
             max_connections: 200_000,
             max_pending_requests: 16,
-        }
-    }
-}
-
-/// The match engine (`match.*`, Nakama's key names where Nakama has one).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MatchSettings {
-    /// Data messages waiting for a match's next tick; more are refused.
-    pub input_queue_size: usize,
-    /// Join attempts and signals waiting for a match; more are refused.
-    pub call_queue_size: usize,
-    /// Deferred broadcasts one tick may queue.
-    pub deferred_queue_size: usize,
-    /// How long an accepted join may take to complete before it is dropped.
-    pub join_marker_deadline_ms: u64,
-    /// End a match that has been empty this long; 0 never.
-    pub max_empty_sec: u64,
-    /// Most live authoritative matches on this node.
-    pub max_matches: usize,
-    /// Longest a join or signal waits for a busy match.
-    pub call_timeout_ms: u64,
-    /// Threads that run match handlers; 0 for one per core.
-    pub executor_threads: usize,
-}
-
-impl Default for MatchSettings {
-    fn default() -> Self {
-        let d = ludus_realtime::MatchConfig::default();
-        MatchSettings {
-            input_queue_size: d.input_queue_size,
-            call_queue_size: d.call_queue_size,
-            deferred_queue_size: d.deferred_queue_size,
-            join_marker_deadline_ms: d.join_marker_deadline.as_millis() as u64,
-            max_empty_sec: 0,
-            max_matches: d.max_matches,
-            call_timeout_ms: d.call_timeout.as_millis() as u64,
-            executor_threads: 0,
-        }
-    }
-}
-
-impl MatchSettings {
-    pub fn engine(&self) -> ludus_realtime::MatchConfig {
-        ludus_realtime::MatchConfig {
-            input_queue_size: self.input_queue_size.max(1),
-            call_queue_size: self.call_queue_size.max(1),
-            deferred_queue_size: self.deferred_queue_size,
-            join_marker_deadline: std::time::Duration::from_millis(self.join_marker_deadline_ms),
-            max_empty: (self.max_empty_sec > 0)
-                .then(|| std::time::Duration::from_secs(self.max_empty_sec)),
-            max_matches: self.max_matches,
-            call_timeout: std::time::Duration::from_millis(self.call_timeout_ms.max(1)),
         }
     }
 }
@@ -451,6 +398,9 @@ impl Config {
         crate::matchmaker::validate(&self.matchmaker)?;
         if self.database.acquire_timeout_ms == 0 {
             return bad("database.acquire_timeout_ms", "must be at least 1");
+        }
+        if let Err((key, message)) = self.matches.check() {
+            return bad(key, message);
         }
         Ok(())
     }
@@ -833,6 +783,34 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("refresh_encryption_key"), "{err}");
+    }
+
+    /// `match.*` is the match engine's own `MatchConfig`: zero values the
+    /// engine cannot run with are refused, never clamped.
+    #[test]
+    fn match_settings_are_the_engines_own_and_checked() {
+        for key in [
+            "match.input_queue_size",
+            "match.call_queue_size",
+            "match.call_timeout_ms",
+            "match.join_marker_deadline_ms",
+            "match.max_matches",
+        ] {
+            let err = Config::load(None, [], &flags(&[(key, "0")])).unwrap_err();
+            assert!(err.to_string().contains(key), "{key}: {err}");
+        }
+        let c = Config::load(
+            None,
+            [],
+            &flags(&[
+                ("match.max_empty_sec", "30"),
+                ("match.call_timeout_ms", "250"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.matches.max_empty_sec, 30);
+        assert_eq!(c.matches.call_timeout_ms, 250);
+        assert_eq!(c.matches.input_queue_size, 128);
     }
 
     #[test]

@@ -45,8 +45,11 @@ use crate::stream::{Stream, StreamMode};
 /// Handlers see players as the realtime layer's one presence type.
 pub use crate::tracker::Presence;
 
-/// Settings of the match engine (`match.*`, Nakama's key names).
-#[derive(Debug, Clone)]
+/// Settings of the match engine: the `match.*` config section itself
+/// (Nakama's key names where Nakama has them). The server checks the values
+/// at start (`MatchConfig::check`); nothing is clamped silently.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct MatchConfig {
     /// Data messages waiting for a match's next tick; more are refused.
     pub input_queue_size: usize,
@@ -55,14 +58,17 @@ pub struct MatchConfig {
     /// Deferred broadcasts one tick may queue.
     pub deferred_queue_size: usize,
     /// How long an accepted join may take to complete before it is dropped.
-    pub join_marker_deadline: Duration,
-    /// End a match after it has been empty this long; `None`: never.
-    pub max_empty: Option<Duration>,
+    pub join_marker_deadline_ms: u64,
+    /// End a match after it has been empty this long; 0: never.
+    pub max_empty_sec: u64,
     /// Most live authoritative matches on this node.
     pub max_matches: usize,
     /// Longest a caller waits for a busy match to answer a join attempt or a
     /// signal.
-    pub call_timeout: Duration,
+    pub call_timeout_ms: u64,
+    /// Threads that run match handlers (the server's match runtime); 0: one
+    /// per core.
+    pub executor_threads: usize,
 }
 
 impl Default for MatchConfig {
@@ -71,11 +77,46 @@ impl Default for MatchConfig {
             input_queue_size: 128,
             call_queue_size: 128,
             deferred_queue_size: 128,
-            join_marker_deadline: Duration::from_secs(15),
-            max_empty: None,
+            join_marker_deadline_ms: 15_000,
+            max_empty_sec: 0,
             max_matches: 100_000,
-            call_timeout: Duration::from_secs(10),
+            call_timeout_ms: 10_000,
+            executor_threads: 0,
         }
+    }
+}
+
+impl MatchConfig {
+    /// The first key with a value the engine cannot run with, and why.
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        if self.input_queue_size == 0 {
+            return Err(("match.input_queue_size", "must be at least 1"));
+        }
+        if self.call_queue_size == 0 {
+            return Err(("match.call_queue_size", "must be at least 1"));
+        }
+        if self.call_timeout_ms == 0 {
+            return Err(("match.call_timeout_ms", "must be at least 1"));
+        }
+        if self.join_marker_deadline_ms == 0 {
+            return Err(("match.join_marker_deadline_ms", "must be at least 1"));
+        }
+        if self.max_matches == 0 {
+            return Err(("match.max_matches", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn join_marker_deadline(&self) -> Duration {
+        Duration::from_millis(self.join_marker_deadline_ms)
+    }
+
+    pub(crate) fn max_empty(&self) -> Option<Duration> {
+        (self.max_empty_sec > 0).then(|| Duration::from_secs(self.max_empty_sec))
+    }
+
+    pub(crate) fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.call_timeout_ms)
     }
 }
 
@@ -452,7 +493,7 @@ impl MatchRegistry {
         entry
             .call(Call::Signal { data, reply })
             .map_err(|()| busy(match_id))?;
-        match tokio::time::timeout(self.config.call_timeout, answer).await {
+        match tokio::time::timeout(self.config.call_timeout(), answer).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(not_found()),
             Err(_) => Err(RtError::new(

@@ -89,7 +89,7 @@ impl MatchRegistry {
                 reply,
             })
             .map_err(|()| super::busy(&match_id))?;
-        let timeout = self.config().call_timeout;
+        let timeout = self.config().call_timeout();
         let (label, new) = match tokio::time::timeout(timeout, answer).await {
             Ok(Ok(JoinReply::Accepted { label, new })) => (label, new),
             Ok(Ok(JoinReply::Rejected(reason))) => {

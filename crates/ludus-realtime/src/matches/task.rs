@@ -186,7 +186,7 @@ impl Match {
             }
             if self.presences.is_empty() && self.markers.is_empty() {
                 let since = *empty_since.get_or_insert(now);
-                if let Some(max) = self.registry.config.max_empty
+                if let Some(max) = self.registry.config.max_empty()
                     && now.duration_since(since) >= max
                 {
                     tracing::debug!(match_id = %self.match_id, "match empty too long, ending");
@@ -304,7 +304,7 @@ impl Match {
                 });
                 let answer = match decision {
                     JoinDecision::Accept if flow.is_ok() => {
-                        let deadline = Instant::now() + self.registry.config.join_marker_deadline;
+                        let deadline = Instant::now() + self.registry.config.join_marker_deadline();
                         self.markers.insert(session, deadline);
                         JoinReply::Accepted {
                             label: self.entry.label().to_string(),

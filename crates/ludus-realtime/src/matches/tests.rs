@@ -530,7 +530,7 @@ async fn a_full_input_queue_refuses_with_an_error() {
 #[tokio::test]
 async fn an_accepted_join_that_never_completes_is_dropped() {
     let h = harness(MatchConfig {
-        join_marker_deadline: Duration::from_millis(500),
+        join_marker_deadline_ms: 500,
         ..Default::default()
     })
     .await;

@@ -93,7 +93,7 @@ impl Sockets {
             single_party: config.session.single_party,
             encryption_key: config.session.encryption_key.clone(),
             matchmaker: config.matchmaker.clone(),
-            matches: config.matches.engine(),
+            matches: config.matches.clone(),
             match_spawner: Some(match_runtime.handle()),
         }
     }
