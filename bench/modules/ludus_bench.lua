@@ -12,6 +12,10 @@ server's runtime.path.
   ludus_bench_wallet_hot  adds 1 coin to one shared wallet (the system
                           user's), with a ledger entry: every caller writes
                           the same row (`rpc --rpc-id ludus_bench_wallet_hot`)
+  ludus_bench_path        a compute-heavy call: an A* path search across a
+                          64x64 grid with walls, returning the path's length
+                          (`rpc --rpc-id ludus_bench_path`): the interpreter,
+                          not the plumbing, dominates its cost
 ]]
 local nk = require("nakama")
 
@@ -55,6 +59,81 @@ local function wallet_hot(_context, _payload)
   return nk.json_encode({ coins = updated.coins })
 end
 
+-- The path search's grid: 64x64 cells, walls every 8 columns with one gap
+-- each (at alternating ends), so a path must zigzag across the whole grid.
+-- Built once per module load; calls only read it.
+local GRID = 64
+local blocked = {}
+for x = 1, GRID do
+  for y = 1, GRID do
+    local wall = x % 8 == 0 and x < GRID
+    local gap = (x / 8) % 2 == 1 and y == GRID or (x / 8) % 2 == 0 and y == 1
+    blocked[(y - 1) * GRID + x] = wall and not gap
+  end
+end
+
+-- A* from the top-left to the bottom-right corner with a binary heap on
+-- f = g + manhattan distance; answers the number of steps of the path.
+local function path_length()
+  local goal = GRID * GRID
+  local g = { [1] = 0 }
+  local heap, fs, n = { 1 }, { GRID * 2 - 2 }, 1
+  local closed = {}
+  while n > 0 do
+    local cell = heap[1]
+    -- Pop the smallest f.
+    heap[1], fs[1] = heap[n], fs[n]
+    heap[n], fs[n] = nil, nil
+    n = n - 1
+    local i = 1
+    while true do
+      local l, r, m = i * 2, i * 2 + 1, i
+      if l <= n and fs[l] < fs[m] then m = l end
+      if r <= n and fs[r] < fs[m] then m = r end
+      if m == i then break end
+      heap[i], heap[m] = heap[m], heap[i]
+      fs[i], fs[m] = fs[m], fs[i]
+      i = m
+    end
+    if cell == goal then return g[cell] end
+    if not closed[cell] then
+      closed[cell] = true
+      local x, y = (cell - 1) % GRID + 1, math.floor((cell - 1) / GRID) + 1
+      local neighbours = {
+        x > 1 and cell - 1 or nil, x < GRID and cell + 1 or nil,
+        y > 1 and cell - GRID or nil, y < GRID and cell + GRID or nil,
+      }
+      for k = 1, 4 do
+        local next_cell = neighbours[k]
+        if next_cell and not blocked[next_cell] and not closed[next_cell] then
+          local cost = g[cell] + 1
+          if g[next_cell] == nil or cost < g[next_cell] then
+            g[next_cell] = cost
+            local nx, ny = (next_cell - 1) % GRID + 1, math.floor((next_cell - 1) / GRID) + 1
+            -- Push with f = cost + distance to the goal.
+            n = n + 1
+            heap[n], fs[n] = next_cell, cost + (GRID - nx) + (GRID - ny)
+            local j = n
+            while j > 1 do
+              local p = math.floor(j / 2)
+              if fs[p] <= fs[j] then break end
+              heap[p], heap[j] = heap[j], heap[p]
+              fs[p], fs[j] = fs[j], fs[p]
+              j = p
+            end
+          end
+        end
+      end
+    end
+  end
+  return -1
+end
+
+local function path(_context, _payload)
+  return nk.json_encode({ steps = path_length() })
+end
+
+nk.register_rpc(path, "ludus_bench_path")
 nk.register_rpc(find_match, "ludus_bench_find_match")
 nk.register_rpc(wallet_hot, "ludus_bench_wallet_hot")
 nk.register_rpc(wallet, "ludus_bench_wallet")

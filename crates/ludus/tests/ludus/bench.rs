@@ -112,6 +112,43 @@ async fn unreachable_target_stops_at_the_deadline() {
     assert!(r.summary.errors["connect"] > 0, "{:?}", r.summary.errors);
 }
 
+/// A bare HTTP/1.1 POST with an empty body; the response as text.
+async fn post(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+/// The compute-heavy RPC finds the shortest path through the zigzag grid
+/// (504 steps, as a breadth-first search finds it), and the `rpc` workload
+/// drives it without errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_path_search_rpc_finds_the_shortest_path() {
+    let (srv, _dir) = server().await;
+    let reply = post(
+        srv.local_addr(),
+        "/v2/rpc/ludus_bench_path?http_key=defaulthttpkey&unwrap=true",
+    )
+    .await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.ends_with(r#"{"steps":504}"#), "{reply}");
+    let target = format!("http://{}", srv.local_addr());
+    let r = ludus_bench::run(opts(&format!(
+        "rpc --target {target} --rpc-id ludus_bench_path --duration 2 --concurrency 2 --quiet"
+    )))
+    .await
+    .unwrap();
+    assert!(r.summary.total_ok > 2, "{:?}", r.summary);
+    assert_eq!(r.summary.total_errors, 0, "{:?}", r.summary.errors);
+    srv.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rpc_calls_the_bench_modules_echo() {
     let (srv, _dir) = server().await;
