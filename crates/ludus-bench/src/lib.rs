@@ -60,9 +60,12 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 /// Runs one workload and writes the requested files.
-pub async fn run(opts: Options) -> Result<RunResult, String> {
+pub async fn run(mut opts: Options) -> Result<RunResult, String> {
     let tag = workload::http::run_tag();
     match opts.workload {
+        Workload::Social => {
+            opts.social = Some(workload::social::seed(&opts).await?);
+        }
         Workload::Register | Workload::Rpc | Workload::Storage | Workload::Wallet => {}
         Workload::Ccu | Workload::Echo | Workload::Fanout | Workload::Match => {}
         Workload::Login => {

@@ -21,6 +21,18 @@ pub enum Workload {
     Match,
     Storage,
     Wallet,
+    Social,
+}
+
+/// What the `social` workload measures (`--op`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SocialOp {
+    /// The hub user's whole friend list
+    Friends,
+    /// Pages of the big group's members
+    Members,
+    /// Prefix searches over the groups
+    Search,
 }
 
 impl Workload {
@@ -35,6 +47,7 @@ impl Workload {
             Workload::Match => "match",
             Workload::Storage => "storage",
             Workload::Wallet => "wallet",
+            Workload::Social => "social",
         }
     }
 }
@@ -99,6 +112,10 @@ enum WorkloadCommand {
     /// RPC ludus_bench_wallet: adds 1 to the caller's wallet with a ledger
     /// entry; needs bench/modules on the server
     Wallet(Flags),
+    /// Social graph reads (--op friends|members|search) over data seeded
+    /// once per --tag: --friends friends, a group of --members, --groups
+    /// groups
+    Social(Flags),
 }
 
 /// The flags every workload takes.
@@ -162,6 +179,22 @@ struct Flags {
     /// one, or one per 10,000 sockets on a loopback target)
     #[arg(long, value_parser = parse_sources)]
     sources: Option<Sources>,
+    /// social: what the measured requests read
+    #[arg(long, value_enum, default_value_t = SocialOp::Friends)]
+    op: SocialOp,
+    /// social: names the seeded data; a run with the tag of an earlier one
+    /// reuses its data (default: a new tag per run)
+    #[arg(long)]
+    tag: Option<String>,
+    /// social: mutual friends of the hub user
+    #[arg(long, default_value_t = 1_000, value_parser = value_parser!(u64).range(0..=100_000))]
+    friends: u64,
+    /// social: members of the big group
+    #[arg(long, default_value_t = 10_000, value_parser = value_parser!(u64).range(1..=1_000_000))]
+    members: u64,
+    /// social: groups to search over
+    #[arg(long, default_value_t = 100_000, value_parser = value_parser!(u64).range(0..=10_000_000))]
+    groups: u64,
     /// Worker threads of the load generator
     #[arg(long, default_value_t = 1, value_parser = value_parser!(u64).range(1..=64))]
     threads: u64,
@@ -216,6 +249,14 @@ pub struct Options {
     pub tick_floor: Duration,
     pub format: Format,
     pub threads: usize,
+    pub social_op: SocialOp,
+    /// Names seeded data; a fresh one per run unless `--tag` is given.
+    pub tag: String,
+    pub friends: usize,
+    pub members: usize,
+    pub groups: usize,
+    /// The `social` workload's seeded data, once seeded.
+    pub social: Option<crate::workload::social::Seeded>,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
     pub quiet: bool,
@@ -238,6 +279,7 @@ impl Options {
             WorkloadCommand::Match(f) => (Workload::Match, f),
             WorkloadCommand::Storage(f) => (Workload::Storage, f),
             WorkloadCommand::Wallet(f) => (Workload::Wallet, f),
+            WorkloadCommand::Social(f) => (Workload::Social, f),
         };
         let concurrency = f.concurrency as usize;
         let sources_given = f.sources.is_some();
@@ -281,6 +323,12 @@ impl Options {
             tick_floor: f.tick_floor,
             format: f.format,
             threads: f.threads as usize,
+            social_op: f.op,
+            tag: f.tag.unwrap_or_else(crate::workload::http::run_tag),
+            friends: f.friends as usize,
+            members: f.members as usize,
+            groups: f.groups as usize,
+            social: None,
             json: f.json,
             svg: f.svg,
             quiet: f.quiet,

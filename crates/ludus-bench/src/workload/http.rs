@@ -1,4 +1,5 @@
-//! The HTTP workloads: `register`, `login`, `rpc`, `storage` and `wallet`. Each virtual user owns
+//! The HTTP workloads: `register`, `login`, `rpc`, `storage`, `wallet` and
+//! `social` (its seeding and requests in `social.rs`). Each virtual user owns
 //! one keep-alive connection and keeps one request in flight (a closed loop),
 //! as Nakama's published Tsung runs do.
 
@@ -33,7 +34,7 @@ pub fn run_tag() -> String {
     format!("{:x}", nanos & 0xffff_ffff_ffff)
 }
 
-pub fn basic(key: &str) -> String {
+pub(crate) fn basic(key: &str) -> String {
     format!(
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
@@ -179,6 +180,11 @@ async fn virtual_user(
     } else {
         String::new()
     };
+    let bearer = match &opts.social {
+        Some(seed) => seed.hub.clone(),
+        None => bearer,
+    };
+    let mut cursor = String::new();
     let rpc_body = serde_json::to_vec(&payload(opts.payload_size)).unwrap_or_default();
     let user_id = token_user_id(&bearer);
     progress.users.fetch_add(1, Ordering::Relaxed);
@@ -202,6 +208,16 @@ async fn virtual_user(
                 }
             }
             Workload::Storage => storage_step(vu, n, &user_id, &bearer),
+            Workload::Social => {
+                let seed = opts.social.as_ref().expect("seeded before the run");
+                let r = super::social::request(seed, opts.social_op, n, &cursor);
+                Plan {
+                    method: r.method,
+                    path: r.path,
+                    auth: bearer.clone(),
+                    body: Vec::new(),
+                }
+            }
             Workload::Wallet => Plan {
                 method: "POST",
                 path: "/v2/rpc/ludus_bench_wallet".into(),
@@ -227,6 +243,11 @@ async fn virtual_user(
             Ok(r) if r.status == 200 => {
                 rec.ok(second, now.duration_since(t0).as_micros() as u64);
                 progress.ok.fetch_add(1, Ordering::Relaxed);
+                if opts.workload == Workload::Social
+                    && opts.social_op == crate::options::SocialOp::Members
+                {
+                    cursor = super::social::next_cursor(&r.body);
+                }
             }
             Ok(r) => {
                 rec.error(second, &format!("status {}", r.status));
@@ -288,7 +309,7 @@ fn storage_step(vu: usize, n: u64, user_id: &str, bearer: &str) -> Plan {
 }
 
 /// The user id (`uid` claim) of a `Bearer <jwt>` session, empty if none.
-fn token_user_id(bearer: &str) -> String {
+pub(crate) fn token_user_id(bearer: &str) -> String {
     let payload = bearer
         .strip_prefix("Bearer ")
         .and_then(|t| t.split('.').nth(1))

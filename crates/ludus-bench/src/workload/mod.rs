@@ -3,4 +3,5 @@
 
 pub mod envelope;
 pub mod http;
+pub mod social;
 pub mod socket;
