@@ -9,6 +9,8 @@
 pub mod accounts;
 pub mod chat;
 pub mod error;
+pub mod friend;
+pub mod group;
 pub mod model;
 pub mod multi_update;
 pub mod notification;

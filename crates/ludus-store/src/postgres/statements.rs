@@ -15,6 +15,9 @@ macro_rules! user_columns {
 }
 pub(super) const USER_COLUMNS: usize = 17;
 
+/// The columns `user_from_row` reads, for statements built elsewhere.
+pub(super) const USER_SELECT: &str = user_columns!();
+
 macro_rules! auth_select {
     ($from:literal) => {
         concat!(
