@@ -16,6 +16,7 @@ pub mod multi_update;
 pub mod notification;
 pub mod query;
 pub mod revocation;
+pub mod social_service;
 pub mod storage;
 pub mod storage_index;
 pub mod storage_service;

@@ -5,14 +5,21 @@
 //! A channel is a stream (room, group or direct conversation, see
 //! `ludus_core::chat::ChannelKey` for Nakama's ids); joining tracks the
 //! session on it, messages go to every presence on it, and are stored when
-//! the sender joined with persistence on (the default). Group channels need
-//! groups, which do not exist yet, and answer a clear error.
+//! the sender joined with persistence on (the default). Group channels are
+//! for the group's members; a user who stops being one (leaves, is kicked
+//! or banned) is untracked from it at once (`leave_group_channel`), so they
+//! neither read nor send there any more. This file also implements
+//! `ludus_core::social_service::SocialPresence`, the one interface the
+//! social graph uses to reach the realtime layer.
 
 use ludus_core::chat::{
     CODE_CHAT, CODE_CHAT_REMOVE, CODE_CHAT_UPDATE, ChannelError, ChannelKey, ChannelMessage,
     MODE_DIRECT, MODE_GROUP, MODE_ROOM, is_json_object, now_us,
 };
+use ludus_core::group::GroupRole;
 use ludus_core::notification::{CODE_DM_REQUEST, Notification};
+use ludus_core::social_service::SocialPresence;
+use ludus_core::store::StoreError;
 use ludus_proto::Timestamp;
 use ludus_proto::api;
 use ludus_proto::pbjson_types::{BoolValue, Int32Value};
@@ -179,10 +186,24 @@ impl Realtime {
                 key
             }
             3 => {
-                return Err(RtError::new(
-                    RtCode::BadInput,
-                    "group not found: group chat is not available on this server yet",
-                ));
+                let group = Uuid::parse_str(&req.target).map_err(|_| {
+                    RtError::bad_input("invalid group id in group channel join, it must be a uuid")
+                })?;
+                // Members only (superadmins, admins, members): not join
+                // requests, not banned users.
+                let role = self.store.group_role(group, me).await.map_err(|e| {
+                    tracing::error!(error = %e, "cannot look up group membership");
+                    RtError::new(
+                        RtCode::RuntimeException,
+                        "failed to look up group membership",
+                    )
+                })?;
+                if !role.is_some_and(GroupRole::is_member) {
+                    return Err(RtError::bad_input(
+                        "group not found, or you are not a member of it",
+                    ));
+                }
+                ChannelKey::group(group)
             }
             _ => return Err(RtError::bad_input(ChannelError::InvalidType.to_string())),
         };
@@ -240,6 +261,17 @@ impl Realtime {
         };
         if let Err(e) = self.notify(vec![n]).await {
             tracing::warn!(error = %e, "cannot send the direct message request notification");
+        }
+    }
+
+    /// Untracks every session of `user` on this node from a group's chat
+    /// channel, announcing the leave to the members still there.
+    pub fn leave_group_channel(&self, group: Uuid, user: Uuid) {
+        let stream = stream_of(&ChannelKey::group(group));
+        for p in self.tracker.list(&stream, true) {
+            if p.user_id == user {
+                self.untrack(p.session_id, &stream);
+            }
         }
     }
 
@@ -464,6 +496,21 @@ impl Realtime {
             },
             None,
         );
+    }
+}
+
+#[async_trait::async_trait]
+impl SocialPresence for Realtime {
+    fn is_online(&self, user: Uuid) -> bool {
+        Realtime::is_online(self, user)
+    }
+
+    async fn notify(&self, notifications: Vec<Notification>) -> Result<(), StoreError> {
+        Realtime::notify(self, notifications).await
+    }
+
+    fn left_group(&self, group: Uuid, user: Uuid) {
+        self.leave_group_channel(group, user);
     }
 }
 

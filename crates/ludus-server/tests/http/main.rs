@@ -13,5 +13,6 @@ mod lua_storage;
 mod protocol;
 mod rpc;
 mod session;
+mod social;
 mod storage;
 mod storage_index;
