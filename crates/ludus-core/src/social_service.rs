@@ -367,14 +367,16 @@ impl SocialService {
         Ok(FriendPage { friends, cursor })
     }
 
-    /// A page of the friends of the user's friends (Nakama: 10 by default, at most 100).
+    /// A page of the friends of the user's friends; `max` is the caller's
+    /// bound on `limit` (REST: [`friend::MAX_FOF_LIMIT`], 10 by default).
     pub async fn friends_of_friends(
         &self,
         user: Uuid,
         limit_value: Option<i32>,
+        max: usize,
         cursor: &str,
     ) -> Result<FriendOfFriendPage, ApiError> {
-        let limit = limit(limit_value, 10, friend::MAX_FOF_LIMIT)?;
+        let limit = limit(limit_value, 10.min(max), max)?;
         let after = match cursor {
             "" => None,
             c => Some(friend::fof_resume(user, c)?),
@@ -632,15 +634,17 @@ impl SocialService {
         Ok(())
     }
 
-    /// A page of a group's users (Nakama: 100 by default and at most).
+    /// A page of a group's users (100 by default); `max` is the caller's
+    /// bound on `limit` (REST: [`group::MAX_LIST_LIMIT`], Lua: 10,000).
     pub async fn list_group_users(
         &self,
         id: Uuid,
         limit_value: Option<i32>,
+        max: usize,
         state: Option<i32>,
         cursor: &str,
     ) -> Result<GroupUserPage, ApiError> {
-        let limit = limit(limit_value, group::MAX_LIST_LIMIT, group::MAX_LIST_LIMIT)?;
+        let limit = limit(limit_value, group::MAX_LIST_LIMIT.min(max), max)?;
         let role = group_role(state)?;
         let after = match cursor {
             "" => None,

@@ -99,6 +99,7 @@ pub async fn start_with(
             &config,
             accounts.clone(),
             storage.clone(),
+            social.clone(),
             realtime.clone(),
             native,
         )

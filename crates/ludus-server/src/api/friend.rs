@@ -160,6 +160,7 @@ pub(super) async fn friends_of_friends(
         .friends_of_friends(
             caller.user_id,
             req.limit.as_ref().map(|l: &Int32Value| l.value),
+            ludus_core::friend::MAX_FOF_LIMIT,
             &req.cursor,
         )
         .await?;

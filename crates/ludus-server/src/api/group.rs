@@ -250,6 +250,7 @@ pub(super) async fn list_users(
         .list_group_users(
             id,
             req.limit.as_ref().map(|l| l.value),
+            ludus_core::group::MAX_LIST_LIMIT,
             req.state.as_ref().map(|s| s.value),
             &req.cursor,
         )

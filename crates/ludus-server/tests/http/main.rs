@@ -9,6 +9,7 @@ mod authenticate;
 mod hooks;
 mod https_request;
 mod link;
+mod lua_social;
 mod lua_storage;
 mod protocol;
 mod rpc;

@@ -2,7 +2,7 @@
 //! state machine with its notifications, blocking, friends of friends and
 //! cursors; groups open and closed, every role rule as a client meets it,
 //! searches, bad input that writes nothing, and the hooks of the Lua module
-//! in `tests/lua/social_hooks_test.lua`.
+//! in `tests/lua/social_test.lua`.
 
 use serde_json::{Value, json};
 
