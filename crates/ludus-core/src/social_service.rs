@@ -45,6 +45,16 @@ pub trait SocialPresence: Send + Sync {
     /// The user is no longer a member of the group: their sessions leave its
     /// chat channel now.
     fn left_group(&self, group: Uuid, user: Uuid);
+    /// Announces a membership change in the group's chat channel, as Nakama
+    /// does: a stored message with one of the `chat::CODE_GROUP_*` codes,
+    /// sent by the user it is about, content `{}`.
+    async fn group_event(
+        &self,
+        group: Uuid,
+        user: Uuid,
+        username: String,
+        code: i32,
+    ) -> Result<(), StoreError>;
 }
 
 /// A group as a caller asks for it.
@@ -512,6 +522,7 @@ impl SocialService {
             .store
             .group_change(id, op, caller, targets, crate::unix_now_us())
             .await?;
+        self.announce(id, op, &changes).await;
         for c in &changes {
             let was = c.from.is_some_and(GroupRole::is_member);
             let is = c.to.is_some_and(GroupRole::is_member);
@@ -520,6 +531,48 @@ impl SocialService {
             }
         }
         Ok(changes)
+    }
+
+    /// The group channel's messages about `changes`, as Nakama sends them:
+    /// none for join requests or for rejecting one.
+    async fn announce(&self, id: Uuid, op: GroupOp, changes: &[RoleChange]) {
+        use crate::chat::*;
+        let about: Vec<(Uuid, i32)> = changes
+            .iter()
+            .filter_map(|c| {
+                let member = |r: Option<GroupRole>| r.is_some_and(GroupRole::is_member);
+                let code = match op {
+                    GroupOp::Join if member(c.to) => CODE_GROUP_JOIN,
+                    GroupOp::Add => CODE_GROUP_ADD,
+                    GroupOp::Leave if member(c.from) => CODE_GROUP_LEAVE,
+                    GroupOp::Kick if member(c.from) => CODE_GROUP_KICK,
+                    GroupOp::Promote => CODE_GROUP_PROMOTE,
+                    GroupOp::Ban => CODE_GROUP_BAN,
+                    GroupOp::Demote => CODE_GROUP_DEMOTE,
+                    _ => return None,
+                };
+                Some((c.user, code))
+            })
+            .collect();
+        if about.is_empty() {
+            return;
+        }
+        let ids: Vec<Uuid> = about.iter().map(|(u, _)| *u).collect();
+        let names: std::collections::HashMap<Uuid, String> =
+            match self.store.get_users(&ids, &[]).await {
+                Ok(users) => users.into_iter().map(|u| (u.id, u.username)).collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot name users for group channel messages");
+                    Default::default()
+                }
+            };
+        for (user, code) in about {
+            let username = names.get(&user).cloned().unwrap_or_default();
+            // The change stands either way; a lost announcement is logged.
+            if let Err(e) = self.presence.group_event(id, user, username, code).await {
+                tracing::warn!(error = %e, group = %id, "group channel message not stored");
+            }
+        }
     }
 
     /// Joins an open group, or asks to join a closed one (admins are told).

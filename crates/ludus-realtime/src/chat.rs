@@ -512,6 +512,29 @@ impl SocialPresence for Realtime {
     fn left_group(&self, group: Uuid, user: Uuid) {
         self.leave_group_channel(group, user);
     }
+
+    async fn group_event(
+        &self,
+        group: Uuid,
+        user: Uuid,
+        username: String,
+        code: i32,
+    ) -> Result<(), StoreError> {
+        let now = now_us();
+        let message = ChannelMessage {
+            id: Uuid::new_v4(),
+            channel: ChannelKey::group(group),
+            code,
+            sender_id: user,
+            username,
+            content: "{}".to_owned(),
+            create_time_us: now,
+            update_time_us: now,
+        };
+        self.store.insert_channel_message(&message).await?;
+        self.push_message(&message, true);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -1,14 +1,15 @@
 //! `nk.friends_*`, `nk.friend_metadata_update`, the `nk.group*` functions and
 //! `nk.user_groups_list` from the Lua module in
 //! `tests/lua/social_test.lua`, on both backends: Nakama's argument
-//! order and defaults, result tables, and the refusals as Lua errors.
+//! order and defaults, result tables, and the refusals as Lua errors. Then
+//! the native equivalent: a native RPC using `RuntimeServices::social()`.
 
 use serde_json::{Value, json};
 
 use crate::both_backends;
 use crate::support::{Backend, TestServer, token, user_id};
 
-both_backends!(lua_friends_and_groups);
+both_backends!(lua_friends_and_groups, native_friends_and_groups);
 
 async fn lua_friends_and_groups(b: Backend) {
     let t = TestServer::start_with(b, crate::rpc::lua_config).await;
@@ -86,4 +87,71 @@ async fn lua_friends_and_groups(b: Backend) {
     let friends = r.body["friends"].as_array().unwrap();
     assert_eq!(friends.len(), 1, "{}", r.body);
     assert_eq!(friends[0]["user"]["id"], user_id(&cat).as_str());
+}
+
+fn native_module() -> ludus_server::NativeModule {
+    ludus_server::NativeModule::new().rpc("native_social", |call, payload| async move {
+        let social = call.services.social()?;
+        let me: uuid::Uuid = call
+            .ctx
+            .user_id
+            .as_deref()
+            .unwrap_or_default()
+            .parse()
+            .unwrap();
+        let friend: Value = serde_json::from_str(&payload).unwrap();
+        let friend = friend["friend"].as_str().unwrap().to_owned();
+        social
+            .add_friends(
+                me,
+                &call.ctx.username,
+                std::slice::from_ref(&friend),
+                &[],
+                None,
+            )
+            .await?;
+        let friends = social.list_friends(me, None, None, "").await?;
+        let group = social
+            .create_group(
+                me,
+                ludus_core::social_service::NewGroup {
+                    name: "Native Guild".into(),
+                    open: true,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let friend_id: uuid::Uuid = friend.parse().unwrap();
+        social.join_group(friend_id, "friend", group.id).await?;
+        let users = social
+            .list_group_users(group.id, None, ludus_core::group::MAX_LIST_LIMIT, None, "")
+            .await?;
+        Ok(json!({
+            "friends": friends.friends.len(),
+            "friend_state": friends.friends[0].state as i64,
+            "members": users.users.len(),
+        })
+        .to_string())
+    })
+}
+
+async fn native_friends_and_groups(b: Backend) {
+    let t = TestServer::start_native(b, native_module(), |_| {}).await;
+    let me = t.device_session("native-social-me").await;
+    let other = t.device_session("native-social-other").await;
+    let r = t
+        .post_bearer(
+            "/v2/rpc/native_social",
+            &token(&me),
+            Value::String(json!({"friend": user_id(&other)}).to_string()),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    assert_eq!(out, json!({"friends": 1, "friend_state": 1, "members": 2}));
+    // The invite reached the other user as Nakama's notification.
+    let r = t
+        .get_bearer("/v2/notification?limit=10", &token(&other))
+        .await;
+    assert_eq!(r.body["notifications"][0]["code"], -2, "{}", r.body);
 }
