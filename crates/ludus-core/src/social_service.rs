@@ -45,6 +45,8 @@ pub trait SocialPresence: Send + Sync {
     /// The user is no longer a member of the group: their sessions leave its
     /// chat channel now.
     fn left_group(&self, group: Uuid, user: Uuid);
+    /// `user` blocked `other`: their direct conversation ends now.
+    fn blocked(&self, user: Uuid, other: Uuid);
     /// Announces a membership change in the group's chat channel, as Nakama
     /// does: a stored message with one of the `chat::CODE_GROUP_*` codes,
     /// sent by the user it is about, content `{}`.
@@ -329,7 +331,8 @@ impl SocialService {
         let targets = self
             .resolve_users(caller, ids, usernames, "cannot block self")
             .await?;
-        self.store
+        let outcomes = self
+            .store
             .friends_change(
                 caller,
                 FriendOp::Block,
@@ -338,6 +341,11 @@ impl SocialService {
                 crate::unix_now_us(),
             )
             .await?;
+        for (other, outcome) in outcomes {
+            if outcome != FriendOutcome::Unchanged {
+                self.presence.blocked(caller, other);
+            }
+        }
         Ok(())
     }
 

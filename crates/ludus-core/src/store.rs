@@ -271,6 +271,9 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> StoreResult<Vec<FriendOfFriend>>;
 
+    /// The state of `user`'s edge to `other`, if any.
+    async fn friend_state(&self, user: Uuid, other: Uuid) -> StoreResult<Option<FriendState>>;
+
     /// Replaces the metadata of `user`'s edge to `friend`; false when there is none.
     async fn friend_metadata_update(
         &self,

@@ -16,6 +16,7 @@ use ludus_core::chat::{
     CODE_CHAT, CODE_CHAT_REMOVE, CODE_CHAT_UPDATE, ChannelError, ChannelKey, ChannelMessage,
     MODE_DIRECT, MODE_GROUP, MODE_ROOM, is_json_object, now_us,
 };
+use ludus_core::friend::FriendState;
 use ludus_core::group::GroupRole;
 use ludus_core::notification::{CODE_DM_REQUEST, Notification};
 use ludus_core::social_service::SocialPresence;
@@ -183,6 +184,16 @@ impl Realtime {
                 if other != me && self.existing_users(&[other], &[]).await?.is_empty() {
                     return Err(RtError::bad_input("user not found: no user has that id"));
                 }
+                // A user who blocked the caller looks absent, as in Nakama.
+                if other != me {
+                    let state = self.store.friend_state(other, me).await.map_err(|e| {
+                        tracing::error!(error = %e, "cannot look up a block");
+                        RtError::new(RtCode::RuntimeException, "failed to look up user id")
+                    })?;
+                    if state == Some(FriendState::Blocked) {
+                        return Err(RtError::bad_input("user not found: no user has that id"));
+                    }
+                }
                 key
             }
             3 => {
@@ -272,6 +283,18 @@ impl Realtime {
             if p.user_id == user {
                 self.untrack(p.session_id, &stream);
             }
+        }
+    }
+
+    /// Ends a direct conversation on this node: every session on the DM
+    /// stream of the two users leaves it (after a block, as Nakama does).
+    pub fn close_direct_channel(&self, user: Uuid, other: Uuid) {
+        let Ok(key) = ChannelKey::direct(user, other) else {
+            return;
+        };
+        let stream = stream_of(&key);
+        for p in self.tracker.list(&stream, true) {
+            self.untrack(p.session_id, &stream);
         }
     }
 
@@ -511,6 +534,10 @@ impl SocialPresence for Realtime {
 
     fn left_group(&self, group: Uuid, user: Uuid) {
         self.leave_group_channel(group, user);
+    }
+
+    fn blocked(&self, user: Uuid, other: Uuid) {
+        self.close_direct_channel(user, other);
     }
 
     async fn group_event(

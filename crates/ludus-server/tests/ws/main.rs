@@ -10,6 +10,7 @@ mod client;
 
 mod chat;
 mod envelope;
+mod friends;
 mod group_chat;
 mod limits;
 mod matches;

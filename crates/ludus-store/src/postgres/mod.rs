@@ -711,6 +711,14 @@ impl Store for PgStore {
         .await
     }
 
+    async fn friend_state(&self, user: Uuid, other: Uuid) -> StoreResult<Option<FriendState>> {
+        with_retry("friend state", || async {
+            let conn = self.pool.get().await?;
+            social::friend_state(&conn.client, user, other).await
+        })
+        .await
+    }
+
     async fn friend_metadata_update(
         &self,
         user: Uuid,

@@ -232,6 +232,20 @@ pub(super) async fn friends_of_friends(
         .collect()
 }
 
+pub(super) async fn friend_state(
+    client: &impl GenericClient,
+    user: Uuid,
+    other: Uuid,
+) -> Result<Option<FriendState>, Failure> {
+    let row = client
+        .query_opt(
+            "SELECT state FROM user_edge WHERE source_id = $1 AND destination_id = $2",
+            &[&user, &other],
+        )
+        .await?;
+    row.map(|r| friend_state_at(&r, 0)).transpose()
+}
+
 pub(super) async fn friend_metadata_update(
     client: &impl GenericClient,
     user: Uuid,

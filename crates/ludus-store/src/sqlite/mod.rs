@@ -411,6 +411,12 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn friend_state(&self, user: Uuid, other: Uuid) -> StoreResult<Option<FriendState>> {
+        self.readers
+            .read(move |conn| social::friend_state(conn, user, other))
+            .await
+    }
+
     async fn friend_metadata_update(
         &self,
         user: Uuid,

@@ -115,6 +115,14 @@ fn write_edge(
     result.map(drop).map_err(map_err)
 }
 
+pub(super) fn friend_state(
+    conn: &Connection,
+    user: Uuid,
+    other: Uuid,
+) -> StoreResult<Option<FriendState>> {
+    Ok(edge(conn, user, other)?.map(|e| e.state))
+}
+
 pub(super) fn friends_change(
     conn: &Connection,
     user: Uuid,

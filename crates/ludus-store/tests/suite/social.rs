@@ -90,6 +90,11 @@ pub(crate) async fn friend_invite_accept_delete_block<B: Backend>() {
     );
     assert_eq!(states(&store, bob).await, [(ann, FriendState::Blocked)]);
     assert!(states(&store, ann).await.is_empty());
+    assert_eq!(
+        store.friend_state(bob, ann).await.unwrap(),
+        Some(FriendState::Blocked)
+    );
+    assert_eq!(store.friend_state(ann, bob).await.unwrap(), None);
     // A blocked user's invite changes nothing, nor does the blocker's.
     assert_eq!(
         change(&store, ann, FriendOp::Add, bob).await,
