@@ -1,8 +1,9 @@
 //! Friends and groups over REST with Nakama's paths and shapes: the friend
 //! state machine with its notifications, blocking, friends of friends and
 //! cursors; groups open and closed, every role rule as a client meets it,
-//! searches, bad input that writes nothing, and the hooks of the Lua module
-//! in `tests/lua/social_test.lua`.
+//! searches, bad input that writes nothing, the `max_count` race over real
+//! HTTP (100 joins at once to a group of 50 places), and the hooks of the
+//! Lua module in `tests/lua/social_test.lua`.
 
 use serde_json::{Value, json};
 
@@ -15,6 +16,7 @@ both_backends!(
     groups_roles_and_membership,
     groups_search_and_bad_input,
     social_hooks_rewrite_refuse_and_observe,
+    concurrent_joins_over_http_fill_exactly_max_count,
 );
 
 struct Player {
@@ -471,4 +473,43 @@ async fn social_hooks_rewrite_refuse_and_observe(b: Backend) {
     assert_eq!(cached("after_add_friends").await, "1");
     assert_eq!(cached("after_create_group").await, "Hooked");
     assert_eq!(cached("after_list_group_users").await, "1");
+}
+
+async fn concurrent_joins_over_http_fill_exactly_max_count(b: Backend) {
+    let t = TestServer::start(b).await;
+    let owner = player(&t, "social-race-owner").await;
+    let r = create(
+        &t,
+        &owner,
+        json!({"name": "Fifty", "open": true, "max_count": 50}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let g = r.body["id"].as_str().unwrap().to_owned();
+    let mut tokens = Vec::new();
+    for i in 0..100 {
+        tokens.push(token(
+            &t.device_session(&format!("social-race-{i:03}")).await,
+        ));
+    }
+    let joins = tokens.iter().map(|tok| {
+        let req = t
+            .http
+            .post(t.url(&format!("/v2/group/{g}/join")))
+            .bearer_auth(tok)
+            .json(&json!({}));
+        async move { req.send().await.unwrap().status().as_u16() }
+    });
+    let statuses = futures_util::future::join_all(joins).await;
+    let ok = statuses.iter().filter(|s| **s == 200).count();
+    let full = statuses.iter().filter(|s| **s == 400).count();
+    assert_eq!((ok, full), (49, 51), "{statuses:?}");
+    let r = t
+        .get_bearer(&format!("/v2/group/{g}/user?limit=100"), &owner.token)
+        .await;
+    assert_eq!(r.body["group_users"].as_array().unwrap().len(), 50);
+    let r = t
+        .get_bearer("/v2/group?name=Fifty&limit=1", &owner.token)
+        .await;
+    assert_eq!(r.body["groups"][0]["edge_count"], 50);
 }

@@ -693,7 +693,7 @@ impl Store for PgStore {
     ) -> StoreResult<Vec<Friend>> {
         with_retry("list friends", || async {
             let conn = self.pool.get().await?;
-            social::friends_list(&conn.client, user, state, after, limit).await
+            social::friends_list(&conn, user, state, after, limit).await
         })
         .await
     }
@@ -804,7 +804,7 @@ impl Store for PgStore {
     async fn groups_list(&self, filter: &GroupFilter) -> StoreResult<Vec<Group>> {
         with_retry("list groups", || async {
             let conn = self.pool.get().await?;
-            social::groups_list(&conn.client, filter).await
+            social::groups_list(&conn, filter).await
         })
         .await
     }
@@ -826,7 +826,7 @@ impl Store for PgStore {
     ) -> StoreResult<Vec<GroupUser>> {
         with_retry("list group users", || async {
             let conn = self.pool.get().await?;
-            social::group_users(&conn.client, group, role, after, limit).await
+            social::group_users(&conn, group, role, after, limit).await
         })
         .await
     }
@@ -840,7 +840,7 @@ impl Store for PgStore {
     ) -> StoreResult<Vec<UserGroup>> {
         with_retry("list user groups", || async {
             let conn = self.pool.get().await?;
-            social::user_groups(&conn.client, user, role, after, limit).await
+            social::user_groups(&conn, user, role, after, limit).await
         })
         .await
     }

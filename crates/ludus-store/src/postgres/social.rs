@@ -6,9 +6,9 @@
 //! take turns on the group, each sees the previous one's `edge_count`, and
 //! `max_count` holds exactly. `edge_count` columns are kept by triggers.
 //!
-//! These statements are prepared per call (one extra round trip), not in
-//! `statements.rs`; the listings are the hot ones to move there when they
-//! show in a profile.
+//! The four listings (friends, group users, user groups, group search) are
+//! prepared once per connection in `statements.rs`; the rest is prepared
+//! per call (one extra round trip on paths that write anyway).
 
 use ludus_core::friend::{
     self, Edge, EdgeWrite, Friend, FriendBound, FriendOfFriend, FriendOp, FriendOutcome,
@@ -23,11 +23,11 @@ use tokio_postgres::{GenericClient, Row, Transaction};
 use uuid::Uuid;
 
 use super::errors::Failure;
-use super::statements::USER_SELECT;
+use super::pool::Conn;
+use super::statements::{GROUP_SELECT, Stmt, USER_SELECT};
 use super::user_from_row;
 
-const GROUP_COLUMNS: &str = "g.id, g.creator_id, g.name, g.description, g.avatar_url, g.lang_tag, \
-     g.metadata::text, g.open, g.edge_count, g.max_count, g.create_time, g.update_time";
+const GROUP_COLUMNS: &str = GROUP_SELECT;
 const GROUP_COLUMN_COUNT: usize = 12;
 
 fn bad_state(n: i16) -> Failure {
@@ -158,26 +158,20 @@ pub(super) async fn friends_change(
 }
 
 pub(super) async fn friends_list(
-    client: &impl GenericClient,
+    conn: &Conn,
     user: Uuid,
     state: Option<FriendState>,
     after: Option<FriendBound>,
     limit: usize,
 ) -> Result<Vec<Friend>, Failure> {
-    let sql = format!(
-        "SELECT {USER_SELECT}, e.state, e.update_time, e.metadata::text, e.position
-           FROM user_edge e JOIN users u ON u.id = e.destination_id
-          WHERE e.source_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
-            AND (e.state, e.position, e.destination_id) > ($3, $4, $5)
-          ORDER BY e.state, e.position, e.destination_id LIMIT $6"
-    );
     let (s, p, id) = match after {
         Some(b) => (b.state as i16, b.position, b.id),
         None => (-1, i64::MIN, Uuid::nil()),
     };
-    let rows = client
+    let rows = conn
+        .client
         .query(
-            &sql,
+            conn.stmt(Stmt::FriendsList),
             &[
                 &user,
                 &state.map(|s| s as i16),
@@ -509,20 +503,7 @@ pub(super) async fn groups_get(
     rows.iter().map(group_from_row).collect()
 }
 
-pub(super) async fn groups_list(
-    client: &impl GenericClient,
-    f: &GroupFilter,
-) -> Result<Vec<Group>, Failure> {
-    let sql = format!(
-        "SELECT {GROUP_COLUMNS} FROM groups g
-          WHERE ($1::text IS NULL OR g.name = $1)
-            AND ($2::text IS NULL OR (g.name >= $2 AND starts_with(g.name, $2)))
-            AND ($3::text IS NULL OR g.lang_tag = $3)
-            AND ($4::integer IS NULL OR g.edge_count <= $4)
-            AND ($5::boolean IS NULL OR g.open = $5)
-            AND (g.name, g.id) > ($6, $7)
-          ORDER BY g.name, g.id LIMIT $8"
-    );
+pub(super) async fn groups_list(conn: &Conn, f: &GroupFilter) -> Result<Vec<Group>, Failure> {
     let (exact, prefix) = match f.name.as_deref() {
         Some(n) => match n.strip_suffix('%') {
             Some(p) => (None, Some(p)),
@@ -534,9 +515,10 @@ pub(super) async fn groups_list(
         .after
         .clone()
         .unwrap_or_else(|| (String::new(), Uuid::nil()));
-    let rows = client
+    let rows = conn
+        .client
         .query(
-            &sql,
+            conn.stmt(Stmt::GroupsList),
             &[
                 &exact,
                 &prefix,
@@ -566,23 +548,17 @@ fn bound_params(after: Option<RoleBound>) -> (i16, Uuid) {
 }
 
 pub(super) async fn group_users(
-    client: &impl GenericClient,
+    conn: &Conn,
     group: Uuid,
     role: Option<GroupRole>,
     after: Option<RoleBound>,
     limit: usize,
 ) -> Result<Vec<GroupUser>, Failure> {
-    let sql = format!(
-        "SELECT {USER_SELECT}, e.state
-           FROM group_edge e JOIN users u ON u.id = e.user_id
-          WHERE e.group_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
-            AND (e.state, e.user_id) > ($3, $4)
-          ORDER BY e.state, e.user_id LIMIT $5"
-    );
     let (r, id) = bound_params(after);
-    let rows = client
+    let rows = conn
+        .client
         .query(
-            &sql,
+            conn.stmt(Stmt::GroupUsers),
             &[&group, &role.map(|r| r as i16), &r, &id, &(limit as i64)],
         )
         .await?;
@@ -597,23 +573,17 @@ pub(super) async fn group_users(
 }
 
 pub(super) async fn user_groups(
-    client: &impl GenericClient,
+    conn: &Conn,
     user: Uuid,
     role: Option<GroupRole>,
     after: Option<RoleBound>,
     limit: usize,
 ) -> Result<Vec<UserGroup>, Failure> {
-    let sql = format!(
-        "SELECT {GROUP_COLUMNS}, e.state
-           FROM group_edge e JOIN groups g ON g.id = e.group_id
-          WHERE e.user_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
-            AND (e.state, e.group_id) > ($3, $4)
-          ORDER BY e.state, e.group_id LIMIT $5"
-    );
     let (r, id) = bound_params(after);
-    let rows = client
+    let rows = conn
+        .client
         .query(
-            &sql,
+            conn.stmt(Stmt::UserGroups),
             &[&user, &role.map(|r| r as i16), &r, &id, &(limit as i64)],
         )
         .await?;
