@@ -174,12 +174,15 @@ pub struct GroupSnapshot {
 }
 
 /// Nakama's group rules. `caller` is the acting user's role (`Ok(None)`: not
-/// in the group) or `Err(())` for the server. For `Join` and `Leave` the
-/// caller is the one target. Returns the changes to apply, in target order.
+/// in the group) or `Err(())` for the server; `caller_id` the acting user,
+/// whom the five managing operations skip among their targets, as Nakama.
+/// For `Join` and `Leave` the caller is the one target. Returns the changes
+/// to apply, in target order.
 pub fn plan(
     op: GroupOp,
     group: &GroupSnapshot,
     caller: Result<Option<GroupRole>, ()>,
+    caller_id: Option<Uuid>,
     targets: &[Target],
 ) -> Result<Vec<RoleChange>, GroupRefusal> {
     use GroupRole::*;
@@ -205,6 +208,9 @@ pub fn plan(
     for t in targets {
         if !t.exists {
             return Err(GroupRefusal::UserNotFound);
+        }
+        if !matches!(op, GroupOp::Join | GroupOp::Leave) && Some(t.user) == caller_id {
+            continue;
         }
         let change = |to| RoleChange {
             user: t.user,
@@ -271,16 +277,18 @@ pub fn plan(
                     push(change(Some(Banned)), &mut count)?
                 }
             },
+            // Up one step, for members and admins below the caller (join
+            // requests are accepted with `Add`, as Nakama).
             GroupOp::Promote => match t.role {
-                Some(JoinRequest) => push(change(Some(Member)), &mut count)?,
-                Some(Member) => push(change(Some(Admin)), &mut count)?,
-                // Only a superadmin (or the server) makes superadmins.
+                Some(Member) if outranks(Member) => push(change(Some(Admin)), &mut count)?,
                 Some(Admin) if server || caller_role == Some(Superadmin) => {
                     superadmins += 1;
                     push(change(Some(Superadmin)), &mut count)?
                 }
                 _ => {}
             },
+            // Down one step, for admins and superadmins at or below the
+            // caller's rank, never the last superadmin.
             GroupOp::Demote => match t.role {
                 Some(Superadmin)
                     if (server || caller_role == Some(Superadmin)) && superadmins > 1 =>
@@ -288,7 +296,9 @@ pub fn plan(
                     superadmins -= 1;
                     push(change(Some(Admin)), &mut count)?
                 }
-                Some(Admin) if outranks(Admin) => push(change(Some(Member)), &mut count)?,
+                Some(Admin) if server || caller_role.is_some_and(GroupRole::is_admin) => {
+                    push(change(Some(Member)), &mut count)?
+                }
                 _ => {}
             },
         }
@@ -428,6 +438,16 @@ mod tests {
     use super::*;
     use GroupRole::*;
 
+    /// `plan` with no caller id (no target is the caller).
+    fn plan4(
+        op: GroupOp,
+        group: &GroupSnapshot,
+        caller: Result<Option<GroupRole>, ()>,
+        targets: &[Target],
+    ) -> Result<Vec<RoleChange>, GroupRefusal> {
+        plan(op, group, caller, None, targets)
+    }
+
     fn snap(open: bool, edge_count: i32, max_count: i32, superadmins: i64) -> GroupSnapshot {
         GroupSnapshot {
             open,
@@ -448,16 +468,16 @@ mod tests {
     #[test]
     fn join_open_closed_full_and_banned() {
         let t = target(None);
-        let c = plan(GroupOp::Join, &snap(true, 1, 10, 1), Ok(None), &[t]).unwrap();
+        let c = plan4(GroupOp::Join, &snap(true, 1, 10, 1), Ok(None), &[t]).unwrap();
         assert_eq!(c[0].to, Some(Member));
-        let c = plan(GroupOp::Join, &snap(false, 1, 10, 1), Ok(None), &[t]).unwrap();
+        let c = plan4(GroupOp::Join, &snap(false, 1, 10, 1), Ok(None), &[t]).unwrap();
         assert_eq!(c[0].to, Some(JoinRequest));
         assert_eq!(
-            plan(GroupOp::Join, &snap(true, 10, 10, 1), Ok(None), &[t]),
+            plan4(GroupOp::Join, &snap(true, 10, 10, 1), Ok(None), &[t]),
             Err(GroupRefusal::Full)
         );
         assert_eq!(
-            plan(
+            plan4(
                 GroupOp::Join,
                 &snap(true, 1, 10, 1),
                 Ok(Some(Banned)),
@@ -471,10 +491,10 @@ mod tests {
     fn the_last_superadmin_cannot_leave() {
         let me = target(Some(Superadmin));
         assert_eq!(
-            plan(GroupOp::Leave, &snap(true, 2, 10, 1), Ok(me.role), &[me]),
+            plan4(GroupOp::Leave, &snap(true, 2, 10, 1), Ok(me.role), &[me]),
             Err(GroupRefusal::LastSuperadmin)
         );
-        let c = plan(GroupOp::Leave, &snap(true, 2, 10, 2), Ok(me.role), &[me]).unwrap();
+        let c = plan4(GroupOp::Leave, &snap(true, 2, 10, 2), Ok(me.role), &[me]).unwrap();
         assert_eq!(c[0].to, None);
         assert_eq!(c[0].count_delta(), -1);
     }
@@ -484,33 +504,60 @@ mod tests {
         let boss = target(Some(Superadmin));
         let g = snap(true, 3, 10, 1);
         for op in [GroupOp::Kick, GroupOp::Ban, GroupOp::Demote] {
-            assert!(plan(op, &g, Ok(Some(Admin)), &[boss]).unwrap().is_empty());
+            assert!(plan4(op, &g, Ok(Some(Admin)), &[boss]).unwrap().is_empty());
         }
         assert_eq!(
-            plan(GroupOp::Kick, &g, Ok(Some(Member)), &[target(Some(Member))]),
+            plan4(GroupOp::Kick, &g, Ok(Some(Member)), &[target(Some(Member))]),
             Err(GroupRefusal::PermissionDenied)
         );
         assert_eq!(
-            plan(GroupOp::Add, &g, Ok(None), &[target(None)]),
+            plan4(GroupOp::Add, &g, Ok(None), &[target(None)]),
             Err(GroupRefusal::PermissionDenied)
         );
         // An admin cannot make superadmins; a superadmin can.
         let admin = target(Some(Admin));
         assert!(
-            plan(GroupOp::Promote, &g, Ok(Some(Admin)), &[admin])
+            plan4(GroupOp::Promote, &g, Ok(Some(Admin)), &[admin])
                 .unwrap()
                 .is_empty()
         );
         assert_eq!(
-            plan(GroupOp::Promote, &g, Ok(Some(Superadmin)), &[admin]).unwrap()[0].to,
+            plan4(GroupOp::Promote, &g, Ok(Some(Superadmin)), &[admin]).unwrap()[0].to,
             Some(Superadmin)
         );
     }
 
     #[test]
+    fn managers_skip_themselves_and_promote_one_step() {
+        let g = snap(true, 3, 10, 2);
+        let me = target(Some(Superadmin));
+        for op in [GroupOp::Kick, GroupOp::Ban, GroupOp::Demote] {
+            assert!(
+                plan(op, &g, Ok(me.role), Some(me.user), &[me])
+                    .unwrap()
+                    .is_empty()
+            );
+        }
+        // Join requests are accepted with add, not promote.
+        assert!(
+            plan4(
+                GroupOp::Promote,
+                &g,
+                Ok(Some(Admin)),
+                &[target(Some(JoinRequest))]
+            )
+            .unwrap()
+            .is_empty()
+        );
+        // Admins demote admins, as Nakama; not superadmins.
+        let c = plan4(GroupOp::Demote, &g, Ok(Some(Admin)), &[target(Some(Admin))]).unwrap();
+        assert_eq!(c[0].to, Some(Member));
+    }
+
+    #[test]
     fn add_accepts_requests_and_respects_max_count() {
         let g = snap(false, 9, 10, 1);
-        let c = plan(
+        let c = plan4(
             GroupOp::Add,
             &g,
             Ok(Some(Admin)),
@@ -519,7 +566,7 @@ mod tests {
         .unwrap();
         assert_eq!(c[0].to, Some(Member));
         assert_eq!(
-            plan(
+            plan4(
                 GroupOp::Add,
                 &g,
                 Err(()),
@@ -528,7 +575,7 @@ mod tests {
             Err(GroupRefusal::Full)
         );
         assert_eq!(
-            plan(
+            plan4(
                 GroupOp::Add,
                 &g,
                 Err(()),

@@ -456,7 +456,7 @@ pub(super) async fn group_change(
         max_count: g.max_count,
         superadmins,
     };
-    let caller = caller_role(tx, id, caller).await?;
+    let caller_role = caller_role(tx, id, caller).await?;
     let ids: Vec<Uuid> = targets.to_vec();
     let existing: std::collections::HashSet<Uuid> = tx
         .query(
@@ -485,8 +485,8 @@ pub(super) async fn group_change(
             role: roles.get(&user).copied(),
         })
         .collect();
-    let changes =
-        group::plan(op, &snapshot, caller, &targets).map_err(|r| Failure::Fatal(r.into()))?;
+    let changes = group::plan(op, &snapshot, caller_role, caller, &targets)
+        .map_err(|r| Failure::Fatal(r.into()))?;
     let now = now_us / 1_000_000;
     for c in &changes {
         set_role(tx, id, c, now).await?;

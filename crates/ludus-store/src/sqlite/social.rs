@@ -421,7 +421,7 @@ pub(super) fn group_change(
         max_count: g.max_count,
         superadmins,
     };
-    let caller = caller_role(conn, id, caller)?;
+    let caller_role = caller_role(conn, id, caller)?;
     let targets = targets
         .iter()
         .map(|&user| {
@@ -432,7 +432,7 @@ pub(super) fn group_change(
             })
         })
         .collect::<StoreResult<Vec<_>>>()?;
-    let changes = group::plan(op, &snapshot, caller, &targets)?;
+    let changes = group::plan(op, &snapshot, caller_role, caller, &targets)?;
     let now = now_us / 1_000_000;
     for c in &changes {
         set_role(conn, id, c, now)?;
