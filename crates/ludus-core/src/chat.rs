@@ -27,6 +27,15 @@ pub const MAX_HISTORY_LIMIT: u32 = 100;
 pub const CODE_CHAT: i32 = 0;
 pub const CODE_CHAT_UPDATE: i32 = 1;
 pub const CODE_CHAT_REMOVE: i32 = 2;
+/// Nakama's codes of the messages a group channel gets when its members
+/// change (`ChannelMessageTypeGroupJoin` … `GroupDemote`).
+pub const CODE_GROUP_JOIN: i32 = 3;
+pub const CODE_GROUP_ADD: i32 = 4;
+pub const CODE_GROUP_LEAVE: i32 = 5;
+pub const CODE_GROUP_KICK: i32 = 6;
+pub const CODE_GROUP_PROMOTE: i32 = 7;
+pub const CODE_GROUP_BAN: i32 = 8;
+pub const CODE_GROUP_DEMOTE: i32 = 9;
 
 /// The stream key of a chat channel.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -145,7 +154,8 @@ impl ChannelKey {
         )
     }
 
-    /// Whether `user` may read this channel's history.
+    /// Whether `user` may read this channel's history, as far as the id
+    /// tells: a group channel needs a membership look-up, so it says no.
     pub fn readable_by(&self, user: Uuid) -> bool {
         match self.mode {
             MODE_DIRECT => self.subject == user || self.subcontext == user,
@@ -253,11 +263,14 @@ pub async fn channel_history(
 ) -> Result<HistoryPage, ApiError> {
     let key = ChannelKey::parse(channel_id).map_err(|e| ApiError::invalid(e.to_string()))?;
     if key.mode == MODE_GROUP {
-        return Err(ApiError::not_found(
-            "group not found: group chat is not available on this server yet",
-        ));
-    }
-    if !key.readable_by(caller) {
+        // A group's history is for its members (superadmins, admins, members).
+        let role = store.group_role(key.subject, caller).await?;
+        if !role.is_some_and(crate::group::GroupRole::is_member) {
+            return Err(ApiError::not_found(
+                "group not found, or you are not a member of it",
+            ));
+        }
+    } else if !key.readable_by(caller) {
         return Err(ApiError::invalid(
             "invalid channel id, a direct conversation is readable only by its two users",
         ));

@@ -122,6 +122,7 @@ impl From<crate::store::StoreError> for ApiError {
             // A module's own SQL: its author needs the database's message.
             S::Sql(msg) => ApiError::internal(msg),
             S::Rejected(r) => r.into(),
+            S::Group(r) => r.into(),
         }
     }
 }

@@ -9,11 +9,14 @@
 pub mod accounts;
 pub mod chat;
 pub mod error;
+pub mod friend;
+pub mod group;
 pub mod model;
 pub mod multi_update;
 pub mod notification;
 pub mod query;
 pub mod revocation;
+pub mod social_service;
 pub mod storage;
 pub mod storage_index;
 pub mod storage_service;

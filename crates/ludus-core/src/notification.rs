@@ -16,6 +16,16 @@ pub const MAX_DELETE_IDS: usize = 100;
 
 /// Nakama's reserved code for "someone wants to chat".
 pub const CODE_DM_REQUEST: i32 = -1;
+/// Nakama's code: someone invited the user to be friends.
+pub const CODE_FRIEND_REQUEST: i32 = -2;
+/// Nakama's code: someone accepted the user's friend invite.
+pub const CODE_FRIEND_ACCEPT: i32 = -3;
+/// Nakama's code: the user was added to a group.
+pub const CODE_GROUP_ADD: i32 = -4;
+/// Nakama's code: someone asks to join a group the user administers.
+pub const CODE_GROUP_JOIN_REQUEST: i32 = -5;
+/// Nakama's code: someone removed the user as a friend.
+pub const CODE_FRIEND_REMOVE: i32 = -9;
 /// Nakama's code of the notice a socket gets when `session.single_socket`
 /// replaces it.
 pub const CODE_SINGLE_SOCKET: i32 = -7;

@@ -8,6 +8,11 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use crate::chat::{ChannelKey, ChannelMessage, MessageBound};
+use crate::friend::{Friend, FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendState};
+use crate::group::{
+    Group, GroupFilter, GroupOp, GroupRefusal, GroupRole, GroupUpdate, GroupUser, RoleBound,
+    RoleChange, UserGroup,
+};
 use crate::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use crate::multi_update::{MultiUpdate, MultiUpdateResult};
 use crate::notification::Notification;
@@ -36,6 +41,15 @@ pub enum StoreError {
     /// transaction it was part of wrote nothing.
     #[error("{0}")]
     Rejected(Rejection),
+    /// A group change was refused by the group rules; nothing was written.
+    #[error("{0}")]
+    Group(GroupRefusal),
+}
+
+impl From<GroupRefusal> for StoreError {
+    fn from(r: GroupRefusal) -> Self {
+        StoreError::Group(r)
+    }
 }
 
 impl From<Rejection> for StoreError {
@@ -223,6 +237,115 @@ pub trait Store: Send + Sync + 'static {
         metadata: &str,
         now_us: i64,
     ) -> StoreResult<Option<LedgerEntry>>;
+
+    /// Adds, deletes or blocks each of `targets` (distinct, never `user`)
+    /// for `user` in ONE transaction, deciding each pair with
+    /// [`crate::friend::plan`] on the edges read in it; `metadata` is the
+    /// caller's edge metadata for an add. Unknown users change nothing.
+    /// Returns what happened with each target, in order.
+    async fn friends_change(
+        &self,
+        user: Uuid,
+        op: FriendOp,
+        targets: &[Uuid],
+        metadata: &str,
+        now_us: i64,
+    ) -> StoreResult<Vec<(Uuid, FriendOutcome)>>;
+
+    /// Up to `limit` of `user`'s edges (with `state` only, when given),
+    /// ordered by (state, position, friend id), strictly after `after`.
+    async fn friends_list(
+        &self,
+        user: Uuid,
+        state: Option<FriendState>,
+        after: Option<FriendBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<Friend>>;
+
+    /// Up to `limit` friends of `user`'s friends who are neither `user` nor
+    /// `user`'s friends, ordered by (referrer, user id), strictly after `after`.
+    async fn friends_of_friends(
+        &self,
+        user: Uuid,
+        after: Option<(Uuid, Uuid)>,
+        limit: usize,
+    ) -> StoreResult<Vec<FriendOfFriend>>;
+
+    /// The state of `user`'s edge to `other`, if any.
+    async fn friend_state(&self, user: Uuid, other: Uuid) -> StoreResult<Option<FriendState>>;
+
+    /// Replaces the metadata of `user`'s edge to `friend`; false when there is none.
+    async fn friend_metadata_update(
+        &self,
+        user: Uuid,
+        friend: Uuid,
+        metadata: &str,
+        now_us: i64,
+    ) -> StoreResult<bool>;
+
+    /// Stores a new group with its creator as superadmin (one member).
+    /// `Group(NameInUse)` on a taken name, `Group(UserNotFound)` for an
+    /// unknown creator.
+    async fn group_create(&self, group: &Group) -> StoreResult<()>;
+
+    /// Applies `update` when `caller` (`None`: the server) is a superadmin
+    /// or admin of the group; returns the group as stored after.
+    async fn group_update(
+        &self,
+        id: Uuid,
+        caller: Option<Uuid>,
+        update: &GroupUpdate,
+        now_us: i64,
+    ) -> StoreResult<Group>;
+
+    /// Deletes the group and its edges when `caller` (`None`: the server)
+    /// is a superadmin; returns the members it had.
+    async fn group_delete(&self, id: Uuid, caller: Option<Uuid>) -> StoreResult<Vec<Uuid>>;
+
+    /// One membership change in ONE transaction that holds the group's row,
+    /// decided by [`crate::group::plan`] on what is stored (`caller`: `None`
+    /// for the server; for `Join` and `Leave` the caller is the one target).
+    /// Returns the role changes it applied.
+    async fn group_change(
+        &self,
+        id: Uuid,
+        op: GroupOp,
+        caller: Option<Uuid>,
+        targets: &[Uuid],
+        now_us: i64,
+    ) -> StoreResult<Vec<RoleChange>>;
+
+    /// Groups by id, in no particular order; missing ones are left out.
+    async fn groups_get(&self, ids: &[Uuid]) -> StoreResult<Vec<Group>>;
+
+    /// Up to `filter.limit` groups matching `filter`, in (name, id) order.
+    async fn groups_list(&self, filter: &GroupFilter) -> StoreResult<Vec<Group>>;
+
+    /// Up to `count` groups picked at random.
+    async fn groups_random(&self, count: usize) -> StoreResult<Vec<Group>>;
+
+    /// Up to `limit` users of a group (with `role` only, when given) in
+    /// (role, user id) order, strictly after `after`.
+    async fn group_users(
+        &self,
+        group: Uuid,
+        role: Option<GroupRole>,
+        after: Option<RoleBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<GroupUser>>;
+
+    /// Up to `limit` groups of a user (with `role` only, when given) in
+    /// (role, group id) order, strictly after `after`.
+    async fn user_groups(
+        &self,
+        user: Uuid,
+        role: Option<GroupRole>,
+        after: Option<RoleBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<UserGroup>>;
+
+    /// A user's role in a group, if any.
+    async fn group_role(&self, group: Uuid, user: Uuid) -> StoreResult<Option<GroupRole>>;
 
     /// Finishes pending writes and closes connections.
     async fn close(&self);

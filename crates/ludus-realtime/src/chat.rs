@@ -5,14 +5,20 @@
 //! A channel is a stream (room, group or direct conversation, see
 //! `ludus_core::chat::ChannelKey` for Nakama's ids); joining tracks the
 //! session on it, messages go to every presence on it, and are stored when
-//! the sender joined with persistence on (the default). Group channels need
-//! groups, which do not exist yet, and answer a clear error.
+//! the sender joined with persistence on (the default). Group channels are
+//! for the group's members; a user who stops being one (leaves, is kicked
+//! or banned) is untracked from it at once (`leave_group_channel`), so they
+//! neither read nor send there any more (`Realtime`'s
+//! `ludus_core::social_service::SocialPresence` calls in here).
 
 use ludus_core::chat::{
     CODE_CHAT, CODE_CHAT_REMOVE, CODE_CHAT_UPDATE, ChannelError, ChannelKey, ChannelMessage,
     MODE_DIRECT, MODE_GROUP, MODE_ROOM, is_json_object, now_us,
 };
+use ludus_core::friend::FriendState;
+use ludus_core::group::GroupRole;
 use ludus_core::notification::{CODE_DM_REQUEST, Notification};
+use ludus_core::store::StoreError;
 use ludus_proto::Timestamp;
 use ludus_proto::api;
 use ludus_proto::pbjson_types::{BoolValue, Int32Value};
@@ -206,13 +212,37 @@ impl Chat {
                 {
                     return Err(RtError::bad_input("user not found: no user has that id"));
                 }
+                // A user who blocked the caller looks absent, as in Nakama.
+                if other != me {
+                    let state = self.store.friend_state(other, me).await.map_err(|e| {
+                        tracing::error!(error = %e, "cannot look up a block");
+                        RtError::new(RtCode::RuntimeException, "failed to look up user id")
+                    })?;
+                    if state == Some(FriendState::Blocked) {
+                        return Err(RtError::bad_input("user not found: no user has that id"));
+                    }
+                }
                 key
             }
             3 => {
-                return Err(RtError::new(
-                    RtCode::BadInput,
-                    "group not found: group chat is not available on this server yet",
-                ));
+                let group = Uuid::parse_str(&req.target).map_err(|_| {
+                    RtError::bad_input("invalid group id in group channel join, it must be a uuid")
+                })?;
+                // Members only (superadmins, admins, members): not join
+                // requests, not banned users.
+                let role = self.store.group_role(group, me).await.map_err(|e| {
+                    tracing::error!(error = %e, "cannot look up group membership");
+                    RtError::new(
+                        RtCode::RuntimeException,
+                        "failed to look up group membership",
+                    )
+                })?;
+                if !role.is_some_and(GroupRole::is_member) {
+                    return Err(RtError::bad_input(
+                        "group not found, or you are not a member of it",
+                    ));
+                }
+                ChannelKey::group(group)
             }
             _ => return Err(RtError::bad_input(ChannelError::InvalidType.to_string())),
         };
@@ -273,6 +303,33 @@ impl Chat {
         };
         if let Err(e) = self.notifier.notify(vec![n]).await {
             tracing::warn!(error = %e, "cannot send the direct message request notification");
+        }
+    }
+
+    /// Untracks every session of `user` on this node from a group's chat
+    /// channel, announcing the leave to the members still there.
+    pub fn leave_group_channel(&self, group: Uuid, user: Uuid) {
+        let stream = stream_of(&ChannelKey::group(group));
+        for p in self.hub.presences(&stream, true) {
+            if p.user_id == user
+                && let Some(gone) = self.hub.untrack(p.session_id, &stream)
+            {
+                self.announce(&stream, &[], &[gone]);
+            }
+        }
+    }
+
+    /// Ends a direct conversation on this node: every session on the DM
+    /// stream of the two users leaves it (after a block, as Nakama does).
+    pub fn close_direct_channel(&self, user: Uuid, other: Uuid) {
+        let Ok(key) = ChannelKey::direct(user, other) else {
+            return;
+        };
+        let stream = stream_of(&key);
+        for p in self.hub.presences(&stream, true) {
+            if let Some(gone) = self.hub.untrack(p.session_id, &stream) {
+                self.announce(&stream, &[], &[gone]);
+            }
         }
     }
 
@@ -500,6 +557,33 @@ impl Chat {
             },
             None,
         );
+    }
+}
+
+impl Chat {
+    /// Posts a membership change of a group (Nakama's codes 3-9) to its
+    /// channel: stored, then pushed to the members on it.
+    pub async fn post_group_event(
+        &self,
+        group: Uuid,
+        user: Uuid,
+        username: String,
+        code: i32,
+    ) -> Result<(), StoreError> {
+        let now = now_us();
+        let message = ChannelMessage {
+            id: Uuid::new_v4(),
+            channel: ChannelKey::group(group),
+            code,
+            sender_id: user,
+            username,
+            content: "{}".to_owned(),
+            create_time_us: now,
+            update_time_us: now,
+        };
+        self.store.insert_channel_message(&message).await?;
+        self.push_message(&message, true);
+        Ok(())
     }
 }
 

@@ -296,6 +296,41 @@ impl Realtime {
     }
 }
 
+/// The social graph's one door into the realtime layer.
+#[async_trait::async_trait]
+impl ludus_core::social_service::SocialPresence for Realtime {
+    fn is_online(&self, user: Uuid) -> bool {
+        self.status.is_online(user)
+    }
+
+    async fn notify(
+        &self,
+        notifications: Vec<ludus_core::notification::Notification>,
+    ) -> Result<(), ludus_core::StoreError> {
+        self.notifier.notify(notifications).await
+    }
+
+    fn left_group(&self, group: Uuid, user: Uuid) {
+        self.chat.leave_group_channel(group, user);
+    }
+
+    fn blocked(&self, user: Uuid, other: Uuid) {
+        self.chat.close_direct_channel(user, other);
+    }
+
+    async fn group_event(
+        &self,
+        group: Uuid,
+        user: Uuid,
+        username: String,
+        code: i32,
+    ) -> Result<(), ludus_core::StoreError> {
+        self.chat
+            .post_group_event(group, user, username, code)
+            .await
+    }
+}
+
 /// Which of these ids and usernames belong to existing users.
 pub(crate) async fn existing_users(
     store: &dyn Store,

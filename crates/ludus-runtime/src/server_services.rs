@@ -14,6 +14,7 @@ use ludus_core::accounts::{AccountService, AuthRequest, Credential};
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::social_service::SocialService;
 use ludus_core::storage::{
     Access, ObjectId, StorageAck, StorageDelete, StorageObject, StoragePage, StorageWrite,
 };
@@ -34,6 +35,8 @@ pub struct ServerServices {
     accounts: Arc<AccountService>,
     /// Storage objects, wallets and the ledger, on behalf of the server.
     storage: Arc<StorageService>,
+    /// Friends and groups, as the server.
+    social: Arc<SocialService>,
     realtime: Arc<Realtime>,
     http: Arc<dyn HttpClient>,
     sql_max_rows: usize,
@@ -52,6 +55,7 @@ impl ServerServices {
     pub fn new(
         accounts: Arc<AccountService>,
         storage: Arc<StorageService>,
+        social: Arc<SocialService>,
         realtime: Arc<Realtime>,
         http: Arc<dyn HttpClient>,
         sql_max_rows: usize,
@@ -59,6 +63,7 @@ impl ServerServices {
         ServerServices {
             accounts,
             storage,
+            social,
             realtime,
             http,
             sql_max_rows,
@@ -323,6 +328,10 @@ impl RuntimeServices for ServerServices {
     }
 
     // Storage and wallets: one-line delegations to `StorageService`, as the server.
+
+    fn social(&self) -> Result<&SocialService, ApiError> {
+        Ok(&self.social)
+    }
 
     async fn storage_read(&self, ids: Vec<ObjectId>) -> Result<Vec<StorageObject>, ApiError> {
         self.storage.read(Access::Server, ids).await

@@ -105,6 +105,14 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_accounts())
     }
 
+    /// Friends and groups (`nk.friends_*`, `nk.group*`, `nk.user_groups_list`
+    /// and their native equivalents): the server's one
+    /// `ludus_core::social_service::SocialService`, which modules use as the
+    /// server (a missing caller id acts with every permission).
+    fn social(&self) -> Result<&ludus_core::social_service::SocialService, ApiError> {
+        Err(no_social())
+    }
+
     /// Stores the persistent notifications and pushes all of them live.
     async fn notifications_send(&self, notifications: Vec<Notification>) -> Result<(), ApiError> {
         let _ = notifications;
@@ -353,6 +361,13 @@ pub trait RuntimeServices: Send + Sync + 'static {
         let _ = update;
         Err(no_storage())
     }
+}
+
+fn no_social() -> ApiError {
+    ApiError::new(
+        ludus_core::Code::Unimplemented,
+        "this server offers modules no friends or groups",
+    )
 }
 
 fn no_storage() -> ApiError {

@@ -82,3 +82,31 @@ pub(crate) fn storage_ack(a: ludus_core::storage::StorageAck) -> api::StorageObj
         update_time: Some(timestamp(a.update_time)),
     }
 }
+
+pub(crate) fn friend(f: ludus_core::friend::Friend) -> api::Friend {
+    api::Friend {
+        user: Some(user(f.user)),
+        state: Some(ludus_proto::pbjson_types::Int32Value {
+            value: f.state as i32,
+        }),
+        update_time: Some(timestamp(f.update_time)),
+        metadata: f.metadata,
+    }
+}
+
+pub(crate) fn group(g: ludus_core::group::Group) -> api::Group {
+    api::Group {
+        id: g.id.to_string(),
+        creator_id: g.creator_id.to_string(),
+        name: g.name,
+        description: g.description,
+        lang_tag: g.lang_tag,
+        metadata: g.metadata,
+        avatar_url: g.avatar_url,
+        open: Some(ludus_proto::pbjson_types::BoolValue { value: g.open }),
+        edge_count: g.edge_count,
+        max_count: g.max_count,
+        create_time: Some(timestamp(g.create_time)),
+        update_time: Some(timestamp(g.update_time)),
+    }
+}

@@ -153,6 +153,24 @@ impl QueryParams {
             .collect()
     }
 
+    /// A 32-bit integer parameter (a wrapper field such as `limit` or `state`).
+    pub(crate) fn int32(
+        &self,
+        key: &str,
+    ) -> Result<Option<ludus_proto::pbjson_types::Int32Value>, HttpError> {
+        match self.get(key) {
+            None | Some("") => Ok(None),
+            Some(raw) => raw
+                .parse::<i32>()
+                .map(|value| Some(ludus_proto::pbjson_types::Int32Value { value }))
+                .map_err(|_| {
+                    HttpError::invalid(format!(
+                        "query parameter `{key}` must be a 32-bit integer, got {raw:?}"
+                    ))
+                }),
+        }
+    }
+
     /// A boolean parameter as grpc-gateway reads it (`true`/`false`/`1`/`0`).
     pub(crate) fn bool(&self, key: &str) -> Result<Option<bool>, HttpError> {
         match self.get(key) {

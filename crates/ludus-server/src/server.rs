@@ -83,6 +83,12 @@ pub async fn start_with(
         crate::socket::Sockets::realtime_config(&config, &match_runtime),
         accounts.store().clone(),
     ));
+    // Friends and groups for REST and modules; online flags, notifications
+    // and group chat through the realtime layer.
+    let social = Arc::new(ludus_core::social_service::SocialService::new(
+        accounts.store().clone(),
+        realtime.clone(),
+    ));
     // One storage service for REST and modules, its search indexes included.
     let storage = Arc::new(ludus_core::storage_service::StorageService::new(
         accounts.store().clone(),
@@ -93,6 +99,7 @@ pub async fn start_with(
             &config,
             accounts.clone(),
             storage.clone(),
+            social.clone(),
             realtime.clone(),
             native,
         )
@@ -115,6 +122,7 @@ pub async fn start_with(
     let state = AppState {
         config: Arc::new(config),
         storage,
+        social,
         accounts,
         sockets,
         runtime,

@@ -30,6 +30,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "storage_wallet",
         sql: include_str!("../migrations/sqlite/0003_storage_wallet.sql"),
     },
+    Migration {
+        version: 4,
+        name: "social",
+        sql: include_str!("../migrations/sqlite/0004_social.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -47,6 +52,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 3,
         name: "storage_wallet",
         sql: include_str!("../migrations/postgres/0003_storage_wallet.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "social",
+        sql: include_str!("../migrations/postgres/0004_social.sql"),
     },
 ];
 

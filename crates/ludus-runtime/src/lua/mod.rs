@@ -16,6 +16,7 @@ mod nk_match;
 mod nk_party;
 mod nk_realtime;
 mod nk_server;
+mod nk_social;
 mod nk_sql;
 mod nk_storage;
 mod nk_storage_index;

@@ -35,6 +35,7 @@ pub(super) fn install(
     nk_realtime::install(lua, shared, &nk)?;
     nk_sql::install(lua, shared, &nk)?;
     super::nk_storage::install(lua, shared, &nk)?;
+    super::nk_social::install(lua, shared, &nk)?;
     super::nk_storage_index::install(lua, shared, callbacks, &nk)?;
     super::nk_party::install(lua, shared, &nk)?;
     nk_match::install(lua, shared, &nk)?;

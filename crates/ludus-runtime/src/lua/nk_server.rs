@@ -338,7 +338,7 @@ fn canonical_header(name: &str) -> String {
         .join("-")
 }
 
-fn json_table(lua: &Lua, json: &str) -> mlua::Result<LuaValue> {
+pub(super) fn json_table(lua: &Lua, json: &str) -> mlua::Result<LuaValue> {
     let value: serde_json::Value = serde_json::from_str(if json.is_empty() { "{}" } else { json })
         .map_err(|e| mlua::Error::runtime(format!("stored JSON is invalid: {e}")))?;
     convert::to_lua(lua, &value)
@@ -372,7 +372,7 @@ fn fill_user(lua: &Lua, t: &Table, user: &User) -> mlua::Result<()> {
     Ok(())
 }
 
-fn user_table(lua: &Lua, user: &User) -> mlua::Result<Table> {
+pub(super) fn user_table(lua: &Lua, user: &User) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 16)?;
     fill_user(lua, &t, user)?;
     Ok(t)

@@ -13,8 +13,8 @@ use ludus_core::Code;
 use crate::error::HttpError;
 use crate::state::AppState;
 
-const FRIENDS: &str = "friends are not available in this server yet";
-const GROUPS: &str = "groups are not available in this server yet";
+const FRIEND_IMPORT: &str =
+    "importing facebook or steam friends is not available in this server yet";
 const LEADERBOARDS: &str = "leaderboards are not available in this server yet";
 const TOURNAMENTS: &str = "tournaments are not available in this server yet";
 const EVENTS: &str = "events are not available in this server yet";
@@ -65,27 +65,8 @@ pub(super) const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
     (M::POST, "/v2/account/unlink/google", GOOGLE),
     (M::POST, "/v2/account/unlink/steam", STEAM),
     // Friends.
-    (M::GET, "/v2/friend", FRIENDS),
-    (M::POST, "/v2/friend", FRIENDS),
-    (M::DELETE, "/v2/friend", FRIENDS),
-    (M::POST, "/v2/friend/block", FRIENDS),
-    (M::POST, "/v2/friend/facebook", FRIENDS),
-    (M::POST, "/v2/friend/steam", FRIENDS),
-    (M::GET, "/v2/friend/friends", FRIENDS),
-    // Groups.
-    (M::GET, "/v2/group", GROUPS),
-    (M::POST, "/v2/group", GROUPS),
-    (M::PUT, "/v2/group/{group_id}", GROUPS),
-    (M::DELETE, "/v2/group/{group_id}", GROUPS),
-    (M::POST, "/v2/group/{group_id}/add", GROUPS),
-    (M::POST, "/v2/group/{group_id}/ban", GROUPS),
-    (M::POST, "/v2/group/{group_id}/demote", GROUPS),
-    (M::POST, "/v2/group/{group_id}/join", GROUPS),
-    (M::POST, "/v2/group/{group_id}/kick", GROUPS),
-    (M::POST, "/v2/group/{group_id}/leave", GROUPS),
-    (M::POST, "/v2/group/{group_id}/promote", GROUPS),
-    (M::GET, "/v2/group/{group_id}/user", GROUPS),
-    (M::GET, "/v2/user/{user_id}/group", GROUPS),
+    (M::POST, "/v2/friend/facebook", FRIEND_IMPORT),
+    (M::POST, "/v2/friend/steam", FRIEND_IMPORT),
     // Leaderboards and tournaments.
     (M::GET, "/v2/leaderboard/{leaderboard_id}", LEADERBOARDS),
     (M::POST, "/v2/leaderboard/{leaderboard_id}", LEADERBOARDS),

@@ -7,6 +7,8 @@ pub(crate) mod access_log;
 mod account;
 mod authenticate;
 mod channel;
+mod friend;
+mod group;
 mod link;
 mod matches;
 mod matchmaker;
@@ -77,6 +79,26 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/v2/account/unlink/email", post(link::unlink_email))
         .route("/v2/account/unlink/custom", post(link::unlink_custom))
         .route("/v2/user", get(user::get_users))
+        .route(
+            "/v2/friend",
+            get(friend::list).post(friend::add).delete(friend::delete),
+        )
+        .route("/v2/friend/block", post(friend::block))
+        .route("/v2/friend/friends", get(friend::friends_of_friends))
+        .route("/v2/group", get(group::list).post(group::create))
+        .route(
+            "/v2/group/{group_id}",
+            put(group::update).delete(group::delete),
+        )
+        .route("/v2/group/{group_id}/join", post(group::join))
+        .route("/v2/group/{group_id}/leave", post(group::leave))
+        .route("/v2/group/{group_id}/add", post(group::add))
+        .route("/v2/group/{group_id}/kick", post(group::kick))
+        .route("/v2/group/{group_id}/ban", post(group::ban))
+        .route("/v2/group/{group_id}/promote", post(group::promote))
+        .route("/v2/group/{group_id}/demote", post(group::demote))
+        .route("/v2/group/{group_id}/user", get(group::list_users))
+        .route("/v2/user/{user_id}/group", get(group::list_user_groups))
         .route("/v2/storage", post(storage::read).put(storage::write))
         .route("/v2/storage/delete", put(storage::delete))
         .route("/v2/storage/{collection}", get(storage::list))

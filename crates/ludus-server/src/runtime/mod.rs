@@ -152,6 +152,7 @@ pub async fn start(
     config: &Config,
     accounts: Arc<AccountService>,
     storage: Arc<StorageService>,
+    social: Arc<ludus_core::social_service::SocialService>,
     realtime: Arc<Realtime>,
     native: NativeModule,
 ) -> Result<Runtime, LoadError> {
@@ -175,8 +176,14 @@ pub async fn start(
         config: config_view(config),
     };
     let http = HyperClient::new(rc).map_err(LoadError::Setup)?;
-    let services =
-        ServerServices::new(accounts, storage, realtime, Arc::new(http), rc.sql_max_rows);
+    let services = ServerServices::new(
+        accounts,
+        storage,
+        social,
+        realtime,
+        Arc::new(http),
+        rc.sql_max_rows,
+    );
     Runtime::start(settings, Arc::new(services), native).await
 }
 

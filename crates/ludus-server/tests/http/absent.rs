@@ -134,10 +134,12 @@ async fn every_nakama_route_is_served_or_unimplemented(b: Backend) {
             );
         }
     }
-    let r = t.get_bearer("/v2/friend", &bearer).await;
+    let r = t
+        .post_bearer("/v2/friend/facebook", &bearer, json!({}))
+        .await;
     assert_eq!(
         assert_error(&r, 501, 12),
-        "friends are not available in this server yet"
+        "importing facebook or steam friends is not available in this server yet"
     );
     let r = t
         .post_bearer("/v2/account/link/steam", &bearer, json!({}))

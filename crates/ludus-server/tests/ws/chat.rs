@@ -276,6 +276,7 @@ async fn direct_messages_and_group_refusal(backend: Backend) {
             ..Default::default()
         }))
         .await;
+    // An unknown group: no membership, so no channel.
     assert!(error_of(&r).message.contains("group"), "{r:?}");
     // Unknown user.
     let r = ann.request(dm(&uuid::Uuid::new_v4().to_string())).await;

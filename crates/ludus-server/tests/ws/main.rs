@@ -10,6 +10,8 @@ mod client;
 
 mod chat;
 mod envelope;
+mod friends;
+mod group_chat;
 mod limits;
 mod matches;
 mod matchmaker;

@@ -11,11 +11,19 @@ mod module_sql;
 mod pool;
 mod register;
 mod schema;
+mod social;
 mod statements;
 mod storage;
 
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
+use ludus_core::friend::{
+    Friend, FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendState,
+};
+use ludus_core::group::{
+    Group, GroupFilter, GroupOp, GroupRole, GroupUpdate, GroupUser, RoleBound, RoleChange,
+    UserGroup,
+};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
@@ -654,6 +662,193 @@ impl Store for PgStore {
                 .query_opt(conn.stmt(Stmt::LedgerUpdate), &[&id, &metadata, &now_us])
                 .await?;
             Ok(row.as_ref().map(storage::ledger_from_row).transpose()?)
+        })
+        .await
+    }
+
+    async fn friends_change(
+        &self,
+        user: Uuid,
+        op: FriendOp,
+        targets: &[Uuid],
+        metadata: &str,
+        now_us: i64,
+    ) -> StoreResult<Vec<(Uuid, FriendOutcome)>> {
+        with_retry("change friends", || async {
+            let mut conn = self.pool.get().await?;
+            let tx = conn.client.transaction().await?;
+            let out = social::friends_change(&tx, user, op, targets, metadata, now_us).await?;
+            tx.commit().await?;
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn friends_list(
+        &self,
+        user: Uuid,
+        state: Option<FriendState>,
+        after: Option<FriendBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<Friend>> {
+        with_retry("list friends", || async {
+            let conn = self.pool.get().await?;
+            social::friends_list(&conn, user, state, after, limit).await
+        })
+        .await
+    }
+
+    async fn friends_of_friends(
+        &self,
+        user: Uuid,
+        after: Option<(Uuid, Uuid)>,
+        limit: usize,
+    ) -> StoreResult<Vec<FriendOfFriend>> {
+        with_retry("list friends of friends", || async {
+            let conn = self.pool.get().await?;
+            social::friends_of_friends(&conn.client, user, after, limit).await
+        })
+        .await
+    }
+
+    async fn friend_state(&self, user: Uuid, other: Uuid) -> StoreResult<Option<FriendState>> {
+        with_retry("friend state", || async {
+            let conn = self.pool.get().await?;
+            social::friend_state(&conn.client, user, other).await
+        })
+        .await
+    }
+
+    async fn friend_metadata_update(
+        &self,
+        user: Uuid,
+        friend: Uuid,
+        metadata: &str,
+        now_us: i64,
+    ) -> StoreResult<bool> {
+        with_retry("update friend metadata", || async {
+            let conn = self.pool.get().await?;
+            social::friend_metadata_update(&conn.client, user, friend, metadata, now_us).await
+        })
+        .await
+    }
+
+    async fn group_create(&self, group: &Group) -> StoreResult<()> {
+        with_retry("create group", || async {
+            let mut conn = self.pool.get().await?;
+            let tx = conn.client.transaction().await?;
+            social::group_create(&tx, group).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn group_update(
+        &self,
+        id: Uuid,
+        caller: Option<Uuid>,
+        update: &GroupUpdate,
+        now_us: i64,
+    ) -> StoreResult<Group> {
+        with_retry("update group", || async {
+            let mut conn = self.pool.get().await?;
+            let tx = conn.client.transaction().await?;
+            let group = social::group_update(&tx, id, caller, update, now_us).await?;
+            tx.commit().await?;
+            Ok(group)
+        })
+        .await
+    }
+
+    async fn group_delete(&self, id: Uuid, caller: Option<Uuid>) -> StoreResult<Vec<Uuid>> {
+        with_retry("delete group", || async {
+            let mut conn = self.pool.get().await?;
+            let tx = conn.client.transaction().await?;
+            let members = social::group_delete(&tx, id, caller).await?;
+            tx.commit().await?;
+            Ok(members)
+        })
+        .await
+    }
+
+    async fn group_change(
+        &self,
+        id: Uuid,
+        op: GroupOp,
+        caller: Option<Uuid>,
+        targets: &[Uuid],
+        now_us: i64,
+    ) -> StoreResult<Vec<RoleChange>> {
+        with_retry("change group members", || async {
+            let mut conn = self.pool.get().await?;
+            let tx = conn.client.transaction().await?;
+            let changes = social::group_change(&tx, id, op, caller, targets, now_us).await?;
+            tx.commit().await?;
+            Ok(changes)
+        })
+        .await
+    }
+
+    async fn groups_get(&self, ids: &[Uuid]) -> StoreResult<Vec<Group>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        with_retry("get groups", || async {
+            let conn = self.pool.get().await?;
+            social::groups_get(&conn.client, ids).await
+        })
+        .await
+    }
+
+    async fn groups_list(&self, filter: &GroupFilter) -> StoreResult<Vec<Group>> {
+        with_retry("list groups", || async {
+            let conn = self.pool.get().await?;
+            social::groups_list(&conn, filter).await
+        })
+        .await
+    }
+
+    async fn groups_random(&self, count: usize) -> StoreResult<Vec<Group>> {
+        with_retry("random groups", || async {
+            let conn = self.pool.get().await?;
+            social::groups_random(&conn.client, count).await
+        })
+        .await
+    }
+
+    async fn group_users(
+        &self,
+        group: Uuid,
+        role: Option<GroupRole>,
+        after: Option<RoleBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<GroupUser>> {
+        with_retry("list group users", || async {
+            let conn = self.pool.get().await?;
+            social::group_users(&conn, group, role, after, limit).await
+        })
+        .await
+    }
+
+    async fn user_groups(
+        &self,
+        user: Uuid,
+        role: Option<GroupRole>,
+        after: Option<RoleBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<UserGroup>> {
+        with_retry("list user groups", || async {
+            let conn = self.pool.get().await?;
+            social::user_groups(&conn, user, role, after, limit).await
+        })
+        .await
+    }
+
+    async fn group_role(&self, group: Uuid, user: Uuid) -> StoreResult<Option<GroupRole>> {
+        with_retry("group role", || async {
+            let conn = self.pool.get().await?;
+            social::group_role(&conn.client, group, user).await
         })
         .await
     }

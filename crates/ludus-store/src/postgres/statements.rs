@@ -15,6 +15,9 @@ macro_rules! user_columns {
 }
 pub(super) const USER_COLUMNS: usize = 17;
 
+/// The columns `user_from_row` reads, for statements built elsewhere.
+pub(super) const USER_SELECT: &str = user_columns!();
+
 macro_rules! auth_select {
     ($from:literal) => {
         concat!(
@@ -30,6 +33,17 @@ macro_rules! object_columns {
         "s.collection::text, s.key::text, s.user_id, s.value::text, s.version::text, s.read, s.write, s.create_time, s.update_time"
     };
 }
+
+/// The columns of a group, in the order `social::group_from_row` reads them.
+macro_rules! group_columns {
+    () => {
+        "g.id, g.creator_id, g.name, g.description, g.avatar_url, g.lang_tag, \
+         g.metadata::text, g.open, g.edge_count, g.max_count, g.create_time, g.update_time"
+    };
+}
+
+/// The columns `social::group_from_row` reads, for statements built elsewhere.
+pub(super) const GROUP_SELECT: &str = group_columns!();
 
 /// The columns of a ledger entry, in the order `ledger_from_row` reads them.
 macro_rules! ledger_columns {
@@ -87,11 +101,15 @@ pub(super) enum Stmt {
     LedgerList,
     LedgerUpdate,
     WalletUpdateOne,
+    FriendsList,
+    GroupUsers,
+    UserGroups,
+    GroupsList,
 }
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 40] = [
+    const ALL: [Stmt; 44] = [
         Stmt::FindByDevice,
         Stmt::FindByCustom,
         Stmt::FindByEmail,
@@ -132,6 +150,10 @@ impl Stmt {
         Stmt::LedgerList,
         Stmt::LedgerUpdate,
         Stmt::WalletUpdateOne,
+        Stmt::FriendsList,
+        Stmt::GroupUsers,
+        Stmt::UserGroups,
+        Stmt::GroupsList,
     ];
 
     fn sql(self) -> &'static str {
@@ -348,6 +370,46 @@ impl Stmt {
                  )
                  SELECT old.wallet::text, next.wallet::text FROM old, next, updated"
             }
+            // The social listings, hot enough to prepare once per connection.
+            Stmt::FriendsList => concat!(
+                "SELECT ",
+                user_columns!(),
+                ", e.state, e.update_time, e.metadata::text, e.position
+                   FROM user_edge e JOIN users u ON u.id = e.destination_id
+                  WHERE e.source_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
+                    AND (e.state, e.position, e.destination_id) > ($3, $4, $5)
+                  ORDER BY e.state, e.position, e.destination_id LIMIT $6"
+            ),
+            Stmt::GroupUsers => concat!(
+                "SELECT ",
+                user_columns!(),
+                ", e.state
+                   FROM group_edge e JOIN users u ON u.id = e.user_id
+                  WHERE e.group_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
+                    AND (e.state, e.user_id) > ($3, $4)
+                  ORDER BY e.state, e.user_id LIMIT $5"
+            ),
+            Stmt::UserGroups => concat!(
+                "SELECT ",
+                group_columns!(),
+                ", e.state
+                   FROM group_edge e JOIN groups g ON g.id = e.group_id
+                  WHERE e.user_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
+                    AND (e.state, e.group_id) > ($3, $4)
+                  ORDER BY e.state, e.group_id LIMIT $5"
+            ),
+            Stmt::GroupsList => concat!(
+                "SELECT ",
+                group_columns!(),
+                " FROM groups g
+                  WHERE ($1::text IS NULL OR g.name = $1)
+                    AND ($2::text IS NULL OR (g.name >= $2 AND starts_with(g.name, $2)))
+                    AND ($3::text IS NULL OR g.lang_tag = $3)
+                    AND ($4::integer IS NULL OR g.edge_count <= $4)
+                    AND ($5::boolean IS NULL OR g.open = $5)
+                    AND (g.name, g.id) > ($6, $7)
+                  ORDER BY g.name, g.id LIMIT $8"
+            ),
             Stmt::LedgerUpdate => concat!(
                 "UPDATE wallet_ledger SET metadata = metadata || $2::text::jsonb, update_time = $3 WHERE id = $1 RETURNING ",
                 ledger_columns!()

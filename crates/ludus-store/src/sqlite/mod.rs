@@ -9,6 +9,7 @@ mod links;
 mod module_sql;
 mod queries;
 mod readers;
+mod social;
 mod storage;
 mod writer;
 
@@ -16,6 +17,13 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
+use ludus_core::friend::{
+    Friend, FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendState,
+};
+use ludus_core::group::{
+    Group, GroupFilter, GroupOp, GroupRole, GroupUpdate, GroupUser, RoleBound, RoleChange,
+    UserGroup,
+};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
@@ -363,6 +371,157 @@ impl Store for SqliteStore {
         let metadata = metadata.to_owned();
         self.writer
             .write(move |conn| storage::ledger_update(conn, id, &metadata, now_us))
+            .await
+    }
+
+    async fn friends_change(
+        &self,
+        user: Uuid,
+        op: FriendOp,
+        targets: &[Uuid],
+        metadata: &str,
+        now_us: i64,
+    ) -> StoreResult<Vec<(Uuid, FriendOutcome)>> {
+        let (targets, metadata) = (targets.to_vec(), metadata.to_owned());
+        self.writer
+            .write(move |conn| social::friends_change(conn, user, op, &targets, &metadata, now_us))
+            .await
+    }
+
+    async fn friends_list(
+        &self,
+        user: Uuid,
+        state: Option<FriendState>,
+        after: Option<FriendBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<Friend>> {
+        self.readers
+            .read(move |conn| social::friends_list(conn, user, state, after, limit))
+            .await
+    }
+
+    async fn friends_of_friends(
+        &self,
+        user: Uuid,
+        after: Option<(Uuid, Uuid)>,
+        limit: usize,
+    ) -> StoreResult<Vec<FriendOfFriend>> {
+        self.readers
+            .read(move |conn| social::friends_of_friends(conn, user, after, limit))
+            .await
+    }
+
+    async fn friend_state(&self, user: Uuid, other: Uuid) -> StoreResult<Option<FriendState>> {
+        self.readers
+            .read(move |conn| social::friend_state(conn, user, other))
+            .await
+    }
+
+    async fn friend_metadata_update(
+        &self,
+        user: Uuid,
+        friend: Uuid,
+        metadata: &str,
+        now_us: i64,
+    ) -> StoreResult<bool> {
+        let metadata = metadata.to_owned();
+        self.writer
+            .write(move |conn| {
+                social::friend_metadata_update(conn, user, friend, &metadata, now_us)
+            })
+            .await
+    }
+
+    async fn group_create(&self, group: &Group) -> StoreResult<()> {
+        let group = group.clone();
+        self.writer
+            .write(move |conn| social::group_create(conn, &group))
+            .await
+    }
+
+    async fn group_update(
+        &self,
+        id: Uuid,
+        caller: Option<Uuid>,
+        update: &GroupUpdate,
+        now_us: i64,
+    ) -> StoreResult<Group> {
+        let update = update.clone();
+        self.writer
+            .write(move |conn| social::group_update(conn, id, caller, &update, now_us))
+            .await
+    }
+
+    async fn group_delete(&self, id: Uuid, caller: Option<Uuid>) -> StoreResult<Vec<Uuid>> {
+        self.writer
+            .write(move |conn| social::group_delete(conn, id, caller))
+            .await
+    }
+
+    async fn group_change(
+        &self,
+        id: Uuid,
+        op: GroupOp,
+        caller: Option<Uuid>,
+        targets: &[Uuid],
+        now_us: i64,
+    ) -> StoreResult<Vec<RoleChange>> {
+        let targets = targets.to_vec();
+        self.writer
+            .write(move |conn| social::group_change(conn, id, op, caller, &targets, now_us))
+            .await
+    }
+
+    async fn groups_get(&self, ids: &[Uuid]) -> StoreResult<Vec<Group>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = ids.to_vec();
+        self.readers
+            .read(move |conn| social::groups_get(conn, &ids))
+            .await
+    }
+
+    async fn groups_list(&self, filter: &GroupFilter) -> StoreResult<Vec<Group>> {
+        let filter = filter.clone();
+        self.readers
+            .read(move |conn| social::groups_list(conn, &filter))
+            .await
+    }
+
+    async fn groups_random(&self, count: usize) -> StoreResult<Vec<Group>> {
+        self.readers
+            .read(move |conn| social::groups_random(conn, count))
+            .await
+    }
+
+    async fn group_users(
+        &self,
+        group: Uuid,
+        role: Option<GroupRole>,
+        after: Option<RoleBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<GroupUser>> {
+        self.readers
+            .read(move |conn| social::group_users(conn, group, role, after, limit))
+            .await
+    }
+
+    async fn user_groups(
+        &self,
+        user: Uuid,
+        role: Option<GroupRole>,
+        after: Option<RoleBound>,
+        limit: usize,
+    ) -> StoreResult<Vec<UserGroup>> {
+        self.readers
+            .read(move |conn| social::user_groups(conn, user, role, after, limit))
+            .await
+    }
+
+    async fn group_role(&self, group: Uuid, user: Uuid) -> StoreResult<Option<GroupRole>> {
+        self.readers
+            .read(move |conn| social::group_role(conn, group, user))
             .await
     }
 

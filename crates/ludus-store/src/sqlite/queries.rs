@@ -22,6 +22,9 @@ macro_rules! user_columns {
 }
 const USER_COLUMNS: usize = 17;
 
+/// The columns [`user_from_row`] reads, for other modules' statements.
+pub(super) const USER_SELECT: &str = user_columns!();
+
 macro_rules! auth_select {
     ($from:literal) => {
         concat!(
@@ -63,7 +66,7 @@ pub(super) fn lower(email: &str) -> Cow<'_, str> {
     }
 }
 
-fn user_from_row(row: &Row<'_>) -> rusqlite::Result<User> {
+pub(super) fn user_from_row(row: &Row<'_>) -> rusqlite::Result<User> {
     let text = |i: usize| -> rusqlite::Result<String> {
         Ok(row.get::<_, Option<String>>(i)?.unwrap_or_default())
     };
@@ -111,6 +114,9 @@ pub(super) fn map_err(e: rusqlite::Error) -> StoreError {
                 .and_then(|m| m.strip_prefix("UNIQUE constraint failed: "))
             {
                 Some("users.username") => StoreError::UsernameTaken,
+                Some("groups.name") => {
+                    StoreError::Group(ludus_core::group::GroupRefusal::NameInUse)
+                }
                 Some("users.id") => StoreError::Backend("user id already exists".into()),
                 Some(column) if column.starts_with("users.") || column == "user_device.id" => {
                     StoreError::IdentityTaken

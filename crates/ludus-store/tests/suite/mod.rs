@@ -10,6 +10,7 @@ pub(crate) mod lifecycle;
 pub(crate) mod links;
 pub(crate) mod module_sql;
 pub(crate) mod revocations;
+pub(crate) mod social;
 pub(crate) mod storage;
 pub(crate) mod users;
 pub(crate) mod wallet;
@@ -188,6 +189,14 @@ macro_rules! store_test_suite {
             wallet::hot_wallet_increments_are_exact,
             wallet::concurrent_decrements_never_go_below_zero,
             wallet::multi_update_is_all_or_nothing,
+            social::friend_invite_accept_delete_block,
+            social::friend_changes_with_unknown_users_write_nothing,
+            social::friend_lists_page_by_state_and_follow_user_deletion,
+            social::friends_of_friends_skip_self_and_own_friends,
+            social::groups_create_update_delete,
+            social::group_roles_follow_nakamas_rules,
+            social::group_search_filters_and_pages,
+            social::concurrent_joins_never_pass_max_count,
         );
     };
     (@cases $backend:ty; $($module:ident :: $case:ident),* $(,)?) => {

@@ -1,0 +1,180 @@
+//! Friends over REST, with Nakama's paths, shapes and hooks: `GET /v2/friend`
+//! (`listfriends`), `POST /v2/friend` (`addfriends`), `DELETE /v2/friend`
+//! (`deletefriends`), `POST /v2/friend/block` (`blockfriends`) and
+//! `GET /v2/friend/friends` (`listfriendsoffriends`). Ids and usernames come
+//! as repeated query parameters, as grpc-gateway reads them; each handler
+//! delegates to `SocialService` on behalf of the caller.
+
+use axum::extract::State;
+use axum::response::Response;
+use ludus_proto::api;
+use ludus_proto::pbjson_types::Int32Value;
+
+use super::{empty, json};
+use crate::convert;
+use crate::error::HttpError;
+use crate::extract::{QueryParams, Session};
+use crate::runtime::{self, ClientAddr};
+use crate::state::AppState;
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Session(caller): Session,
+    client: ClientAddr,
+    query: QueryParams,
+) -> Result<Response, HttpError> {
+    const API: &str = "listfriends";
+    let req = api::ListFriendsRequest {
+        limit: query.int32("limit")?,
+        state: query.int32("state")?,
+        cursor: query.get("cursor").unwrap_or_default().to_owned(),
+    };
+    let req = runtime::before(&state, API, Some(&caller), client, req).await?;
+    let page = state
+        .social
+        .list_friends(
+            caller.user_id,
+            req.limit.as_ref().map(|l| l.value),
+            req.state.as_ref().map(|s| s.value),
+            &req.cursor,
+        )
+        .await?;
+    let list = api::FriendList {
+        friends: page.friends.into_iter().map(convert::friend).collect(),
+        cursor: page.cursor.unwrap_or_default(),
+    };
+    runtime::after(&state, API, Some(&caller), client, &list, &req).await;
+    Ok(json(&list))
+}
+
+pub(super) async fn add(
+    State(state): State<AppState>,
+    Session(caller): Session,
+    client: ClientAddr,
+    query: QueryParams,
+) -> Result<Response, HttpError> {
+    const API: &str = "addfriends";
+    let req = api::AddFriendsRequest {
+        ids: query.all("ids"),
+        usernames: query.all("usernames"),
+        metadata: query.get("metadata").unwrap_or_default().to_owned(),
+    };
+    let req = runtime::before(&state, API, Some(&caller), client, req).await?;
+    state
+        .social
+        .add_friends(
+            caller.user_id,
+            &caller.claims.username,
+            &req.ids,
+            &req.usernames,
+            Some(req.metadata.as_str()),
+        )
+        .await?;
+    runtime::after(
+        &state,
+        API,
+        Some(&caller),
+        client,
+        &serde_json::Value::Null,
+        &req,
+    )
+    .await;
+    Ok(empty())
+}
+
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    Session(caller): Session,
+    client: ClientAddr,
+    query: QueryParams,
+) -> Result<Response, HttpError> {
+    const API: &str = "deletefriends";
+    let req = api::DeleteFriendsRequest {
+        ids: query.all("ids"),
+        usernames: query.all("usernames"),
+    };
+    let req = runtime::before(&state, API, Some(&caller), client, req).await?;
+    state
+        .social
+        .delete_friends(
+            caller.user_id,
+            &caller.claims.username,
+            &req.ids,
+            &req.usernames,
+        )
+        .await?;
+    runtime::after(
+        &state,
+        API,
+        Some(&caller),
+        client,
+        &serde_json::Value::Null,
+        &req,
+    )
+    .await;
+    Ok(empty())
+}
+
+pub(super) async fn block(
+    State(state): State<AppState>,
+    Session(caller): Session,
+    client: ClientAddr,
+    query: QueryParams,
+) -> Result<Response, HttpError> {
+    const API: &str = "blockfriends";
+    let req = api::BlockFriendsRequest {
+        ids: query.all("ids"),
+        usernames: query.all("usernames"),
+    };
+    let req = runtime::before(&state, API, Some(&caller), client, req).await?;
+    state
+        .social
+        .block_friends(caller.user_id, &req.ids, &req.usernames)
+        .await?;
+    runtime::after(
+        &state,
+        API,
+        Some(&caller),
+        client,
+        &serde_json::Value::Null,
+        &req,
+    )
+    .await;
+    Ok(empty())
+}
+
+pub(super) async fn friends_of_friends(
+    State(state): State<AppState>,
+    Session(caller): Session,
+    client: ClientAddr,
+    query: QueryParams,
+) -> Result<Response, HttpError> {
+    const API: &str = "listfriendsoffriends";
+    let req = api::ListFriendsOfFriendsRequest {
+        limit: query.int32("limit")?,
+        cursor: query.get("cursor").unwrap_or_default().to_owned(),
+    };
+    let req = runtime::before(&state, API, Some(&caller), client, req).await?;
+    let page = state
+        .social
+        .friends_of_friends(
+            caller.user_id,
+            req.limit.as_ref().map(|l: &Int32Value| l.value),
+            ludus_core::friend::MAX_FOF_LIMIT,
+            &req.cursor,
+        )
+        .await?;
+    let list = api::FriendsOfFriendsList {
+        friends_of_friends: page
+            .friends_of_friends
+            .into_iter()
+            .map(|f| api::friends_of_friends_list::FriendOfFriend {
+                referrer: f.referrer.to_string(),
+                user: Some(convert::user(f.user)),
+            })
+            .collect(),
+        cursor: page.cursor.unwrap_or_default(),
+    };
+    runtime::after(&state, API, Some(&caller), client, &list, &req).await;
+    Ok(json(&list))
+}
