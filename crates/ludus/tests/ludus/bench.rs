@@ -149,6 +149,74 @@ async fn the_path_search_rpc_finds_the_shortest_path() {
     srv.shutdown().await;
 }
 
+/// The social workload seeds its graph once per tag (friends, a big group,
+/// groups to search), then each op reads it without errors; a second run
+/// with the same tag reuses the data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn social_reads_run_over_seeded_data() {
+    let (srv, _dir) = server().await;
+    let target = format!("http://{}", srv.local_addr());
+    for op in ["friends", "members", "search"] {
+        let r = ludus_bench::run(opts(&format!(
+            "social --op {op} --tag t1 --friends 12 --members 25 --groups 30 \
+             --target {target} --duration 1 --concurrency 4 --quiet"
+        )))
+        .await
+        .unwrap();
+        assert!(r.summary.total_ok > 2, "{op}: {:?}", r.summary);
+        assert_eq!(r.summary.total_errors, 0, "{op}: {:?}", r.summary.errors);
+        assert_counts_add_up(&r);
+    }
+    // The same tag finds the data seeded above, and it is what was asked for.
+    let seeded = ludus_bench::workload::social::seed(&opts(&format!(
+        "social --tag t1 --friends 12 --members 25 --groups 30 --target {target} --quiet"
+    )))
+    .await
+    .unwrap();
+    let friends = get_json(srv.local_addr(), "/v2/friend?limit=1000", &seeded.hub).await;
+    let friends = friends["friends"].as_array().unwrap();
+    assert_eq!(friends.len(), 12);
+    assert!(
+        friends
+            .iter()
+            .all(|f| f["state"].as_i64().unwrap_or(0) == 0)
+    );
+    let path = format!("/v2/group/{}/user?limit=100", seeded.group_id);
+    let members = get_json(srv.local_addr(), &path, &seeded.hub).await;
+    assert_eq!(
+        members["group_users"].as_array().unwrap().len(),
+        26,
+        "25 and the owner"
+    );
+    let found = get_json(
+        srv.local_addr(),
+        "/v2/group?name=social-t1-g1%25&limit=100",
+        &seeded.hub,
+    )
+    .await;
+    assert_eq!(
+        found["groups"].as_array().unwrap().len(),
+        11,
+        "g1 and g10-g19"
+    );
+    srv.shutdown().await;
+}
+
+/// A bare HTTP/1.1 GET with a bearer; the JSON body.
+async fn get_json(addr: std::net::SocketAddr, path: &str, bearer: &str) -> serde_json::Value {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {bearer}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{path}: {out}");
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rpc_calls_the_bench_modules_echo() {
     let (srv, _dir) = server().await;
