@@ -9,11 +9,15 @@
 pub mod accounts;
 pub mod chat;
 pub mod error;
+pub mod leaderboard;
+pub mod leaderboard_service;
 pub mod model;
 pub mod multi_update;
 pub mod notification;
 pub mod query;
+pub mod rank_index;
 pub mod revocation;
+pub mod schedule;
 pub mod storage;
 pub mod storage_index;
 pub mod storage_service;

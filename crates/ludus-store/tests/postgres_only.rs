@@ -51,6 +51,10 @@ async fn migrate_up_applies_pending_migrations_once() {
             MigrationInfo {
                 version: 3,
                 name: "storage_wallet"
+            },
+            MigrationInfo {
+                version: 5,
+                name: "leaderboards"
             }
         ]
     );
