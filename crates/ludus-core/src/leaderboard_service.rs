@@ -262,6 +262,17 @@ impl LeaderboardService {
             .cloned()
     }
 
+    /// A board for reading: the leaderboard calls read tournaments too (as
+    /// Nakama's do; its stock tournament module lists a tournament's records
+    /// with `nk.leaderboard_records_list`), the tournament calls only
+    /// tournaments.
+    fn readable(&self, id: &str, tournament: bool) -> Result<Arc<Board>, ApiError> {
+        match self.get(id) {
+            Some(b) if b.def.is_tournament() || !tournament => Ok(b),
+            _ => Err(not_found(tournament)),
+        }
+    }
+
     fn board(&self, id: &str, tournament: bool) -> Result<Arc<Board>, ApiError> {
         match self.get(id) {
             Some(b) if b.def.is_tournament() == tournament => Ok(b),
@@ -600,7 +611,7 @@ impl LeaderboardService {
         expiry_override: i64,
         at: Option<usize>,
     ) -> Result<RecordList, ApiError> {
-        let board = self.board(id, tournament)?;
+        let board = self.readable(id, tournament)?;
         let (expiry, possible) = self.resolve_expiry(&board, expiry_override);
         if !possible {
             return Ok(RecordList::default());
@@ -713,7 +724,7 @@ impl LeaderboardService {
                 .records_list(id, tournament, &[], Some(limit), cursor, expiry_override)
                 .await;
         }
-        let board = self.board(id, tournament)?;
+        let board = self.readable(id, tournament)?;
         let (expiry, possible) = self.resolve_expiry(&board, expiry_override);
         if !possible {
             return Ok(RecordList::default());
@@ -856,30 +867,43 @@ impl LeaderboardService {
     }
 
     /// Tournaments whose category is in `[category_start, category_end]`
-    /// and that overlap `[start_time, end_time]` (0: open), in id order
-    /// after the cursor.
+    /// that overlap `[start_time, end_time]`, in id order after the cursor.
+    /// With neither time given, the active and future ones (Nakama's rule).
+    #[allow(clippy::too_many_arguments)]
     pub fn tournament_list(
         &self,
         category_start: u32,
         category_end: u32,
-        start_time: i64,
-        end_time: i64,
+        start_time: Option<i64>,
+        end_time: Option<i64>,
         limit: usize,
         cursor: &str,
     ) -> Result<(Vec<TournamentView>, String), ApiError> {
         if !(1..=100).contains(&limit) {
             return Err(ApiError::invalid("limit must be between 1 and 100"));
         }
+        if category_end >= 128 {
+            return Err(ApiError::invalid(
+                "tournament category end must be >=0 and <128",
+            ));
+        }
         if category_end < category_start {
             return Err(ApiError::invalid(
-                "category end must be greater than or equal to category start",
+                "tournament category end must be greater than category start",
             ));
         }
-        if end_time > 0 && end_time < start_time {
+        if let (Some(s), Some(e)) = (start_time, end_time)
+            && e != 0
+            && e < s
+        {
             return Err(ApiError::invalid(
-                "end time must be greater than or equal to start time",
+                "tournament end time must be greater than start time",
             ));
         }
+        let now = self.now();
+        let open = start_time.is_none() && end_time.is_none();
+        let start_time = start_time.unwrap_or(0);
+        let end_time = end_time.unwrap_or(0);
         let mut all: Vec<Arc<Board>> = self
             .boards
             .read()
@@ -892,6 +916,7 @@ impl LeaderboardService {
                     && (category_start..=category_end).contains(&d.category)
                     && (start_time == 0 || d.end_time == 0 || d.end_time >= start_time)
                     && (end_time == 0 || d.start_time <= end_time)
+                    && (!open || d.end_time == 0 || d.end_time > now)
             })
             .cloned()
             .collect();

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
+use ludus_core::leaderboard_service::LeaderboardService;
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
@@ -34,6 +35,7 @@ pub struct ServerServices {
     accounts: Arc<AccountService>,
     /// Storage objects, wallets and the ledger, on behalf of the server.
     storage: Arc<StorageService>,
+    leaderboards: Arc<LeaderboardService>,
     realtime: Arc<Realtime>,
     http: Arc<dyn HttpClient>,
     sql_max_rows: usize,
@@ -52,6 +54,7 @@ impl ServerServices {
     pub fn new(
         accounts: Arc<AccountService>,
         storage: Arc<StorageService>,
+        leaderboards: Arc<LeaderboardService>,
         realtime: Arc<Realtime>,
         http: Arc<dyn HttpClient>,
         sql_max_rows: usize,
@@ -59,6 +62,7 @@ impl ServerServices {
         ServerServices {
             accounts,
             storage,
+            leaderboards,
             realtime,
             http,
             sql_max_rows,
@@ -88,6 +92,10 @@ fn sql_error(what: &str, e: ludus_core::StoreError) -> ApiError {
 
 #[async_trait]
 impl RuntimeServices for ServerServices {
+    fn leaderboards(&self) -> Option<Arc<LeaderboardService>> {
+        Some(self.leaderboards.clone())
+    }
+
     async fn authenticate(
         &self,
         credential: Credential,

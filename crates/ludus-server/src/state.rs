@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use ludus_core::accounts::AccountService;
+use ludus_core::leaderboard_service::LeaderboardService;
 use ludus_core::storage_service::StorageService;
 
 use crate::config::Config;
@@ -14,6 +15,7 @@ pub struct AppState {
     pub accounts: Arc<AccountService>,
     /// Storage objects, wallets and the ledger.
     pub storage: Arc<StorageService>,
+    pub leaderboards: Arc<LeaderboardService>,
     /// Realtime sockets (`/ws`).
     pub sockets: Arc<crate::socket::Sockets>,
     /// Lua and native modules: RPCs and hooks (`state.runtime.rpc(ctx, id, payload)`).

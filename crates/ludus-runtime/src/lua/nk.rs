@@ -35,6 +35,7 @@ pub(super) fn install(
     nk_realtime::install(lua, shared, &nk)?;
     nk_sql::install(lua, shared, &nk)?;
     super::nk_storage::install(lua, shared, &nk)?;
+    super::nk_leaderboard::install(lua, shared, &nk)?;
     super::nk_storage_index::install(lua, shared, callbacks, &nk)?;
     super::nk_party::install(lua, shared, &nk)?;
     nk_match::install(lua, shared, &nk)?;
@@ -101,6 +102,27 @@ fn install_registrations(
             Ok(())
         })?,
     )?;
+    for (fn_name, key) in [
+        ("register_leaderboard_reset", "leaderboard_reset"),
+        ("register_tournament_reset", "tournament_reset"),
+        ("register_tournament_end", "tournament_end"),
+    ] {
+        let callbacks = callbacks.clone();
+        nk.set(
+            fn_name,
+            lua.create_function(move |lua, f: Function| {
+                let state = loading_state(lua, fn_name)?;
+                callbacks.raw_set(key, f)?;
+                let mut reg = state.registered.borrow_mut();
+                match key {
+                    "leaderboard_reset" => reg.leaderboard_reset = true,
+                    "tournament_reset" => reg.tournament_reset = true,
+                    _ => reg.tournament_end = true,
+                }
+                Ok(())
+            })?,
+        )?;
+    }
     let shared_ro = shared.clone();
     nk.set(
         "run_once",

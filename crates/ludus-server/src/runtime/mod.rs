@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ludus_core::accounts::AccountService;
+use ludus_core::leaderboard_service::LeaderboardService;
 use ludus_core::storage_service::StorageService;
 use ludus_realtime::Realtime;
 use ludus_runtime::{LoadError, NativeModule, Runtime, RuntimeSettings, ServerServices};
@@ -152,6 +153,7 @@ pub async fn start(
     config: &Config,
     accounts: Arc<AccountService>,
     storage: Arc<StorageService>,
+    leaderboards: Arc<LeaderboardService>,
     realtime: Arc<Realtime>,
     native: NativeModule,
 ) -> Result<Runtime, LoadError> {
@@ -175,8 +177,14 @@ pub async fn start(
         config: config_view(config),
     };
     let http = HyperClient::new(rc).map_err(LoadError::Setup)?;
-    let services =
-        ServerServices::new(accounts, storage, realtime, Arc::new(http), rc.sql_max_rows);
+    let services = ServerServices::new(
+        accounts,
+        storage,
+        leaderboards,
+        realtime,
+        Arc::new(http),
+        rc.sql_max_rows,
+    );
     Runtime::start(settings, Arc::new(services), native).await
 }
 

@@ -417,9 +417,9 @@ pub(crate) async fn tournaments_apply_joins_sizes_and_attempts<B: Backend>() {
             .code,
         Code::NotFound
     );
-    let (listed, _) = lb.tournament_list(0, 10, 0, 0, 10, "").unwrap();
+    let (listed, _) = lb.tournament_list(0, 10, Some(0), None, 10, "").unwrap();
     assert_eq!(listed.len(), 1);
-    let (listed, _) = lb.tournament_list(4, 10, 0, 0, 10, "").unwrap();
+    let (listed, _) = lb.tournament_list(4, 10, Some(0), None, 10, "").unwrap();
     assert!(listed.is_empty());
     // Without join_required, a max size still caps new owners.
     let mut spec = tournament("open", JAN1);
