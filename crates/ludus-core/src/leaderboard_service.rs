@@ -198,6 +198,9 @@ pub struct LeaderboardService {
     clock: Clock,
     boards: RwLock<HashMap<String, Arc<Board>>>,
     windows: RwLock<HashMap<(String, i64), Window>>,
+    /// The last period each board's schedule is known to have fired for,
+    /// so the loop asks the store only when a new period is due.
+    fired: std::sync::Mutex<HashMap<(String, ScheduleKind), i64>>,
 }
 
 fn not_found(tournament: bool) -> ApiError {
@@ -219,6 +222,7 @@ impl LeaderboardService {
             clock,
             boards: RwLock::new(HashMap::new()),
             windows: RwLock::new(HashMap::new()),
+            fired: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -402,6 +406,10 @@ impl LeaderboardService {
             .remove(id);
         self.windows
             .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(b, _), _| b != id);
+        self.fired
+            .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|(b, _), _| b != id);
         Ok(())
@@ -975,12 +983,7 @@ impl LeaderboardService {
             let Some(reset) = schedule.last_at_or_before(now) else {
                 return Ok(());
             };
-            if reset > def.create_time
-                && self
-                    .store
-                    .leaderboard_schedule_fired(&def.id, ScheduleKind::Reset, reset)
-                    .await?
-            {
+            if reset > def.create_time && self.claim(&def.id, ScheduleKind::Reset, reset).await? {
                 hooks.leaderboard_reset(def, reset).await;
             }
             return Ok(());
@@ -1013,26 +1016,40 @@ impl LeaderboardService {
             None => 0,
         };
         let first = def.start_time.max(def.create_time);
-        if end > first
-            && end <= now
-            && self
-                .store
-                .leaderboard_schedule_fired(&def.id, ScheduleKind::End, end)
-                .await?
-        {
+        if end > first && end <= now && self.claim(&def.id, ScheduleKind::End, end).await? {
             hooks
                 .tournament_end(&view, end, reset.max(view.next_reset))
                 .await;
         }
-        if reset > first
-            && self
-                .store
-                .leaderboard_schedule_fired(&def.id, ScheduleKind::Reset, reset)
-                .await?
-        {
+        if reset > first && self.claim(&def.id, ScheduleKind::Reset, reset).await? {
             hooks.tournament_reset(&view, end, reset).await;
         }
         Ok(())
+    }
+
+    /// True when this process should run the hook of `period`: the store
+    /// recorded it as fired by this call (exactly one caller wins, across
+    /// nodes and restarts). Periods known to have fired skip the store.
+    async fn claim(&self, id: &str, kind: ScheduleKind, period: i64) -> Result<bool, ApiError> {
+        let key = (id.to_owned(), kind);
+        let known = self
+            .fired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .copied();
+        if known.is_some_and(|k| k >= period) {
+            return Ok(false);
+        }
+        let won = self
+            .store
+            .leaderboard_schedule_fired(id, kind, period)
+            .await?;
+        self.fired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, period);
+        Ok(won)
     }
 
     /// Checks the schedules every second until `stop` turns true.

@@ -126,6 +126,24 @@ mod tests {
         }
     }
 
+    /// The expressions `nk.cron_next` was tested with when it had a parser
+    /// of its own: the same answers from croner.
+    #[test]
+    fn common_expressions() {
+        let next = |expr: &str, t: i64| Schedule::parse(expr).unwrap().next_after(t).unwrap();
+        // 2021-01-01T00:00:30Z, a Friday.
+        let t = 1_609_459_230;
+        assert_eq!(next("* * * * *", t), 1_609_459_260);
+        assert_eq!(next("0 0 * * *", t), 1_609_545_600);
+        assert_eq!(next("@hourly", t), 1_609_462_800);
+        assert_eq!(next("*/15 * * * *", t), 1_609_460_100);
+        assert_eq!(next("0 0 * * mon", t), 1_609_718_400);
+        assert_eq!(next("0 0 29 2 *", t), 1_709_164_800);
+        for bad in ["* * *", "61 * * * *", "5-1 * * * *", "*/0 * * * *"] {
+            assert!(Schedule::parse(bad).is_err(), "{bad:?} parsed");
+        }
+    }
+
     #[test]
     fn next_is_strictly_after_and_last_is_inclusive() {
         let daily = Schedule::parse("0 0 * * *").unwrap();

@@ -91,7 +91,7 @@ pub enum JoinOutcome {
 }
 
 /// Which of a board's scheduled events fired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ScheduleKind {
     /// A leaderboard or tournament period ended (its records expired).
     Reset,

@@ -14,7 +14,7 @@ use super::shared::LuaShared;
 use super::vm::CallState;
 use super::{nk_codec, nk_match, nk_realtime, nk_server, nk_sql};
 use crate::context::{CallContext, ExecutionMode};
-use crate::cron::Cron;
+use ludus_core::schedule::Schedule;
 
 /// Registry slot holding the `ctx` table of the call in progress.
 pub(super) const CURRENT_CTX: &str = "ludus.current_ctx";
@@ -304,12 +304,14 @@ fn install_misc(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<
     nk.set(
         "cron_next",
         lua.create_function(|_, (expr, ts): (String, i64)| {
-            let cron = Cron::parse(&expr).map_err(mlua::Error::runtime)?;
-            let t = Utc
-                .timestamp_opt(ts, 0)
-                .single()
-                .ok_or_else(|| mlua::Error::runtime("cron_next: expects a timestamp in seconds"))?;
-            Ok(cron.next_after(t).map(|n| n.timestamp()))
+            // The same parser as leaderboard schedules: five fields, UTC.
+            let cron = Schedule::parse(&expr).map_err(|e| mlua::Error::runtime(e.message))?;
+            if Utc.timestamp_opt(ts, 0).single().is_none() {
+                return Err(mlua::Error::runtime(
+                    "cron_next: expects a timestamp in seconds",
+                ));
+            }
+            Ok(cron.next_after(ts))
         })?,
     )?;
     let cache = shared.cache.clone();
