@@ -12,8 +12,14 @@ server's runtime.path.
   ludus_bench_wallet_hot  adds 1 coin to one shared wallet (the system
                           user's), with a ledger entry: every caller writes
                           the same row (`rpc --rpc-id ludus_bench_wallet_hot`)
+
+It also creates the leaderboard `ludus_bench` (descending, best score, no
+reset, ranks on) that the `leaderboard` workload writes and reads.
 ]]
 local nk = require("nakama")
+
+-- The `leaderboard` workload's board; creating an existing one is a no-op.
+nk.leaderboard_create("ludus_bench", false, "desc", "best", "", nil, true)
 
 -- Players per match; keep equal to MAX_PLAYERS in ludus_bench_match.lua.
 local MAX_PLAYERS = 10

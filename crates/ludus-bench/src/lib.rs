@@ -63,7 +63,11 @@ pub fn main(args: &[String]) -> i32 {
 pub async fn run(opts: Options) -> Result<RunResult, String> {
     let tag = workload::http::run_tag();
     match opts.workload {
-        Workload::Register | Workload::Rpc | Workload::Storage | Workload::Wallet => {}
+        Workload::Register
+        | Workload::Rpc
+        | Workload::Storage
+        | Workload::Wallet
+        | Workload::Leaderboard => {}
         Workload::Ccu | Workload::Echo | Workload::Fanout | Workload::Match => {}
         Workload::Login => {
             if !opts.quiet {

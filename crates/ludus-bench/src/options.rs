@@ -21,6 +21,7 @@ pub enum Workload {
     Match,
     Storage,
     Wallet,
+    Leaderboard,
 }
 
 impl Workload {
@@ -35,6 +36,7 @@ impl Workload {
             Workload::Match => "match",
             Workload::Storage => "storage",
             Workload::Wallet => "wallet",
+            Workload::Leaderboard => "leaderboard",
         }
     }
 }
@@ -51,6 +53,27 @@ impl Format {
         match self {
             Format::Json => "json",
             Format::Protobuf => "protobuf",
+        }
+    }
+}
+
+/// What each request of the `leaderboard` workload does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LeaderboardOp {
+    /// POST /v2/leaderboard/{id} with a random score
+    Write,
+    /// GET /v2/leaderboard/{id}?limit=100
+    Top,
+    /// GET /v2/leaderboard/{id}/owner/{own id}?limit=100, after one write
+    Around,
+}
+
+impl LeaderboardOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            LeaderboardOp::Write => "write",
+            LeaderboardOp::Top => "top",
+            LeaderboardOp::Around => "around",
         }
     }
 }
@@ -99,6 +122,11 @@ enum WorkloadCommand {
     /// RPC ludus_bench_wallet: adds 1 to the caller's wallet with a ledger
     /// entry; needs bench/modules on the server
     Wallet(Flags),
+    /// Leaderboard records (--leaderboard-op): writes of random scores by
+    /// every user, reads of the top 100, or of the 100 records around the
+    /// user's own; the board (--leaderboard-id) must exist (bench/modules
+    /// creates ludus_bench)
+    Leaderboard(Flags),
 }
 
 /// The flags every workload takes.
@@ -152,6 +180,15 @@ struct Flags {
     /// match: also report echo latency above this floor (a bare number is milliseconds)
     #[arg(long = "tick-floor-ms", default_value = "100", value_parser = millis)]
     tick_floor: Duration,
+    /// leaderboard: what each request does
+    #[arg(long, value_enum, default_value_t = LeaderboardOp::Write)]
+    leaderboard_op: LeaderboardOp,
+    /// leaderboard: the board's id
+    #[arg(long, default_value = "ludus_bench")]
+    leaderboard_id: String,
+    /// leaderboard: scores are drawn uniformly from 0 to this
+    #[arg(long, default_value_t = 1_000_000, value_parser = value_parser!(u64).range(1..=1_000_000_000_000))]
+    score_max: u64,
     /// Socket message format
     #[arg(long, value_enum, default_value_t = Format::Json)]
     format: Format,
@@ -215,6 +252,9 @@ pub struct Options {
     pub echo_rpc: Option<String>,
     pub tick_floor: Duration,
     pub format: Format,
+    pub leaderboard_op: LeaderboardOp,
+    pub leaderboard_id: String,
+    pub score_max: u64,
     pub threads: usize,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
@@ -238,6 +278,7 @@ impl Options {
             WorkloadCommand::Match(f) => (Workload::Match, f),
             WorkloadCommand::Storage(f) => (Workload::Storage, f),
             WorkloadCommand::Wallet(f) => (Workload::Wallet, f),
+            WorkloadCommand::Leaderboard(f) => (Workload::Leaderboard, f),
         };
         let concurrency = f.concurrency as usize;
         let sources_given = f.sources.is_some();
@@ -280,6 +321,9 @@ impl Options {
             echo_rpc: f.echo_rpc,
             tick_floor: f.tick_floor,
             format: f.format,
+            leaderboard_op: f.leaderboard_op,
+            leaderboard_id: f.leaderboard_id,
+            score_max: f.score_max,
             threads: f.threads as usize,
             json: f.json,
             svg: f.svg,
