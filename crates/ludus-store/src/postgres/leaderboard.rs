@@ -15,6 +15,7 @@ use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
 use super::errors::Failure;
+use super::statements::{Statements, Stmt};
 
 pub(super) const BOARD_SELECT: &str = "SELECT id::text, authoritative, sort_order, operator, \
      reset_schedule, metadata::text, create_time, category, description, duration, end_time, \
@@ -146,17 +147,13 @@ pub(super) async fn scores(
 
 pub(super) async fn records_get(
     c: &impl GenericClient,
+    st: &Statements,
     id: &str,
     expiry: i64,
     owners: &[Uuid],
 ) -> Result<Vec<LeaderboardRecord>, Failure> {
     let rows = c
-        .query(
-            &format!(
-                "{RECORD_SELECT} WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = ANY($3)"
-            ),
-            &[&id, &expiry, &owners],
-        )
+        .query(st.get(Stmt::RecordsGet), &[&id, &expiry, &owners])
         .await?;
     rows.iter().map(record_from_row).collect()
 }
@@ -193,13 +190,23 @@ async fn grow_size(
     Ok(n == 1)
 }
 
-/// One attempt of a score submission, inside `tx`.
+/// One attempt of a score submission, inside `tx`: three prepared
+/// statements (lock, then insert or update returning the row).
 pub(super) async fn write(
     tx: &tokio_postgres::Transaction<'_>,
+    st: &Statements,
     w: &RecordWrite,
     now: i64,
 ) -> Result<WriteOutcome, Failure> {
-    let existing = record(tx, &w.leaderboard_id, w.expiry_time, w.owner_id, true).await?;
+    let existing = tx
+        .query_opt(
+            st.get(Stmt::RecordLock),
+            &[&w.leaderboard_id, &w.expiry_time, &w.owner_id],
+        )
+        .await?
+        .as_ref()
+        .map(record_from_row)
+        .transpose()?;
     let stored = existing.as_ref().map(|r| StoredScore {
         score: r.score,
         subscore: r.subscore,
@@ -210,7 +217,7 @@ pub(super) async fn write(
         Ok(a) => a,
         Err(r) => return Ok(WriteOutcome::Rejected(r)),
     };
-    match action {
+    let row = match action {
         WriteAction::Unchanged => {
             return Ok(WriteOutcome::Unchanged(
                 existing.ok_or(StoreError::NotFound)?,
@@ -226,36 +233,26 @@ pub(super) async fn write(
             {
                 return Ok(WriteOutcome::Rejected(WriteRejection::MaxSizeReached));
             }
-            let n = tx
-                .execute(
-                    "INSERT INTO leaderboard_record (leaderboard_id, owner_id, expiry_time, username,
-                         score, subscore, num_score, max_num_score, metadata, create_time, update_time)
-                     VALUES ($1, $2, $3, $4, $5, $6, 1, $7, COALESCE($8::text::jsonb, '{}'), $9, $9)
-                     ON CONFLICT DO NOTHING",
-                    &[
-                        &w.leaderboard_id,
-                        &w.owner_id,
-                        &w.expiry_time,
-                        &w.username,
-                        &score,
-                        &subscore,
-                        &(max_num_score as i64),
-                        &w.metadata,
-                        &now,
-                    ],
-                )
-                .await?;
-            if n == 0 {
-                return Err(Failure::Retry("record inserted concurrently".into()));
-            }
+            tx.query_opt(
+                st.get(Stmt::RecordInsert),
+                &[
+                    &w.leaderboard_id,
+                    &w.owner_id,
+                    &w.expiry_time,
+                    &w.username,
+                    &score,
+                    &subscore,
+                    &(max_num_score as i64),
+                    &w.metadata,
+                    &now,
+                ],
+            )
+            .await?
+            .ok_or_else(|| Failure::Retry("record inserted concurrently".into()))?
         }
-        WriteAction::Update { score, subscore } => {
-            tx.execute(
-                "UPDATE leaderboard_record
-                    SET score = $4, subscore = $5, num_score = num_score + 1,
-                        username = COALESCE($6, username),
-                        metadata = COALESCE($7::text::jsonb, metadata), update_time = $8
-                  WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = $3",
+        WriteAction::Update { score, subscore } => tx
+            .query_opt(
+                st.get(Stmt::RecordUpdate),
                 &[
                     &w.leaderboard_id,
                     &w.expiry_time,
@@ -267,13 +264,10 @@ pub(super) async fn write(
                     &now,
                 ],
             )
-            .await?;
-        }
-    }
-    let written = record(tx, &w.leaderboard_id, w.expiry_time, w.owner_id, false)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-    Ok(WriteOutcome::Written(written))
+            .await?
+            .ok_or(StoreError::NotFound)?,
+    };
+    Ok(WriteOutcome::Written(record_from_row(&row)?))
 }
 
 pub(super) async fn join(

@@ -723,7 +723,7 @@ impl Store for PgStore {
     ) -> StoreResult<Vec<LeaderboardRecord>> {
         with_retry("read leaderboard records", || async {
             let conn = self.pool.get().await?;
-            leaderboard::records_get(&conn.client, id, expiry, owners).await
+            leaderboard::records_get(&conn.client, &conn.statements, id, expiry, owners).await
         })
         .await
     }
@@ -735,8 +735,9 @@ impl Store for PgStore {
     ) -> StoreResult<WriteOutcome> {
         with_retry("write leaderboard record", || async {
             let mut conn = self.pool.get().await?;
+            let conn = &mut *conn;
             let tx = conn.client.transaction().await?;
-            let outcome = leaderboard::write(&tx, w, now).await?;
+            let outcome = leaderboard::write(&tx, &conn.statements, w, now).await?;
             if matches!(outcome, WriteOutcome::Rejected(_)) {
                 tx.rollback().await?;
             } else {

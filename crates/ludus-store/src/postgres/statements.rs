@@ -45,6 +45,14 @@ macro_rules! message_columns {
     };
 }
 
+/// The columns of a leaderboard record, in the order `record_from_row` reads them.
+macro_rules! record_columns {
+    () => {
+        "leaderboard_id::text, owner_id, username, score, subscore, num_score, max_num_score, \
+         metadata::text, create_time, update_time, expiry_time"
+    };
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stmt {
     FindByDevice,
@@ -87,11 +95,15 @@ pub(super) enum Stmt {
     LedgerList,
     LedgerUpdate,
     WalletUpdateOne,
+    RecordLock,
+    RecordInsert,
+    RecordUpdate,
+    RecordsGet,
 }
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 40] = [
+    const ALL: [Stmt; 44] = [
         Stmt::FindByDevice,
         Stmt::FindByCustom,
         Stmt::FindByEmail,
@@ -132,6 +144,10 @@ impl Stmt {
         Stmt::LedgerList,
         Stmt::LedgerUpdate,
         Stmt::WalletUpdateOne,
+        Stmt::RecordLock,
+        Stmt::RecordInsert,
+        Stmt::RecordUpdate,
+        Stmt::RecordsGet,
     ];
 
     fn sql(self) -> &'static str {
@@ -348,6 +364,31 @@ impl Stmt {
                  )
                  SELECT old.wallet::text, next.wallet::text FROM old, next, updated"
             }
+            Stmt::RecordLock => concat!(
+                "SELECT ",
+                record_columns!(),
+                " FROM leaderboard_record WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = $3 FOR UPDATE"
+            ),
+            // A conflict (a record inserted meanwhile) returns no row: the
+            // caller retries the transaction.
+            Stmt::RecordInsert => concat!(
+                "INSERT INTO leaderboard_record (leaderboard_id, owner_id, expiry_time, username, \
+                 score, subscore, num_score, max_num_score, metadata, create_time, update_time) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 1, $7, COALESCE($8::text::jsonb, '{}'), $9, $9) \
+                 ON CONFLICT DO NOTHING RETURNING ",
+                record_columns!()
+            ),
+            Stmt::RecordUpdate => concat!(
+                "UPDATE leaderboard_record SET score = $4, subscore = $5, num_score = num_score + 1, \
+                 username = COALESCE($6, username), metadata = COALESCE($7::text::jsonb, metadata), \
+                 update_time = $8 WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = $3 RETURNING ",
+                record_columns!()
+            ),
+            Stmt::RecordsGet => concat!(
+                "SELECT ",
+                record_columns!(),
+                " FROM leaderboard_record WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = ANY($3)"
+            ),
             Stmt::LedgerUpdate => concat!(
                 "UPDATE wallet_ledger SET metadata = metadata || $2::text::jsonb, update_time = $3 WHERE id = $1 RETURNING ",
                 ledger_columns!()

@@ -180,22 +180,21 @@ pub(super) fn records_get(
     expiry: i64,
     owners: &[Uuid],
 ) -> StoreResult<Vec<LeaderboardRecord>> {
-    // One snapshot for the whole batch.
-    conn.execute_batch("BEGIN").map_err(map_err)?;
-    let mut out = Vec::with_capacity(owners.len());
-    let mut result = Ok(());
-    for owner in owners {
-        match record(conn, id, expiry, *owner) {
-            Ok(Some(r)) => out.push(r),
-            Ok(None) => {}
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
-        }
-    }
-    conn.execute_batch("COMMIT").map_err(map_err)?;
-    result.map(|()| out)
+    // One statement for any number of owners: their ids as one JSON array,
+    // each looked up through the primary key.
+    let ids = serde_json::to_string(&owners.iter().map(Uuid::to_string).collect::<Vec<_>>())
+        .map_err(|e| ludus_core::StoreError::Backend(e.to_string()))?;
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {RECORD_COLUMNS} FROM leaderboard_record
+              WHERE leaderboard_id = ?1 AND expiry_time = ?2
+                AND owner_id IN (SELECT value FROM json_each(?3))"
+        ))
+        .map_err(map_err)?;
+    let rows = stmt
+        .query_map(params![id, expiry, ids], record_from_row)
+        .map_err(map_err)?;
+    rows.collect::<Result<_, _>>().map_err(map_err)
 }
 
 /// Counts a new record of a tournament period against its max size; false
