@@ -567,6 +567,14 @@ impl ludus_core::leaderboard_service::ScheduleHooks for Runtime {
             .and_then(|s| ludus_core::schedule::Schedule::parse(s).ok())
             .and_then(|s| s.next_after(reset))
             .unwrap_or(0);
+        for hook in &self.native.leaderboard_reset {
+            hook(
+                self.native_call(CallContext::new(ExecutionMode::LeaderboardReset)),
+                board.clone(),
+                reset,
+            )
+            .await;
+        }
         let value = crate::lua::nk_leaderboard::leaderboard_json(board, reset, next);
         self.schedule_call(
             "leaderboard_reset",
@@ -582,6 +590,15 @@ impl ludus_core::leaderboard_service::ScheduleHooks for Runtime {
         end: i64,
         reset: i64,
     ) {
+        for hook in &self.native.tournament_end {
+            hook(
+                self.native_call(CallContext::new(ExecutionMode::TournamentEnd)),
+                t.clone(),
+                end,
+                reset,
+            )
+            .await;
+        }
         let value = crate::lua::nk_leaderboard::tournament_json(t);
         self.schedule_call(
             "tournament_end",
@@ -597,6 +614,15 @@ impl ludus_core::leaderboard_service::ScheduleHooks for Runtime {
         end: i64,
         reset: i64,
     ) {
+        for hook in &self.native.tournament_reset {
+            hook(
+                self.native_call(CallContext::new(ExecutionMode::TournamentReset)),
+                t.clone(),
+                end,
+                reset,
+            )
+            .await;
+        }
         let value = crate::lua::nk_leaderboard::tournament_json(t);
         self.schedule_call(
             "tournament_reset",

@@ -58,3 +58,68 @@ async fn schedule_hooks_get_nakamas_arguments() {
     assert_eq!(v["mode"], "tournament_reset");
     assert_eq!(v["expiry"], 1_700_003_600);
 }
+
+#[tokio::test]
+async fn native_schedule_hooks_run_before_lua_ones() {
+    use std::sync::{Arc, Mutex};
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (a, b, c) = (seen.clone(), seen.clone(), seen.clone());
+    let native = ludus_runtime::NativeModule::new()
+        .leaderboard_reset(move |call, board, reset| {
+            let a = a.clone();
+            async move {
+                a.lock()
+                    .unwrap()
+                    .push(format!("{}:{}:{reset}", call.ctx.mode.as_str(), board.id));
+            }
+        })
+        .tournament_end(move |_, t, end, _| {
+            let b = b.clone();
+            async move { b.lock().unwrap().push(format!("end:{}:{end}", t.def.id)) }
+        })
+        .tournament_reset(move |_, t, _, reset| {
+            let c = c.clone();
+            async move {
+                c.lock()
+                    .unwrap()
+                    .push(format!("reset:{}:{reset}", t.def.id))
+            }
+        });
+    let rt = ludus_runtime::Runtime::start(
+        settings("schedules"),
+        std::sync::Arc::new(crate::support::FakeServices::default()),
+        native,
+    )
+    .await
+    .unwrap();
+    rt.leaderboard_reset(&Leaderboard::new("weekly", 0), 60)
+        .await;
+    let mut def = Leaderboard::new("cup", 0);
+    def.duration = 10;
+    let view = TournamentView {
+        def,
+        size: 0,
+        can_enter: true,
+        start_active: 0,
+        end_active: 10,
+        prev_reset: 0,
+        next_reset: 60,
+    };
+    rt.tournament_end(&view, 10, 60).await;
+    rt.tournament_reset(&view, 10, 60).await;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![
+            "leaderboard_reset:weekly:60".to_owned(),
+            "end:cup:10".to_owned(),
+            "reset:cup:60".to_owned()
+        ]
+    );
+    // The Lua hooks ran too.
+    assert_eq!(seen_lua(&rt).await["id"], "weekly");
+}
+
+async fn seen_lua(rt: &ludus_runtime::Runtime) -> Value {
+    seen(rt, "leaderboard_reset").await
+}
