@@ -415,6 +415,26 @@ impl LeaderboardService {
         Ok(())
     }
 
+    /// Takes a deleted user out of every rank index in memory; the store
+    /// deleted their records with the user (in the same transaction).
+    pub fn forget_owner(&self, owner: Uuid) {
+        let windows: Vec<Window> = self
+            .windows
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for window in windows {
+            if let Some(index) = window.get() {
+                index
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(owner);
+            }
+        }
+    }
+
     /// Plain leaderboards (not tournaments) by id, leaving out unknown ids.
     pub fn leaderboards_get(&self, ids: &[String]) -> Vec<Arc<Board>> {
         ids.iter()

@@ -48,3 +48,11 @@ CREATE TABLE leaderboard_record (
 );
 
 CREATE INDEX leaderboard_record_owner_idx ON leaderboard_record (owner_id, leaderboard_id);
+
+-- A deleted user's records go with it, in the deleting transaction, as
+-- Nakama deletes them with the account. (Owners need not be users: modules
+-- may rank anything by id, so this is a trigger, not a foreign key.)
+CREATE TRIGGER leaderboard_record_owner_deleted AFTER DELETE ON users
+BEGIN
+    DELETE FROM leaderboard_record WHERE owner_id = OLD.id;
+END;

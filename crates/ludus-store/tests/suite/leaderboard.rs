@@ -506,3 +506,33 @@ pub(crate) async fn schedules_fire_once_per_period_across_restarts<B: Backend>()
         vec![("t".to_owned(), JAN1 + 4 * 3600 + 600)]
     );
 }
+
+pub(crate) async fn records_go_with_their_user<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let (_, lb) = service(&store, JAN1);
+    lb.create(board("b", SortOrder::Descending, Operator::Best))
+        .await
+        .unwrap();
+    let user = super::new_user("ranked", super::device("ranked-device"));
+    let id = user.id;
+    store.create_user(user).await.unwrap();
+    write(&lb, "b", id, 5, 0, None).await.unwrap();
+    write(&lb, "b", owner(1), 3, 0, None).await.unwrap();
+    assert!(store.delete_user(id).await.unwrap());
+    lb.forget_owner(id);
+    assert!(
+        store
+            .leaderboard_records_get("b", 0, &[id])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let list = lb
+        .records_list("b", false, &[], Some(10), "", 0)
+        .await
+        .unwrap();
+    let owners: Vec<Uuid> = list.records.iter().map(|r| r.owner_id).collect();
+    assert_eq!(owners, vec![owner(1)]);
+    assert_eq!(list.records[0].rank, 1);
+    assert_eq!(list.rank_count, 1);
+}

@@ -196,6 +196,7 @@ macro_rules! store_test_suite {
             leaderboard::expired_records_leave_the_current_period,
             leaderboard::tournaments_apply_joins_sizes_and_attempts,
             leaderboard::schedules_fire_once_per_period_across_restarts,
+            leaderboard::records_go_with_their_user,
         );
     };
     (@cases $backend:ty; $($module:ident :: $case:ident),* $(,)?) => {
