@@ -784,6 +784,48 @@ impl LeaderboardService {
         .await
     }
 
+    /// A cursor whose next page starts at 1-based `rank` (empty for rank 1),
+    /// as `nk.leaderboard_records_list_cursor_from_rank`.
+    pub async fn cursor_from_rank(
+        &self,
+        id: &str,
+        rank: u64,
+        expiry_override: i64,
+    ) -> Result<String, ApiError> {
+        if rank < 1 {
+            return Err(ApiError::invalid("invalid rank - must be > 1"));
+        }
+        let board = self.readable(id, false)?;
+        let (expiry, possible) = self.resolve_expiry(&board, expiry_override);
+        if !possible {
+            return Err(ApiError::invalid("invalid expiry"));
+        }
+        if rank == 1 {
+            return Ok(String::new());
+        }
+        let window = self.window(&board, expiry).await?;
+        let before = window
+            .get()
+            .ok_or_else(|| ApiError::internal("rank index missing"))?
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .range(rank as usize - 2, 1);
+        let Some(r) = before.first() else {
+            return Err(ApiError::not_found(format!(
+                "failed to get cursor from rank: no record at rank {}",
+                rank - 1
+            )));
+        };
+        Ok(encode_cursor(&Cursor {
+            n: true,
+            b: id.to_owned(),
+            e: expiry,
+            s: r.score,
+            ss: r.subscore,
+            o: r.owner.as_u128(),
+        }))
+    }
+
     /// Joins a tournament period (a no-op unless it requires joining).
     pub async fn tournament_join(
         &self,

@@ -359,6 +359,24 @@ fn install_leaderboards(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua:
             convert::to_lua(lua, &list)
         })?,
     )?;
+    let s = shared.clone();
+    nk.set(
+        "leaderboard_records_list_cursor_from_rank",
+        lua.create_function(
+            move |_, (id, rank, expiry): (Option<String>, Option<i64>, Option<i64>)| {
+                let id = id_arg(id, "leaderboard")?;
+                let rank = match rank {
+                    Some(r) if r >= 1 => r as u64,
+                    _ => return Err(arg_error(2, "invalid rank - must be > 1")),
+                };
+                let expiry = nonneg(expiry, 3, "invalid expiry")?;
+                let lb = service(&s)?;
+                run(&s, "error listing leaderboard records", async move {
+                    lb.cursor_from_rank(&id, rank, expiry).await
+                })
+            },
+        )?,
+    )?;
     for name in ["leaderboard_ranks_disable", "leaderboard_rank_disable"] {
         let s = shared.clone();
         nk.set(

@@ -16,6 +16,7 @@ both_backends!(
     bad_input_gets_clear_errors,
     tournaments_over_rest,
     hooks_rewrite_reject_and_observe_writes,
+    ranks_survive_a_restart,
     lua_leaderboard_calls,
     lua_tournament_calls,
 );
@@ -281,6 +282,8 @@ async fn lua_leaderboard_calls(b: Backend) {
     assert_eq!(out["page2_owner"], bb);
     assert_eq!(out["page2_rank"], 3);
     assert_eq!(out["around"], bb);
+    assert_eq!(out["from_rank_owner"], bb, "rank 3 is B's");
+    assert_eq!(out["rank_one_cursor"], "");
     assert_eq!(out["boards"], 1);
     assert_eq!(out["operator"], "increment");
     assert_eq!(out["listed"], 4);
@@ -336,4 +339,41 @@ async fn lua_tournament_calls(b: Backend) {
     assert_eq!(out["listed"], true);
     assert_eq!(out["via_leaderboard"], 1);
     assert_eq!(out["deleted"], 0);
+}
+
+/// The rank index is rebuilt from the database when the server starts.
+async fn ranks_survive_a_restart(b: Backend) {
+    let mut t = server(b).await;
+    let mut tokens = Vec::new();
+    for (i, score) in [7, 9, 8].into_iter().enumerate() {
+        let s = t.device_session(&format!("{i:02}-restart-ranks")).await;
+        let r = t
+            .post_bearer(
+                "/v2/leaderboard/lua_weekly",
+                &token(&s),
+                json!({"score": score.to_string()}),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        tokens.push((token(&s), user_id(&s)));
+    }
+    let before = t
+        .get_bearer("/v2/leaderboard/lua_weekly?limit=10", &tokens[0].0)
+        .await
+        .body;
+    t.restart().await;
+    let after = t
+        .get_bearer("/v2/leaderboard/lua_weekly?limit=10", &tokens[0].0)
+        .await;
+    assert_eq!(after.status, 200, "{}", after.body);
+    assert_eq!(after.body["records"], before["records"]);
+    assert_eq!(after.body["records"][0]["owner_id"], tokens[1].1);
+    assert_eq!(after.body["rank_count"], "3");
+    let r = t
+        .get_bearer(
+            &format!("/v2/leaderboard/lua_weekly/owner/{}?limit=1", tokens[2].1),
+            &tokens[0].0,
+        )
+        .await;
+    assert_eq!(r.body["records"][0]["rank"], "2");
 }

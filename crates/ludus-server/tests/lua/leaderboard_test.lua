@@ -72,6 +72,10 @@ nk.register_rpc(function(ctx, payload)
   out.page2_owner = page2[1].owner_id
   out.page2_rank = page2[1].rank
 
+  local from_rank = nk.leaderboard_records_list_cursor_from_rank("lua_rpc_lb", 3)
+  out.from_rank_owner = nk.leaderboard_records_list("lua_rpc_lb", nil, 1, from_rank)[1].owner_id
+  out.rank_one_cursor = nk.leaderboard_records_list_cursor_from_rank("lua_rpc_lb", 1)
+
   local around = nk.leaderboard_records_haystack("lua_rpc_lb", B, 1)
   out.around = around[1].owner_id
 
