@@ -305,10 +305,12 @@ impl LeaderboardService {
         };
         cell.get_or_try_init(|| async {
             let scores = self.store.leaderboard_scores(&board.def.id, expiry).await?;
-            let mut index = RankIndex::new(board.def.sort_order);
-            for s in scores {
-                index.upsert(s.owner, s.score, s.subscore, s.num_score);
-            }
+            let index = RankIndex::build(
+                board.def.sort_order,
+                scores
+                    .into_iter()
+                    .map(|s| (s.owner, s.score, s.subscore, s.num_score)),
+            );
             Ok::<_, ApiError>(RwLock::new(index))
         })
         .await?;
