@@ -471,6 +471,24 @@ mod tests {
     }
 
     #[test]
+    fn leaderboard_flags() {
+        let o = Options::parse(&args("leaderboard")).unwrap();
+        assert_eq!(o.workload, Workload::Leaderboard);
+        assert_eq!(o.leaderboard_op, LeaderboardOp::Write);
+        assert_eq!(o.leaderboard_id, "ludus_bench");
+        assert_eq!(o.score_max, 1_000_000);
+        let o = Options::parse(&args(
+            "leaderboard --leaderboard-op around --leaderboard-id weekly --score-max 10",
+        ))
+        .unwrap();
+        assert_eq!(o.leaderboard_op, LeaderboardOp::Around);
+        assert_eq!(o.leaderboard_id, "weekly");
+        assert_eq!(o.score_max, 10);
+        assert!(Options::parse(&args("leaderboard --leaderboard-op sideways")).is_err());
+        assert!(Options::parse(&args("leaderboard --score-max 0")).is_err());
+    }
+
+    #[test]
     fn durations_take_units() {
         let o = Options::parse(&args(
             "match --duration 2m --ramp 1500ms --timeout-ms 3s --interval-ms 250",
