@@ -384,10 +384,14 @@ impl Stmt {
                  update_time = $8 WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = $3 RETURNING ",
                 record_columns!()
             ),
+            // One primary-key look-up per owner, whatever the statistics say:
+            // `owner_id = ANY($3)` on a freshly loaded table (no ANALYZE yet)
+            // was planned as a scan of the whole board, filtered.
             Stmt::RecordsGet => concat!(
-                "SELECT ",
+                "SELECT r.* FROM unnest($3::uuid[]) AS o(id) CROSS JOIN LATERAL (SELECT ",
                 record_columns!(),
-                " FROM leaderboard_record WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = ANY($3)"
+                " FROM leaderboard_record WHERE leaderboard_id = $1 AND expiry_time = $2 \
+                 AND owner_id = o.id LIMIT 1) r"
             ),
             Stmt::LedgerUpdate => concat!(
                 "UPDATE wallet_ledger SET metadata = metadata || $2::text::jsonb, update_time = $3 WHERE id = $1 RETURNING ",
