@@ -642,6 +642,13 @@ impl LeaderboardService {
         at: Option<usize>,
     ) -> Result<RecordList, ApiError> {
         let board = self.readable(id, tournament)?;
+        if tournament
+            && expiry_override == 0
+            && board.def.end_time > 0
+            && board.def.end_time <= self.now()
+        {
+            return Err(ApiError::not_found("tournament has ended"));
+        }
         let (expiry, possible) = self.resolve_expiry(&board, expiry_override);
         if !possible {
             return Ok(RecordList::default());

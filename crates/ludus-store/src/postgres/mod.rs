@@ -755,15 +755,25 @@ impl Store for PgStore {
         expiry: i64,
     ) -> StoreResult<bool> {
         with_retry("delete leaderboard record", || async {
-            let conn = self.pool.get().await?;
-            let n = conn
-                .client
+            let mut conn = self.pool.get().await?;
+            let tx = conn.client.transaction().await?;
+            let n = tx
                 .execute(
                     "DELETE FROM leaderboard_record
                       WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = $3",
                     &[&id, &expiry, &owner],
                 )
                 .await?;
+            if n == 1 {
+                // A deleted tournament record frees its place in max_size.
+                tx.execute(
+                    "UPDATE leaderboard SET size = size - 1
+                      WHERE id = $1 AND size_expiry = $2 AND size > 0",
+                    &[&id, &expiry],
+                )
+                .await?;
+            }
+            tx.commit().await?;
             Ok(n == 1)
         })
         .await

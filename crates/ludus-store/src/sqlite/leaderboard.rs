@@ -300,7 +300,20 @@ pub(super) fn delete_record(
         )
         .and_then(|mut s| s.execute(params![id, expiry, IdText::new(owner)]))
         .map_err(map_err)?;
+    if n == 1 {
+        shrink_size(conn, id, expiry)?;
+    }
     Ok(n == 1)
+}
+
+/// A deleted tournament record frees its place in the period's `max_size`.
+fn shrink_size(conn: &Connection, id: &str, expiry: i64) -> StoreResult<()> {
+    conn.prepare_cached(
+        "UPDATE leaderboard SET size = size - 1 WHERE id = ?1 AND size_expiry = ?2 AND size > 0",
+    )
+    .and_then(|mut s| s.execute(params![id, expiry]))
+    .map_err(map_err)?;
+    Ok(())
 }
 
 pub(super) fn join(conn: &Connection, j: &TournamentJoin, now: i64) -> StoreResult<JoinOutcome> {

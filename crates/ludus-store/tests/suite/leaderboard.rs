@@ -429,6 +429,24 @@ pub(crate) async fn tournaments_apply_joins_sizes_and_attempts<B: Backend>() {
     t_write(&lb, "open", owner(1), 1).await.unwrap();
     let err = t_write(&lb, "open", owner(2), 1).await.unwrap_err();
     assert_eq!(err.message, "tournament has reached max size");
+    // A deleted record frees its place.
+    lb.delete_record(Caller::Server, "open", true, owner(1))
+        .await
+        .unwrap();
+    t_write(&lb, "open", owner(2), 1).await.unwrap();
+    // An ended tournament's records are listed only by their expiry.
+    let mut ended = tournament("ended", JAN1 + 10);
+    ended.end_time = JAN1 + 20;
+    lb.create(ended).await.unwrap();
+    now.store(JAN1 + 30, Ordering::SeqCst);
+    let err = lb
+        .records_list("ended", true, &[], Some(10), "", 0)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.code, err.message.as_ref()),
+        (Code::NotFound, "tournament has ended")
+    );
     lb.delete("open", true).await.unwrap();
     assert!(lb.get("open").is_none());
 }
