@@ -16,8 +16,14 @@ server's runtime.path.
                           64x64 grid with walls, returning the path's length
                           (`rpc --rpc-id ludus_bench_path`): the interpreter,
                           not the plumbing, dominates its cost
+
+It also creates the leaderboard `ludus_bench` (descending, best score, no
+reset, ranks on) that the `leaderboard` workload writes and reads.
 ]]
 local nk = require("nakama")
+
+-- The `leaderboard` workload's board; creating an existing one is a no-op.
+nk.leaderboard_create("ludus_bench", false, "desc", "best", "", nil, true)
 
 -- Players per match; keep equal to MAX_PLAYERS in ludus_bench_match.lua.
 local MAX_PLAYERS = 10

@@ -66,7 +66,11 @@ pub async fn run(mut opts: Options) -> Result<RunResult, String> {
         Workload::Social => {
             opts.social = Some(workload::social::seed(&opts).await?);
         }
-        Workload::Register | Workload::Rpc | Workload::Storage | Workload::Wallet => {}
+        Workload::Register
+        | Workload::Rpc
+        | Workload::Storage
+        | Workload::Wallet
+        | Workload::Leaderboard => {}
         Workload::Ccu | Workload::Echo | Workload::Fanout | Workload::Match => {}
         Workload::Login => {
             if !opts.quiet {

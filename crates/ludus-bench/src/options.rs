@@ -21,6 +21,7 @@ pub enum Workload {
     Match,
     Storage,
     Wallet,
+    Leaderboard,
     Social,
 }
 
@@ -48,6 +49,7 @@ impl Workload {
             Workload::Storage => "storage",
             Workload::Wallet => "wallet",
             Workload::Social => "social",
+            Workload::Leaderboard => "leaderboard",
         }
     }
 }
@@ -64,6 +66,27 @@ impl Format {
         match self {
             Format::Json => "json",
             Format::Protobuf => "protobuf",
+        }
+    }
+}
+
+/// What each request of the `leaderboard` workload does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LeaderboardOp {
+    /// POST /v2/leaderboard/{id} with a random score
+    Write,
+    /// GET /v2/leaderboard/{id}?limit=100
+    Top,
+    /// GET /v2/leaderboard/{id}/owner/{own id}?limit=100, after one write
+    Around,
+}
+
+impl LeaderboardOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            LeaderboardOp::Write => "write",
+            LeaderboardOp::Top => "top",
+            LeaderboardOp::Around => "around",
         }
     }
 }
@@ -116,6 +139,11 @@ enum WorkloadCommand {
     /// once per --tag: --friends friends, a group of --members, --groups
     /// groups
     Social(Flags),
+    /// Leaderboard records (--leaderboard-op): writes of random scores by
+    /// every user, reads of the top 100, or of the 100 records around the
+    /// user's own; the board (--leaderboard-id) must exist (bench/modules
+    /// creates ludus_bench)
+    Leaderboard(Flags),
 }
 
 /// The flags every workload takes.
@@ -169,6 +197,15 @@ struct Flags {
     /// match: also report echo latency above this floor (a bare number is milliseconds)
     #[arg(long = "tick-floor-ms", default_value = "100", value_parser = millis)]
     tick_floor: Duration,
+    /// leaderboard: what each request does
+    #[arg(long, value_enum, default_value_t = LeaderboardOp::Write)]
+    leaderboard_op: LeaderboardOp,
+    /// leaderboard: the board's id
+    #[arg(long, default_value = "ludus_bench")]
+    leaderboard_id: String,
+    /// leaderboard: scores are drawn uniformly from 0 to this
+    #[arg(long, default_value_t = 1_000_000, value_parser = value_parser!(u64).range(1..=1_000_000_000_000))]
+    score_max: u64,
     /// Socket message format
     #[arg(long, value_enum, default_value_t = Format::Json)]
     format: Format,
@@ -248,6 +285,9 @@ pub struct Options {
     pub echo_rpc: Option<String>,
     pub tick_floor: Duration,
     pub format: Format,
+    pub leaderboard_op: LeaderboardOp,
+    pub leaderboard_id: String,
+    pub score_max: u64,
     pub threads: usize,
     pub social_op: SocialOp,
     /// Names seeded data; a fresh one per run unless `--tag` is given.
@@ -280,6 +320,7 @@ impl Options {
             WorkloadCommand::Storage(f) => (Workload::Storage, f),
             WorkloadCommand::Wallet(f) => (Workload::Wallet, f),
             WorkloadCommand::Social(f) => (Workload::Social, f),
+            WorkloadCommand::Leaderboard(f) => (Workload::Leaderboard, f),
         };
         let concurrency = f.concurrency as usize;
         let sources_given = f.sources.is_some();
@@ -322,6 +363,9 @@ impl Options {
             echo_rpc: f.echo_rpc,
             tick_floor: f.tick_floor,
             format: f.format,
+            leaderboard_op: f.leaderboard_op,
+            leaderboard_id: f.leaderboard_id,
+            score_max: f.score_max,
             threads: f.threads as usize,
             social_op: f.op,
             tag: f.tag.unwrap_or_else(crate::workload::http::run_tag),
@@ -472,6 +516,24 @@ mod tests {
         assert_eq!(o.rpc_id, "ping");
         assert_eq!(o.sources.len(), 3);
         assert_eq!(o.sources[2], "127.0.0.3".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn leaderboard_flags() {
+        let o = Options::parse(&args("leaderboard")).unwrap();
+        assert_eq!(o.workload, Workload::Leaderboard);
+        assert_eq!(o.leaderboard_op, LeaderboardOp::Write);
+        assert_eq!(o.leaderboard_id, "ludus_bench");
+        assert_eq!(o.score_max, 1_000_000);
+        let o = Options::parse(&args(
+            "leaderboard --leaderboard-op around --leaderboard-id weekly --score-max 10",
+        ))
+        .unwrap();
+        assert_eq!(o.leaderboard_op, LeaderboardOp::Around);
+        assert_eq!(o.leaderboard_id, "weekly");
+        assert_eq!(o.score_max, 10);
+        assert!(Options::parse(&args("leaderboard --leaderboard-op sideways")).is_err());
+        assert!(Options::parse(&args("leaderboard --score-max 0")).is_err());
     }
 
     #[test]

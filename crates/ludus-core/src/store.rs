@@ -13,6 +13,7 @@ use crate::group::{
     Group, GroupFilter, GroupOp, GroupRefusal, GroupRole, GroupUpdate, GroupUser, RoleBound,
     RoleChange, UserGroup,
 };
+use crate::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutcome};
 use crate::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use crate::multi_update::{MultiUpdate, MultiUpdateResult};
 use crate::notification::Notification;
@@ -75,6 +76,42 @@ pub enum SqlValue {
 pub type SqlRow = Vec<(String, SqlValue)>;
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// An owner's scores in one period of a board, for its rank index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankedScore {
+    pub owner: Uuid,
+    pub score: i64,
+    pub subscore: i64,
+    pub num_score: i32,
+}
+
+/// A tournament join, resolved against the tournament's current period.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TournamentJoin {
+    pub id: String,
+    pub owner: Uuid,
+    pub username: String,
+    pub expiry: i64,
+    pub max_num_score: u32,
+    pub max_size: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinOutcome {
+    Joined,
+    AlreadyJoined,
+    Full,
+}
+
+/// Which of a board's scheduled events fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScheduleKind {
+    /// A leaderboard or tournament period ended (its records expired).
+    Reset,
+    /// A tournament period stopped being active.
+    End,
+}
 
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -346,6 +383,73 @@ pub trait Store: Send + Sync + 'static {
 
     /// A user's role in a group, if any.
     async fn group_role(&self, group: Uuid, user: Uuid) -> StoreResult<Option<GroupRole>>;
+
+    /// Creates a leaderboard or tournament unless one with its id exists;
+    /// returns the stored board and whether this call created it.
+    async fn leaderboard_create(&self, board: &Leaderboard) -> StoreResult<(Leaderboard, bool)>;
+
+    /// Deletes a board and all its records; false when there was none.
+    async fn leaderboard_delete(&self, id: &str) -> StoreResult<bool>;
+
+    /// Every board, for the cache the service keeps.
+    async fn leaderboards_load(&self) -> StoreResult<Vec<Leaderboard>>;
+
+    /// Turns a board's ranks on or off; false when there is no such board.
+    async fn leaderboard_set_ranks(&self, id: &str, enable: bool) -> StoreResult<bool>;
+
+    /// `(owner, score, subscore, num_score)` of every record of one period
+    /// of a board, to build its rank index.
+    async fn leaderboard_scores(&self, id: &str, expiry: i64) -> StoreResult<Vec<RankedScore>>;
+
+    /// The records of these owners in one period of a board, in no order.
+    async fn leaderboard_records_get(
+        &self,
+        id: &str,
+        expiry: i64,
+        owners: &[Uuid],
+    ) -> StoreResult<Vec<LeaderboardRecord>>;
+
+    /// Applies a score submission atomically: reads the owner's record,
+    /// decides with [`crate::leaderboard::apply_write`] and writes, in one
+    /// transaction; a new tournament record also counts against the
+    /// tournament's `max_size` for its period. `now` stamps the row.
+    async fn leaderboard_record_write(
+        &self,
+        w: &RecordWrite,
+        now: i64,
+    ) -> StoreResult<WriteOutcome>;
+
+    /// Deletes an owner's record of one period; false when there was none.
+    async fn leaderboard_record_delete(
+        &self,
+        id: &str,
+        owner: Uuid,
+        expiry: i64,
+    ) -> StoreResult<bool>;
+
+    /// Joins a tournament period: a record with score 0 unless the owner
+    /// has one, counted against `max_size` in the same transaction.
+    async fn tournament_join(&self, join: &TournamentJoin, now: i64) -> StoreResult<JoinOutcome>;
+
+    /// Adds `count` attempts to an owner's record of one period; false when
+    /// the owner has no record there.
+    async fn tournament_add_attempt(
+        &self,
+        id: &str,
+        owner: Uuid,
+        expiry: i64,
+        count: i64,
+    ) -> StoreResult<bool>;
+
+    /// Records that a board's schedule fired for the period ending at
+    /// `period` (UNIX seconds), unless it already fired for it or a later
+    /// one. True when this call recorded it: exactly one caller wins.
+    async fn leaderboard_schedule_fired(
+        &self,
+        id: &str,
+        kind: ScheduleKind,
+        period: i64,
+    ) -> StoreResult<bool>;
 
     /// Finishes pending writes and closes connections.
     async fn close(&self);

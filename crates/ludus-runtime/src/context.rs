@@ -17,6 +17,9 @@ pub enum ExecutionMode {
     Match,
     /// A storage index filter deciding whether a written object is indexed.
     StorageIndexFilter,
+    LeaderboardReset,
+    TournamentEnd,
+    TournamentReset,
 }
 
 impl ExecutionMode {
@@ -31,6 +34,9 @@ impl ExecutionMode {
             ExecutionMode::Shutdown => "shutdown",
             ExecutionMode::Match => "match",
             ExecutionMode::StorageIndexFilter => "storage_index_filter",
+            ExecutionMode::LeaderboardReset => "leaderboard_reset",
+            ExecutionMode::TournamentEnd => "tournament_end",
+            ExecutionMode::TournamentReset => "tournament_reset",
         }
     }
 }

@@ -10,7 +10,6 @@
 //! `ludus_realtime::Modules`, which [`Runtime`] implements.
 
 mod context;
-mod cron;
 mod error;
 mod localcache;
 mod lua;

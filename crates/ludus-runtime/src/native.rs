@@ -108,6 +108,17 @@ pub type BeforeHook =
 pub type AfterHook =
     Arc<dyn Fn(NativeCall, Value, Value) -> BoxFuture<Result<(), RuntimeError>> + Send + Sync>;
 pub type ShutdownHook = Arc<dyn Fn(NativeCall) -> BoxFuture<()> + Send + Sync>;
+/// `register_leaderboard_reset`: the board and the reset time.
+pub(crate) type LeaderboardResetHook = Arc<
+    dyn Fn(NativeCall, ludus_core::leaderboard::Leaderboard, i64) -> BoxFuture<()> + Send + Sync,
+>;
+/// `register_tournament_end` / `register_tournament_reset`: the tournament,
+/// the end of its active part and its reset (expiry) time.
+pub(crate) type TournamentHook = Arc<
+    dyn Fn(NativeCall, ludus_core::leaderboard_service::TournamentView, i64, i64) -> BoxFuture<()>
+        + Send
+        + Sync,
+>;
 /// Makes the handler of one new authoritative match.
 pub type MatchFactory = Arc<dyn Fn(NativeCall) -> Box<dyn MatchHandler> + Send + Sync>;
 
@@ -127,6 +138,9 @@ pub struct NativeModule {
     pub(crate) matches: HashMap<String, MatchFactory>,
     pub(crate) storage_indexes: Vec<ludus_core::storage_index::IndexSpec>,
     pub(crate) index_filters: HashMap<String, IndexFilterFn>,
+    pub(crate) leaderboard_reset: Vec<LeaderboardResetHook>,
+    pub(crate) tournament_end: Vec<TournamentHook>,
+    pub(crate) tournament_reset: Vec<TournamentHook>,
 }
 
 impl std::fmt::Debug for NativeModule {
@@ -230,8 +244,62 @@ impl NativeModule {
         self
     }
 
+    /// Runs when a leaderboard's reset schedule ends a period, once per
+    /// period (as `nk.register_leaderboard_reset`).
+    pub fn leaderboard_reset<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, ludus_core::leaderboard::Leaderboard, i64) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.leaderboard_reset
+            .push(Arc::new(move |call, board, reset| {
+                Box::pin(hook(call, board, reset))
+            }));
+        self
+    }
+
+    /// Runs when a tournament period's active part ends (as
+    /// `nk.register_tournament_end`).
+    pub fn tournament_end<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, ludus_core::leaderboard_service::TournamentView, i64, i64) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.tournament_end
+            .push(Arc::new(move |call, t, end, reset| {
+                Box::pin(hook(call, t, end, reset))
+            }));
+        self
+    }
+
+    /// Runs when a tournament period ends and its records expire (as
+    /// `nk.register_tournament_reset`).
+    pub fn tournament_reset<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, ludus_core::leaderboard_service::TournamentView, i64, i64) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.tournament_reset
+            .push(Arc::new(move |call, t, end, reset| {
+                Box::pin(hook(call, t, end, reset))
+            }));
+        self
+    }
+
     /// Adds another module's registrations; later ones win on a clash.
     pub fn merge(mut self, other: NativeModule) -> Self {
+        self.leaderboard_reset.extend(other.leaderboard_reset);
+        self.tournament_end.extend(other.tournament_end);
+        self.tournament_reset.extend(other.tournament_reset);
         self.storage_indexes.extend(other.storage_indexes);
         self.index_filters.extend(other.index_filters);
         self.rpcs.extend(other.rpcs);

@@ -553,3 +553,102 @@ impl ludus_core::storage_index::IndexFilter for Runtime {
         }
     }
 }
+
+/// Modules' schedule hooks: `register_leaderboard_reset`,
+/// `register_tournament_end` and `register_tournament_reset`, called with
+/// Nakama's arguments (`ctx, leaderboard, reset` and `ctx, tournament, end,
+/// reset`). A failing hook is logged; the period still counts as fired.
+#[async_trait::async_trait]
+impl ludus_core::leaderboard_service::ScheduleHooks for Runtime {
+    async fn leaderboard_reset(&self, board: &ludus_core::leaderboard::Leaderboard, reset: i64) {
+        let next = board
+            .reset_schedule
+            .as_deref()
+            .and_then(|s| ludus_core::schedule::Schedule::parse(s).ok())
+            .and_then(|s| s.next_after(reset))
+            .unwrap_or(0);
+        for hook in &self.native.leaderboard_reset {
+            hook(
+                self.native_call(CallContext::new(ExecutionMode::LeaderboardReset)),
+                board.clone(),
+                reset,
+            )
+            .await;
+        }
+        let value = crate::lua::nk_leaderboard::leaderboard_json(board, reset, next);
+        self.schedule_call(
+            "leaderboard_reset",
+            ExecutionMode::LeaderboardReset,
+            vec![value, Value::from(reset)],
+        )
+        .await;
+    }
+
+    async fn tournament_end(
+        &self,
+        t: &ludus_core::leaderboard_service::TournamentView,
+        end: i64,
+        reset: i64,
+    ) {
+        for hook in &self.native.tournament_end {
+            hook(
+                self.native_call(CallContext::new(ExecutionMode::TournamentEnd)),
+                t.clone(),
+                end,
+                reset,
+            )
+            .await;
+        }
+        let value = crate::lua::nk_leaderboard::tournament_json(t);
+        self.schedule_call(
+            "tournament_end",
+            ExecutionMode::TournamentEnd,
+            vec![value, Value::from(end), Value::from(reset)],
+        )
+        .await;
+    }
+
+    async fn tournament_reset(
+        &self,
+        t: &ludus_core::leaderboard_service::TournamentView,
+        end: i64,
+        reset: i64,
+    ) {
+        for hook in &self.native.tournament_reset {
+            hook(
+                self.native_call(CallContext::new(ExecutionMode::TournamentReset)),
+                t.clone(),
+                end,
+                reset,
+            )
+            .await;
+        }
+        let value = crate::lua::nk_leaderboard::tournament_json(t);
+        self.schedule_call(
+            "tournament_reset",
+            ExecutionMode::TournamentReset,
+            vec![value, Value::from(end), Value::from(reset)],
+        )
+        .await;
+    }
+}
+
+impl Runtime {
+    async fn schedule_call(&self, key: &str, mode: ExecutionMode, args: Vec<Value>) {
+        let Some(lua) = self.lua.as_ref() else {
+            return;
+        };
+        let registered = lua.registered();
+        let wanted = match mode {
+            ExecutionMode::LeaderboardReset => registered.leaderboard_reset,
+            ExecutionMode::TournamentEnd => registered.tournament_end,
+            _ => registered.tournament_reset,
+        };
+        if !wanted {
+            return;
+        }
+        if let Err(e) = lua.call(key.into(), CallContext::new(mode), args).await {
+            tracing::error!(error = %e, hook = key, "lua schedule hook failed");
+        }
+    }
+}

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
+use ludus_core::leaderboard_service::LeaderboardService;
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
@@ -37,6 +38,7 @@ pub struct ServerServices {
     storage: Arc<StorageService>,
     /// Friends and groups, as the server.
     social: Arc<SocialService>,
+    leaderboards: Arc<LeaderboardService>,
     realtime: Arc<Realtime>,
     http: Arc<dyn HttpClient>,
     sql_max_rows: usize,
@@ -56,6 +58,7 @@ impl ServerServices {
         accounts: Arc<AccountService>,
         storage: Arc<StorageService>,
         social: Arc<SocialService>,
+        leaderboards: Arc<LeaderboardService>,
         realtime: Arc<Realtime>,
         http: Arc<dyn HttpClient>,
         sql_max_rows: usize,
@@ -64,6 +67,7 @@ impl ServerServices {
             accounts,
             storage,
             social,
+            leaderboards,
             realtime,
             http,
             sql_max_rows,
@@ -93,6 +97,10 @@ fn sql_error(what: &str, e: ludus_core::StoreError) -> ApiError {
 
 #[async_trait]
 impl RuntimeServices for ServerServices {
+    fn leaderboards(&self) -> Option<Arc<LeaderboardService>> {
+        Some(self.leaderboards.clone())
+    }
+
     async fn authenticate(
         &self,
         credential: Credential,

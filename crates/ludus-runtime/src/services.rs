@@ -62,6 +62,15 @@ pub struct StreamMeta {
 /// Server functions behind the `nk` API and native modules.
 #[async_trait]
 pub trait RuntimeServices: Send + Sync + 'static {
+    /// Leaderboards and tournaments (`nk.leaderboard_*`, `nk.tournament_*`);
+    /// a feature of its own rather than more methods here. `None` where the
+    /// server offers modules none (test fakes).
+    fn leaderboards(
+        &self,
+    ) -> Option<std::sync::Arc<ludus_core::leaderboard_service::LeaderboardService>> {
+        None
+    }
+
     /// Signs in (or registers, when `create`) by device, email or custom id.
     async fn authenticate(
         &self,

@@ -110,3 +110,80 @@ pub(crate) fn group(g: ludus_core::group::Group) -> api::Group {
         update_time: Some(timestamp(g.update_time)),
     }
 }
+
+pub(crate) fn leaderboard_record(
+    r: ludus_core::leaderboard::LeaderboardRecord,
+) -> api::LeaderboardRecord {
+    api::LeaderboardRecord {
+        leaderboard_id: r.leaderboard_id,
+        owner_id: r.owner_id.to_string(),
+        username: r
+            .username
+            .map(|value| ludus_proto::pbjson_types::StringValue { value }),
+        score: r.score,
+        subscore: r.subscore,
+        num_score: r.num_score,
+        metadata: r.metadata,
+        create_time: Some(timestamp(r.create_time)),
+        update_time: Some(timestamp(r.update_time)),
+        expiry_time: (r.expiry_time != 0).then(|| timestamp(r.expiry_time)),
+        rank: r.rank,
+        max_num_score: r.max_num_score,
+    }
+}
+
+pub(crate) fn leaderboard_record_list(
+    l: ludus_core::leaderboard_service::RecordList,
+) -> api::LeaderboardRecordList {
+    api::LeaderboardRecordList {
+        records: l.records.into_iter().map(leaderboard_record).collect(),
+        owner_records: l
+            .owner_records
+            .into_iter()
+            .map(leaderboard_record)
+            .collect(),
+        next_cursor: l.next_cursor,
+        prev_cursor: l.prev_cursor,
+        rank_count: l.rank_count,
+    }
+}
+
+pub(crate) fn tournament_record_list(
+    l: ludus_core::leaderboard_service::RecordList,
+) -> api::TournamentRecordList {
+    let l = leaderboard_record_list(l);
+    api::TournamentRecordList {
+        records: l.records,
+        owner_records: l.owner_records,
+        next_cursor: l.next_cursor,
+        prev_cursor: l.prev_cursor,
+        rank_count: l.rank_count,
+    }
+}
+
+pub(crate) fn tournament(t: ludus_core::leaderboard_service::TournamentView) -> api::Tournament {
+    let d = t.def;
+    api::Tournament {
+        id: d.id,
+        title: d.title,
+        description: d.description,
+        category: d.category,
+        sort_order: d.sort_order.as_i64() as u32,
+        size: t.size,
+        max_size: d.max_size,
+        max_num_score: d.max_num_score,
+        can_enter: t.can_enter,
+        end_active: t.end_active.max(0) as u32,
+        next_reset: t.next_reset.max(0) as u32,
+        metadata: d.metadata,
+        create_time: Some(timestamp(d.create_time)),
+        start_time: Some(timestamp(d.start_time)),
+        end_time: (d.end_time > 0).then(|| timestamp(d.end_time)),
+        duration: d.duration,
+        start_active: t.start_active.max(0) as u32,
+        prev_reset: t.prev_reset.max(0) as u32,
+        operator: d.operator.to_api(),
+        authoritative: d.authoritative,
+        join_required: d.join_required,
+    }
+}

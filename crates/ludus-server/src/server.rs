@@ -31,6 +31,8 @@ pub enum StartError {
     Runtime(#[from] ludus_runtime::LoadError),
     #[error("cannot fill the storage indexes from the database: {}", .0.message)]
     StorageIndexes(ludus_core::ApiError),
+    #[error("cannot load the leaderboards from the database: {}", .0.message)]
+    Leaderboards(ludus_core::ApiError),
 }
 
 /// How long shutdown waits for in-flight requests before closing anyway.
@@ -43,6 +45,8 @@ pub struct RunningServer {
     task: JoinHandle<std::io::Result<()>>,
     /// The matchmaker's processing loop; ends when `stop` is sent.
     matchmaker: JoinHandle<()>,
+    /// Leaderboard resets and tournament ends; ends when `stop` is sent.
+    leaderboard_schedules: JoinHandle<()>,
     state: AppState,
 }
 
@@ -94,12 +98,22 @@ pub async fn start_with(
         accounts.store().clone(),
         ludus_core::storage_service::StorageLimits::default(),
     ));
+    // Leaderboards and tournaments, with the rank index of each board's
+    // current period built before the first request.
+    let leaderboards = Arc::new(ludus_core::leaderboard_service::LeaderboardService::new(
+        accounts.store().clone(),
+    ));
+    leaderboards
+        .load()
+        .await
+        .map_err(StartError::Leaderboards)?;
     let runtime = Arc::new(
         crate::runtime::start(
             &config,
             accounts.clone(),
             storage.clone(),
             social.clone(),
+            leaderboards.clone(),
             realtime.clone(),
             native,
         )
@@ -123,6 +137,7 @@ pub async fn start_with(
         config: Arc::new(config),
         storage,
         social,
+        leaderboards,
         accounts,
         sockets,
         runtime,
@@ -135,6 +150,15 @@ pub async fn start_with(
         let modules: Arc<dyn ludus_realtime::Modules> = sockets.modules.clone();
         tokio::spawn(async move { sockets.realtime.matchmaker.run(modules, stopped).await })
     };
+    let leaderboard_schedules = {
+        let hooks: Arc<dyn ludus_core::leaderboard_service::ScheduleHooks> = state.runtime.clone();
+        tokio::spawn(
+            state
+                .leaderboards
+                .clone()
+                .run_scheduler(hooks, stopped.clone()),
+        )
+    };
     let handshake_timeout = Duration::from_millis(state.config.socket.handshake_timeout_ms);
     let task = tokio::spawn(async move {
         crate::serve::serve(listener, app, handshake_timeout, stopped).await;
@@ -146,6 +170,7 @@ pub async fn start_with(
         stop,
         task,
         matchmaker,
+        leaderboard_schedules,
         state,
     })
 }
@@ -165,6 +190,13 @@ impl RunningServer {
             .is_err()
         {
             tracing::warn!("matchmaker still running after the grace period");
+        }
+        // A schedule hook in progress finishes; no new one starts.
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.leaderboard_schedules)
+            .await
+            .is_err()
+        {
+            tracing::warn!("leaderboard schedules still running after the grace period");
         }
         // Matches get their match_terminate while their players are still there.
         self.state

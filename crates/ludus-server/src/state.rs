@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use ludus_core::accounts::AccountService;
+use ludus_core::leaderboard_service::LeaderboardService;
 use ludus_core::social_service::SocialService;
 use ludus_core::storage_service::StorageService;
 
@@ -17,6 +18,7 @@ pub struct AppState {
     pub storage: Arc<StorageService>,
     /// Friends and groups.
     pub social: Arc<SocialService>,
+    pub leaderboards: Arc<LeaderboardService>,
     /// Realtime sockets (`/ws`).
     pub sockets: Arc<crate::socket::Sockets>,
     /// Lua and native modules: RPCs and hooks (`state.runtime.rpc(ctx, id, payload)`).

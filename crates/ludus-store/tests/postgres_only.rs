@@ -55,6 +55,10 @@ async fn migrate_up_applies_pending_migrations_once() {
             MigrationInfo {
                 version: 4,
                 name: "social"
+            },
+            MigrationInfo {
+                version: 5,
+                name: "leaderboards"
             }
         ]
     );

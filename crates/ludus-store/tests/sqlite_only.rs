@@ -43,13 +43,17 @@ async fn status_of_a_missing_database_creates_nothing() {
             MigrationInfo {
                 version: 4,
                 name: "social"
+            },
+            MigrationInfo {
+                version: 5,
+                name: "leaderboards"
             }
         ]
     );
     assert!(!root.path().join(ludus_store::SQLITE_FILE_NAME).exists());
 
     let report = ludus_store::migrate_up("", root.path()).await.unwrap();
-    assert_eq!((report.from, report.to), (0, 4));
+    assert_eq!((report.from, report.to), (0, 5));
     let status = ludus_store::migrate_status("", root.path()).await.unwrap();
     assert!(status.pending.is_empty());
 }
@@ -189,4 +193,87 @@ async fn runaway_module_sql_is_interrupted() {
         .await
         .unwrap();
     store.close().await;
+}
+
+/// The schedule loop itself, ticking under paused tokio time: the test
+/// moves the service's wall clock past each hourly boundary and lets the
+/// loop run many ticks; each reset fires exactly once, a skipped hour fires
+/// late and once, and the loop stops on its signal. (The suite's
+/// `schedules_fire_once_per_period_across_restarts` covers restarts on
+/// both backends.)
+#[tokio::test(start_paused = true)]
+async fn schedule_loop_fires_each_reset_once_under_paused_time() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use ludus_core::leaderboard::{Leaderboard, Operator, SortOrder};
+    use ludus_core::leaderboard_service::{
+        BoardSpec, Clock, LeaderboardService, ScheduleHooks, TournamentView,
+    };
+
+    use crate::suite::{Backend as _, SqliteBackend};
+
+    #[derive(Default)]
+    struct Resets(Mutex<Vec<i64>>);
+
+    #[async_trait::async_trait]
+    impl ScheduleHooks for Resets {
+        async fn leaderboard_reset(&self, _: &Leaderboard, reset: i64) {
+            self.0.lock().unwrap().push(reset);
+        }
+        async fn tournament_end(&self, _: &TournamentView, _: i64, _: i64) {}
+        async fn tournament_reset(&self, _: &TournamentView, _: i64, _: i64) {}
+    }
+
+    // 2026-01-01T00:00:00Z.
+    const HOUR0: i64 = 1_767_225_600;
+    let (_backend, store) = SqliteBackend::store().await;
+    let now = Arc::new(AtomicI64::new(HOUR0 + 30));
+    let read = now.clone();
+    let clock: Clock = Arc::new(move || read.load(Ordering::SeqCst));
+    let service = Arc::new(LeaderboardService::with_clock(store, clock));
+    let mut spec = BoardSpec::leaderboard("hourly");
+    spec.sort_order = SortOrder::Descending;
+    spec.operator = Operator::Best;
+    spec.reset_schedule = "0 * * * *".into();
+    service.create(spec).await.unwrap();
+
+    let resets = Arc::new(Resets::default());
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(service.clone().run_scheduler(resets.clone(), stopped));
+    // Waits (in loop ticks, one a second) until `n` resets fired, then lets
+    // a minute of ticks pass in which no more may fire. Paused time may
+    // run ahead while a store call is on the SQLite threads, hence the wait.
+    let settle = |n: usize| {
+        let resets = resets.clone();
+        async move {
+            for _ in 0..100_000 {
+                if resets.0.lock().unwrap().len() >= n {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            for _ in 0..60 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            assert_eq!(resets.0.lock().unwrap().len(), n);
+        }
+    };
+    settle(0).await;
+    now.store(HOUR0 + 3600 + 1, Ordering::SeqCst);
+    settle(1).await;
+    now.store(HOUR0 + 3600 + 500, Ordering::SeqCst);
+    settle(1).await;
+    now.store(HOUR0 + 7200, Ordering::SeqCst);
+    settle(2).await;
+    // Three hours pass while nothing ticks: the latest reset fires, once.
+    now.store(HOUR0 + 5 * 3600 + 10, Ordering::SeqCst);
+    settle(3).await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    assert_eq!(
+        *resets.0.lock().unwrap(),
+        vec![HOUR0 + 3600, HOUR0 + 7200, HOUR0 + 5 * 3600]
+    );
 }

@@ -1,6 +1,6 @@
-//! The HTTP workloads: `register`, `login`, `rpc`, `storage`, `wallet` and
-//! `social` (its seeding and requests in `social.rs`). Each virtual user owns
-//! one keep-alive connection and keeps one request in flight (a closed loop),
+//! The HTTP workloads: `register`, `login`, `rpc`, `storage`, `wallet`,
+//! `social` (its seeding and requests in `social.rs`) and `leaderboard`.
+//! Each virtual user owns one keep-alive connection and keeps one request in flight (a closed loop),
 //! as Nakama's published Tsung runs do.
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 
 use crate::http::Conn;
-use crate::options::{Options, Workload};
+use crate::options::{LeaderboardOp, Options, Workload};
 use crate::stats::Recorder;
 
 /// Counters the progress line reads while the run goes on.
@@ -149,7 +149,7 @@ async fn virtual_user(
     // Workloads with a session sign in once, outside the measurement.
     let signed_in = matches!(
         opts.workload,
-        Workload::Rpc | Workload::Storage | Workload::Wallet
+        Workload::Rpc | Workload::Storage | Workload::Wallet | Workload::Leaderboard
     );
     let bearer = if signed_in {
         let body = format!(r#"{{"id":"rpc-{tag}-{vu:06}"}}"#);
@@ -187,6 +187,29 @@ async fn virtual_user(
     let mut cursor = String::new();
     let rpc_body = serde_json::to_vec(&payload(opts.payload_size)).unwrap_or_default();
     let user_id = token_user_id(&bearer);
+    // Records around the user's own need one: written before the clock runs.
+    if opts.workload == Workload::Leaderboard && opts.leaderboard_op == LeaderboardOp::Around {
+        let plan = leaderboard_write(opts, vu, u64::MAX, &bearer);
+        match conn
+            .request(plan.method, &plan.path, Some(&plan.auth), &plan.body)
+            .await
+        {
+            Ok(r) if r.status == 200 => {}
+            Ok(r) => {
+                rec.error(
+                    second_of(start),
+                    &format!("first write status {}", r.status),
+                );
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+                return (rec, conn.bytes_in, conn.bytes_out);
+            }
+            Err(e) => {
+                rec.error(second_of(start), &format!("first write {}", e.kind()));
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+                return (rec, conn.bytes_in, conn.bytes_out);
+            }
+        }
+    }
     progress.users.fetch_add(1, Ordering::Relaxed);
     let mut n: u64 = 0;
     let last_second = (opts.duration.as_secs() as usize).saturating_sub(1);
@@ -218,6 +241,24 @@ async fn virtual_user(
                     body: Vec::new(),
                 }
             }
+            Workload::Leaderboard => match opts.leaderboard_op {
+                LeaderboardOp::Write => leaderboard_write(opts, vu, n, &bearer),
+                LeaderboardOp::Top => Plan {
+                    method: "GET",
+                    path: format!("/v2/leaderboard/{}?limit=100", opts.leaderboard_id),
+                    auth: bearer.clone(),
+                    body: Vec::new(),
+                },
+                LeaderboardOp::Around => Plan {
+                    method: "GET",
+                    path: format!(
+                        "/v2/leaderboard/{}/owner/{user_id}?limit=100",
+                        opts.leaderboard_id
+                    ),
+                    auth: bearer.clone(),
+                    body: Vec::new(),
+                },
+            },
             Workload::Wallet => Plan {
                 method: "POST",
                 path: "/v2/rpc/ludus_bench_wallet".into(),
@@ -275,6 +316,22 @@ async fn virtual_user(
         rec.second(s).users += 1;
     }
     (rec, conn.bytes_in, conn.bytes_out)
+}
+
+/// A write of a pseudo-random score in `0..=score_max` (SplitMix64 of the
+/// user and request number: no shared generator, same sequence every run).
+fn leaderboard_write(opts: &Options, vu: usize, n: u64, bearer: &str) -> Plan {
+    let mut x = (vu as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ n;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    let score = x % (opts.score_max + 1);
+    Plan {
+        method: "POST",
+        path: format!("/v2/leaderboard/{}", opts.leaderboard_id),
+        auth: bearer.to_owned(),
+        body: format!(r#"{{"score":"{score}"}}"#).into_bytes(),
+    }
 }
 
 /// The `storage` workload's `n`th request of virtual user `vu`: write its

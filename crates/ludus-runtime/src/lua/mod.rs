@@ -12,6 +12,7 @@ mod matches;
 mod modules;
 mod nk;
 mod nk_codec;
+pub(crate) mod nk_leaderboard;
 mod nk_match;
 mod nk_party;
 mod nk_realtime;

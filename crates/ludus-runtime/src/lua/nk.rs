@@ -14,7 +14,7 @@ use super::shared::LuaShared;
 use super::vm::CallState;
 use super::{nk_codec, nk_match, nk_realtime, nk_server, nk_sql};
 use crate::context::{CallContext, ExecutionMode};
-use crate::cron::Cron;
+use ludus_core::schedule::Schedule;
 
 /// Registry slot holding the `ctx` table of the call in progress.
 pub(super) const CURRENT_CTX: &str = "ludus.current_ctx";
@@ -36,6 +36,7 @@ pub(super) fn install(
     nk_sql::install(lua, shared, &nk)?;
     super::nk_storage::install(lua, shared, &nk)?;
     super::nk_social::install(lua, shared, &nk)?;
+    super::nk_leaderboard::install(lua, shared, &nk)?;
     super::nk_storage_index::install(lua, shared, callbacks, &nk)?;
     super::nk_party::install(lua, shared, &nk)?;
     nk_match::install(lua, shared, &nk)?;
@@ -102,6 +103,27 @@ fn install_registrations(
             Ok(())
         })?,
     )?;
+    for (fn_name, key) in [
+        ("register_leaderboard_reset", "leaderboard_reset"),
+        ("register_tournament_reset", "tournament_reset"),
+        ("register_tournament_end", "tournament_end"),
+    ] {
+        let callbacks = callbacks.clone();
+        nk.set(
+            fn_name,
+            lua.create_function(move |lua, f: Function| {
+                let state = loading_state(lua, fn_name)?;
+                callbacks.raw_set(key, f)?;
+                let mut reg = state.registered.borrow_mut();
+                match key {
+                    "leaderboard_reset" => reg.leaderboard_reset = true,
+                    "tournament_reset" => reg.tournament_reset = true,
+                    _ => reg.tournament_end = true,
+                }
+                Ok(())
+            })?,
+        )?;
+    }
     let shared_ro = shared.clone();
     nk.set(
         "run_once",
@@ -283,12 +305,14 @@ fn install_misc(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<
     nk.set(
         "cron_next",
         lua.create_function(|_, (expr, ts): (String, i64)| {
-            let cron = Cron::parse(&expr).map_err(mlua::Error::runtime)?;
-            let t = Utc
-                .timestamp_opt(ts, 0)
-                .single()
-                .ok_or_else(|| mlua::Error::runtime("cron_next: expects a timestamp in seconds"))?;
-            Ok(cron.next_after(t).map(|n| n.timestamp()))
+            // The same parser as leaderboard schedules: five fields, UTC.
+            let cron = Schedule::parse(&expr).map_err(|e| mlua::Error::runtime(e.message))?;
+            if Utc.timestamp_opt(ts, 0).single().is_none() {
+                return Err(mlua::Error::runtime(
+                    "cron_next: expects a timestamp in seconds",
+                ));
+            }
+            Ok(cron.next_after(ts))
         })?,
     )?;
     let cache = shared.cache.clone();

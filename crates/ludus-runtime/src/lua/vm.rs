@@ -35,6 +35,11 @@ pub(crate) struct Registered {
     pub after: BTreeSet<String>,
     pub matchmaker_matched: bool,
     pub shutdown: bool,
+    /// `register_leaderboard_reset`, `register_tournament_reset`,
+    /// `register_tournament_end`.
+    pub leaderboard_reset: bool,
+    pub tournament_reset: bool,
+    pub tournament_end: bool,
     /// Storage indexes with a filter function.
     pub index_filters: BTreeSet<String>,
 }

@@ -7,5 +7,6 @@ mod loading;
 mod native;
 mod nk;
 mod sandbox;
+mod schedules;
 mod storage;
 mod support;

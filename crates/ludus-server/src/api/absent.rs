@@ -15,8 +15,6 @@ use crate::state::AppState;
 
 const FRIEND_IMPORT: &str =
     "importing facebook or steam friends is not available in this server yet";
-const LEADERBOARDS: &str = "leaderboards are not available in this server yet";
-const TOURNAMENTS: &str = "tournaments are not available in this server yet";
 const EVENTS: &str = "events are not available in this server yet";
 const PURCHASES: &str = "purchase validation is not available in this server yet";
 const SUBSCRIPTIONS: &str = "subscriptions are not available in this server yet";
@@ -67,26 +65,6 @@ pub(super) const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
     // Friends.
     (M::POST, "/v2/friend/facebook", FRIEND_IMPORT),
     (M::POST, "/v2/friend/steam", FRIEND_IMPORT),
-    // Leaderboards and tournaments.
-    (M::GET, "/v2/leaderboard/{leaderboard_id}", LEADERBOARDS),
-    (M::POST, "/v2/leaderboard/{leaderboard_id}", LEADERBOARDS),
-    (M::DELETE, "/v2/leaderboard/{leaderboard_id}", LEADERBOARDS),
-    (
-        M::GET,
-        "/v2/leaderboard/{leaderboard_id}/owner/{owner_id}",
-        LEADERBOARDS,
-    ),
-    (M::GET, "/v2/tournament", TOURNAMENTS),
-    (M::GET, "/v2/tournament/{tournament_id}", TOURNAMENTS),
-    (M::POST, "/v2/tournament/{tournament_id}", TOURNAMENTS),
-    (M::PUT, "/v2/tournament/{tournament_id}", TOURNAMENTS),
-    (M::DELETE, "/v2/tournament/{tournament_id}", TOURNAMENTS),
-    (M::POST, "/v2/tournament/{tournament_id}/join", TOURNAMENTS),
-    (
-        M::GET,
-        "/v2/tournament/{tournament_id}/owner/{owner_id}",
-        TOURNAMENTS,
-    ),
     // Events, purchases and subscriptions.
     (M::POST, "/v2/event", EVENTS),
     (M::POST, "/v2/iap/purchase/apple", PURCHASES),

@@ -76,6 +76,8 @@ pub(super) async fn delete(
     const API: &str = "deleteaccount";
     runtime::before_without_body(&state, API, Some(&caller), client).await?;
     state.accounts.delete_account(caller.user_id).await?;
+    // The store removed the user's leaderboard records with the account.
+    state.leaderboards.forget_owner(caller.user_id);
     runtime::after(
         &state,
         API,

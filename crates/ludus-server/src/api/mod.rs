@@ -9,6 +9,7 @@ mod authenticate;
 mod channel;
 mod friend;
 mod group;
+mod leaderboard;
 mod link;
 mod matches;
 mod matchmaker;
@@ -110,6 +111,32 @@ pub(crate) fn router(state: AppState) -> Router {
         .route(
             "/v2/notification",
             get(notification::list).delete(notification::delete),
+        )
+        .route(
+            "/v2/leaderboard/{leaderboard_id}",
+            get(leaderboard::list_records)
+                .post(leaderboard::write_record)
+                .delete(leaderboard::delete_record),
+        )
+        .route(
+            "/v2/leaderboard/{leaderboard_id}/owner/{owner_id}",
+            get(leaderboard::list_around_owner),
+        )
+        .route("/v2/tournament", get(leaderboard::list_tournaments))
+        .route(
+            "/v2/tournament/{tournament_id}",
+            get(leaderboard::list_tournament_records)
+                .post(leaderboard::write_tournament_record)
+                .put(leaderboard::write_tournament_record)
+                .delete(leaderboard::delete_tournament_record),
+        )
+        .route(
+            "/v2/tournament/{tournament_id}/join",
+            post(leaderboard::join_tournament),
+        )
+        .route(
+            "/v2/tournament/{tournament_id}/owner/{owner_id}",
+            get(leaderboard::list_tournament_around_owner),
         )
         .route("/v2/party", get(party::list))
         .route("/v2/matchmaker/stats", get(matchmaker::stats))

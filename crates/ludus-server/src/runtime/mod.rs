@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ludus_core::accounts::AccountService;
+use ludus_core::leaderboard_service::LeaderboardService;
 use ludus_core::storage_service::StorageService;
 use ludus_realtime::Realtime;
 use ludus_runtime::{LoadError, NativeModule, Runtime, RuntimeSettings, ServerServices};
@@ -153,6 +154,7 @@ pub async fn start(
     accounts: Arc<AccountService>,
     storage: Arc<StorageService>,
     social: Arc<ludus_core::social_service::SocialService>,
+    leaderboards: Arc<LeaderboardService>,
     realtime: Arc<Realtime>,
     native: NativeModule,
 ) -> Result<Runtime, LoadError> {
@@ -180,6 +182,7 @@ pub async fn start(
         accounts,
         storage,
         social,
+        leaderboards,
         realtime,
         Arc::new(http),
         rc.sql_max_rows,

@@ -6,6 +6,7 @@
 
 mod chat;
 mod errors;
+mod leaderboard;
 mod links;
 mod module_sql;
 mod pool;
@@ -24,11 +25,15 @@ use ludus_core::group::{
     Group, GroupFilter, GroupOp, GroupRole, GroupUpdate, GroupUser, RoleBound, RoleChange,
     UserGroup,
 };
+use ludus_core::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutcome};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
 use ludus_core::storage::{ListQuery, ObjectId, StorageObject};
-use ludus_core::store::{SqlRow, SqlValue, Store, StoreError, StoreResult};
+use ludus_core::store::{
+    JoinOutcome, RankedScore, ScheduleKind, SqlRow, SqlValue, Store, StoreError, StoreResult,
+    TournamentJoin,
+};
 use ludus_core::token::TokenKind;
 use ludus_core::wallet::{LedgerBound, LedgerEntry};
 use tokio_postgres::{Config, Row};
@@ -849,6 +854,172 @@ impl Store for PgStore {
         with_retry("group role", || async {
             let conn = self.pool.get().await?;
             social::group_role(&conn.client, group, user).await
+        })
+        .await
+    }
+
+    async fn leaderboard_create(&self, board: &Leaderboard) -> StoreResult<(Leaderboard, bool)> {
+        with_retry("create leaderboard", || async {
+            let conn = self.pool.get().await?;
+            leaderboard::create(&conn.client, board).await
+        })
+        .await
+    }
+
+    async fn leaderboard_delete(&self, id: &str) -> StoreResult<bool> {
+        with_retry("delete leaderboard", || async {
+            let conn = self.pool.get().await?;
+            // Records go with the board (ON DELETE CASCADE).
+            let n = conn
+                .client
+                .execute("DELETE FROM leaderboard WHERE id = $1", &[&id])
+                .await?;
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    async fn leaderboards_load(&self) -> StoreResult<Vec<Leaderboard>> {
+        with_retry("load leaderboards", || async {
+            let conn = self.pool.get().await?;
+            leaderboard::load(&conn.client).await
+        })
+        .await
+    }
+
+    async fn leaderboard_set_ranks(&self, id: &str, enable: bool) -> StoreResult<bool> {
+        with_retry("set leaderboard ranks", || async {
+            let conn = self.pool.get().await?;
+            let n = conn
+                .client
+                .execute(
+                    "UPDATE leaderboard SET enable_ranks = $2 WHERE id = $1",
+                    &[&id, &enable],
+                )
+                .await?;
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    async fn leaderboard_scores(&self, id: &str, expiry: i64) -> StoreResult<Vec<RankedScore>> {
+        with_retry("read leaderboard scores", || async {
+            let conn = self.pool.get().await?;
+            leaderboard::scores(&conn.client, id, expiry).await
+        })
+        .await
+    }
+
+    async fn leaderboard_records_get(
+        &self,
+        id: &str,
+        expiry: i64,
+        owners: &[Uuid],
+    ) -> StoreResult<Vec<LeaderboardRecord>> {
+        with_retry("read leaderboard records", || async {
+            let conn = self.pool.get().await?;
+            leaderboard::records_get(&conn.client, &conn.statements, id, expiry, owners).await
+        })
+        .await
+    }
+
+    async fn leaderboard_record_write(
+        &self,
+        w: &RecordWrite,
+        now: i64,
+    ) -> StoreResult<WriteOutcome> {
+        with_retry("write leaderboard record", || async {
+            let mut conn = self.pool.get().await?;
+            let conn = &mut *conn;
+            let tx = conn.client.transaction().await?;
+            let outcome = leaderboard::write(&tx, &conn.statements, w, now).await?;
+            if matches!(outcome, WriteOutcome::Rejected(_)) {
+                tx.rollback().await?;
+            } else {
+                tx.commit().await?;
+            }
+            Ok(outcome)
+        })
+        .await
+    }
+
+    async fn leaderboard_record_delete(
+        &self,
+        id: &str,
+        owner: Uuid,
+        expiry: i64,
+    ) -> StoreResult<bool> {
+        with_retry("delete leaderboard record", || async {
+            let mut conn = self.pool.get().await?;
+            let tx = conn.client.transaction().await?;
+            let n = tx
+                .execute(
+                    "DELETE FROM leaderboard_record
+                      WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = $3",
+                    &[&id, &expiry, &owner],
+                )
+                .await?;
+            if n == 1 {
+                // A deleted tournament record frees its place in max_size.
+                tx.execute(
+                    "UPDATE leaderboard SET size = size - 1
+                      WHERE id = $1 AND size_expiry = $2 AND size > 0",
+                    &[&id, &expiry],
+                )
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    async fn tournament_join(&self, join: &TournamentJoin, now: i64) -> StoreResult<JoinOutcome> {
+        with_retry("join tournament", || async {
+            let mut conn = self.pool.get().await?;
+            let tx = conn.client.transaction().await?;
+            let outcome = leaderboard::join(&tx, join, now).await?;
+            tx.commit().await?;
+            Ok(outcome)
+        })
+        .await
+    }
+
+    async fn tournament_add_attempt(
+        &self,
+        id: &str,
+        owner: Uuid,
+        expiry: i64,
+        count: i64,
+    ) -> StoreResult<bool> {
+        with_retry("add tournament attempts", || async {
+            let conn = self.pool.get().await?;
+            let n = conn
+                .client
+                .execute(
+                    "UPDATE leaderboard_record SET max_num_score = GREATEST(max_num_score + $4, 1)
+                      WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = $3",
+                    &[&id, &expiry, &owner, &count],
+                )
+                .await?;
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    async fn leaderboard_schedule_fired(
+        &self,
+        id: &str,
+        kind: ScheduleKind,
+        period: i64,
+    ) -> StoreResult<bool> {
+        with_retry("record leaderboard schedule", || async {
+            let conn = self.pool.get().await?;
+            let n = conn
+                .client
+                .execute(leaderboard::schedule_sql(kind), &[&id, &period])
+                .await?;
+            Ok(n == 1)
         })
         .await
     }

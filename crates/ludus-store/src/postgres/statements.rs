@@ -59,6 +59,14 @@ macro_rules! message_columns {
     };
 }
 
+/// The columns of a leaderboard record, in the order `record_from_row` reads them.
+macro_rules! record_columns {
+    () => {
+        "leaderboard_id::text, owner_id, username, score, subscore, num_score, max_num_score, \
+         metadata::text, create_time, update_time, expiry_time"
+    };
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stmt {
     FindByDevice,
@@ -105,11 +113,15 @@ pub(super) enum Stmt {
     GroupUsers,
     UserGroups,
     GroupsList,
+    RecordLock,
+    RecordInsert,
+    RecordUpdate,
+    RecordsGet,
 }
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 44] = [
+    const ALL: [Stmt; 48] = [
         Stmt::FindByDevice,
         Stmt::FindByCustom,
         Stmt::FindByEmail,
@@ -154,6 +166,10 @@ impl Stmt {
         Stmt::GroupUsers,
         Stmt::UserGroups,
         Stmt::GroupsList,
+        Stmt::RecordLock,
+        Stmt::RecordInsert,
+        Stmt::RecordUpdate,
+        Stmt::RecordsGet,
     ];
 
     fn sql(self) -> &'static str {
@@ -409,6 +425,35 @@ impl Stmt {
                     AND ($5::boolean IS NULL OR g.open = $5)
                     AND (g.name, g.id) > ($6, $7)
                   ORDER BY g.name, g.id LIMIT $8"
+            ),
+            Stmt::RecordLock => concat!(
+                "SELECT ",
+                record_columns!(),
+                " FROM leaderboard_record WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = $3 FOR UPDATE"
+            ),
+            // A conflict (a record inserted meanwhile) returns no row: the
+            // caller retries the transaction.
+            Stmt::RecordInsert => concat!(
+                "INSERT INTO leaderboard_record (leaderboard_id, owner_id, expiry_time, username, \
+                 score, subscore, num_score, max_num_score, metadata, create_time, update_time) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 1, $7, COALESCE($8::text::jsonb, '{}'), $9, $9) \
+                 ON CONFLICT DO NOTHING RETURNING ",
+                record_columns!()
+            ),
+            Stmt::RecordUpdate => concat!(
+                "UPDATE leaderboard_record SET score = $4, subscore = $5, num_score = num_score + 1, \
+                 username = COALESCE($6, username), metadata = COALESCE($7::text::jsonb, metadata), \
+                 update_time = $8 WHERE leaderboard_id = $1 AND expiry_time = $2 AND owner_id = $3 RETURNING ",
+                record_columns!()
+            ),
+            // One primary-key look-up per owner, whatever the statistics say:
+            // `owner_id = ANY($3)` on a freshly loaded table (no ANALYZE yet)
+            // was planned as a scan of the whole board, filtered.
+            Stmt::RecordsGet => concat!(
+                "SELECT r.* FROM unnest($3::uuid[]) AS o(id) CROSS JOIN LATERAL (SELECT ",
+                record_columns!(),
+                " FROM leaderboard_record WHERE leaderboard_id = $1 AND expiry_time = $2 \
+                 AND owner_id = o.id LIMIT 1) r"
             ),
             Stmt::LedgerUpdate => concat!(
                 "UPDATE wallet_ledger SET metadata = metadata || $2::text::jsonb, update_time = $3 WHERE id = $1 RETURNING ",

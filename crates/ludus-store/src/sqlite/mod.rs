@@ -5,6 +5,7 @@
 
 mod chat;
 mod connection;
+mod leaderboard;
 mod links;
 mod module_sql;
 mod queries;
@@ -24,11 +25,14 @@ use ludus_core::group::{
     Group, GroupFilter, GroupOp, GroupRole, GroupUpdate, GroupUser, RoleBound, RoleChange,
     UserGroup,
 };
+use ludus_core::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutcome};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
 use ludus_core::storage::{ListQuery, ObjectId, StorageObject};
-use ludus_core::store::{SqlRow, SqlValue, Store, StoreResult};
+use ludus_core::store::{
+    JoinOutcome, RankedScore, ScheduleKind, SqlRow, SqlValue, Store, StoreResult, TournamentJoin,
+};
 use ludus_core::token::TokenKind;
 use ludus_core::wallet::{LedgerBound, LedgerEntry};
 use uuid::Uuid;
@@ -522,6 +526,106 @@ impl Store for SqliteStore {
     async fn group_role(&self, group: Uuid, user: Uuid) -> StoreResult<Option<GroupRole>> {
         self.readers
             .read(move |conn| social::group_role(conn, group, user))
+            .await
+    }
+
+    async fn leaderboard_create(&self, board: &Leaderboard) -> StoreResult<(Leaderboard, bool)> {
+        let board = board.clone();
+        self.writer
+            .write(move |conn| leaderboard::create(conn, &board))
+            .await
+    }
+
+    async fn leaderboard_delete(&self, id: &str) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.writer
+            .write(move |conn| leaderboard::delete(conn, &id))
+            .await
+    }
+
+    async fn leaderboards_load(&self) -> StoreResult<Vec<Leaderboard>> {
+        self.readers.read(leaderboard::load).await
+    }
+
+    async fn leaderboard_set_ranks(&self, id: &str, enable: bool) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.writer
+            .write(move |conn| leaderboard::set_ranks(conn, &id, enable))
+            .await
+    }
+
+    async fn leaderboard_scores(&self, id: &str, expiry: i64) -> StoreResult<Vec<RankedScore>> {
+        let id = id.to_owned();
+        self.readers
+            .read(move |conn| leaderboard::scores(conn, &id, expiry))
+            .await
+    }
+
+    async fn leaderboard_records_get(
+        &self,
+        id: &str,
+        expiry: i64,
+        owners: &[Uuid],
+    ) -> StoreResult<Vec<LeaderboardRecord>> {
+        let id = id.to_owned();
+        let owners = owners.to_vec();
+        self.readers
+            .read(move |conn| leaderboard::records_get(conn, &id, expiry, &owners))
+            .await
+    }
+
+    async fn leaderboard_record_write(
+        &self,
+        w: &RecordWrite,
+        now: i64,
+    ) -> StoreResult<WriteOutcome> {
+        let w = w.clone();
+        self.writer
+            .write(move |conn| leaderboard::write(conn, &w, now))
+            .await
+    }
+
+    async fn leaderboard_record_delete(
+        &self,
+        id: &str,
+        owner: Uuid,
+        expiry: i64,
+    ) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.writer
+            .write(move |conn| leaderboard::delete_record(conn, &id, owner, expiry))
+            .await
+    }
+
+    async fn tournament_join(&self, join: &TournamentJoin, now: i64) -> StoreResult<JoinOutcome> {
+        let join = join.clone();
+        self.writer
+            .write(move |conn| leaderboard::join(conn, &join, now))
+            .await
+    }
+
+    async fn tournament_add_attempt(
+        &self,
+        id: &str,
+        owner: Uuid,
+        expiry: i64,
+        count: i64,
+    ) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.writer
+            .write(move |conn| leaderboard::add_attempt(conn, &id, owner, expiry, count))
+            .await
+    }
+
+    async fn leaderboard_schedule_fired(
+        &self,
+        id: &str,
+        kind: ScheduleKind,
+        period: i64,
+    ) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.writer
+            .write(move |conn| leaderboard::schedule_fired(conn, &id, kind, period))
             .await
     }
 

@@ -6,6 +6,7 @@
 pub(crate) mod accounts;
 pub(crate) mod chat;
 pub(crate) mod identity;
+pub(crate) mod leaderboard;
 pub(crate) mod lifecycle;
 pub(crate) mod links;
 pub(crate) mod module_sql;
@@ -197,6 +198,14 @@ macro_rules! store_test_suite {
             social::group_roles_follow_nakamas_rules,
             social::group_search_filters_and_pages,
             social::concurrent_joins_never_pass_max_count,
+            leaderboard::random_writes_with_every_operator_rank_like_a_sort,
+            leaderboard::operators_combine_scores_as_nakama,
+            leaderboard::concurrent_increments_lose_no_update,
+            leaderboard::bad_input_is_refused_and_writes_nothing,
+            leaderboard::expired_records_leave_the_current_period,
+            leaderboard::tournaments_apply_joins_sizes_and_attempts,
+            leaderboard::schedules_fire_once_per_period_across_restarts,
+            leaderboard::records_go_with_their_user,
         );
     };
     (@cases $backend:ty; $($module:ident :: $case:ident),* $(,)?) => {
