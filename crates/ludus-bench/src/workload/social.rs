@@ -221,7 +221,11 @@ pub async fn seed(opts: &Options) -> Result<Seeded, String> {
     for t in tasks {
         t.await.map_err(|e| e.to_string())??;
     }
-    // The hub accepts every invite, 50 at a time.
+    // The hub accepts every invite, 50 at a time, on a new connection with
+    // a new session: seeding may outlast the server's idle keep-alive and
+    // the token's expiry (Nakama's default is 60 s).
+    let mut conn = Conn::new(opts.target, Some(opts.sources[0]), opts.timeout);
+    let (hub, _) = sign_in(&mut conn, opts, &format!("{}hub", seed.prefix)).await?;
     let invited = std::mem::take(&mut *friends.lock().unwrap_or_else(|e| e.into_inner()));
     for chunk in invited.chunks(50) {
         let ids: Vec<String> = chunk.iter().map(|id| format!("ids={id}")).collect();
@@ -258,7 +262,10 @@ pub async fn seed(opts: &Options) -> Result<Seeded, String> {
     for t in tasks {
         t.await.map_err(|e| e.to_string())??;
     }
-    Ok(seed)
+    // A fresh session for the measured requests, for the same reason.
+    let mut conn = Conn::new(opts.target, Some(opts.sources[0]), opts.timeout);
+    let (hub, _) = sign_in(&mut conn, opts, &format!("{}hub", seed.prefix)).await?;
+    Ok(Seeded { hub, ..seed })
 }
 
 #[cfg(test)]

@@ -462,39 +462,65 @@ fn name_filter(name: Option<&str>) -> (Option<&str>, Option<&str>) {
     }
 }
 
+/// The SQL of a group listing with only the filters given, so the planner
+/// sees a name prefix as a range on the unique name index (a bound parameter
+/// guarded by `? IS NULL OR` hides it, and a search then walks the index
+/// from its first name).
+fn groups_list_sql(f: &GroupFilter) -> (String, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value as V;
+    let mut conds: Vec<&str> = Vec::new();
+    let mut args: Vec<V> = Vec::new();
+    match name_filter(f.name.as_deref()) {
+        (Some(exact), _) => {
+            conds.push("g.name = ?");
+            args.push(V::Text(exact.to_owned()));
+        }
+        (None, Some(prefix)) => {
+            // Every name that starts with the prefix sorts between it and
+            // the prefix followed by the highest code point (BINARY order);
+            // `substr` keeps the match exact.
+            conds.push("g.name >= ? AND g.name < ? AND substr(g.name, 1, length(?)) = ?");
+            args.push(V::Text(prefix.to_owned()));
+            args.push(V::Text(format!("{prefix}\u{10FFFF}")));
+            args.push(V::Text(prefix.to_owned()));
+            args.push(V::Text(prefix.to_owned()));
+        }
+        (None, None) => {}
+    }
+    if let Some(lang) = &f.lang_tag {
+        conds.push("g.lang_tag = ?");
+        args.push(V::Text(lang.clone()));
+    }
+    if let Some(members) = f.members {
+        conds.push("g.edge_count <= ?");
+        args.push(V::Integer(i64::from(members)));
+    }
+    if let Some(open) = f.open {
+        conds.push("g.open = ?");
+        args.push(V::Integer(i64::from(open)));
+    }
+    if let Some((name, id)) = &f.after {
+        conds.push("(g.name, g.id) > (?, ?)");
+        args.push(V::Text(name.clone()));
+        args.push(V::Text(id.to_string()));
+    }
+    let filter = if conds.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", conds.join(" AND "))
+    };
+    args.push(V::Integer(f.limit as i64));
+    (
+        format!("SELECT {GROUP_COLUMNS} FROM groups g {filter} ORDER BY g.name, g.id LIMIT ?"),
+        args,
+    )
+}
+
 pub(super) fn groups_list(conn: &Connection, f: &GroupFilter) -> StoreResult<Vec<Group>> {
-    let sql = format!(
-        "SELECT {GROUP_COLUMNS} FROM groups g
-          WHERE (?1 IS NULL OR g.name = ?1)
-            AND (?2 IS NULL OR (g.name >= ?2 AND substr(g.name, 1, length(?2)) = ?2))
-            AND (?3 IS NULL OR g.lang_tag = ?3)
-            AND (?4 IS NULL OR g.edge_count <= ?4)
-            AND (?5 IS NULL OR g.open = ?5)
-            AND (g.name, g.id) > (?6, ?7)
-          ORDER BY g.name, g.id LIMIT ?8"
-    );
+    let (sql, args) = groups_list_sql(f);
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
-    let (exact, prefix) = name_filter(f.name.as_deref());
-    let (after_name, after_id) = f
-        .after
-        .as_ref()
-        .map_or((String::new(), String::new()), |(n, id)| {
-            (n.clone(), id.to_string())
-        });
     let rows = stmt
-        .query_map(
-            params![
-                exact,
-                prefix,
-                f.lang_tag,
-                f.members,
-                f.open.map(i64::from),
-                after_name,
-                after_id,
-                f.limit as i64
-            ],
-            group_from_row,
-        )
+        .query_map(rusqlite::params_from_iter(args), group_from_row)
         .map_err(map_err)?;
     rows.collect::<Result<_, _>>().map_err(map_err)
 }
