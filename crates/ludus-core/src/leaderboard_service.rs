@@ -201,7 +201,14 @@ pub struct LeaderboardService {
     /// The last period each board's schedule is known to have fired for,
     /// so the loop asks the store only when a new period is due.
     fired: std::sync::Mutex<HashMap<(String, ScheduleKind), i64>>,
+    /// Striped by (board, owner): a record's store change and its rank
+    /// index update happen under one of these, so a write and a delete of
+    /// the same owner reach the index in the order they reached the store.
+    owner_locks: Vec<tokio::sync::Mutex<()>>,
 }
+
+/// Stripes of [`LeaderboardService::owner_locks`].
+const OWNER_LOCK_STRIPES: usize = 256;
 
 fn not_found(tournament: bool) -> ApiError {
     if tournament {
@@ -223,11 +230,24 @@ impl LeaderboardService {
             boards: RwLock::new(HashMap::new()),
             windows: RwLock::new(HashMap::new()),
             fired: std::sync::Mutex::new(HashMap::new()),
+            owner_locks: (0..OWNER_LOCK_STRIPES)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
         }
     }
 
     fn now(&self) -> i64 {
         (self.clock)()
+    }
+
+    /// The lock that orders one owner's record changes on one board.
+    async fn lock_owner(&self, id: &str, owner: Uuid) -> tokio::sync::MutexGuard<'_, ()> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (id, owner).hash(&mut h);
+        self.owner_locks[(h.finish() as usize) % OWNER_LOCK_STRIPES]
+            .lock()
+            .await
     }
 
     /// Loads every board and builds the rank index of each one's current
@@ -552,6 +572,7 @@ impl LeaderboardService {
             tournament: limits,
         };
         let window = self.window(&board, expiry).await?;
+        let _ordered = self.lock_owner(id, owner).await;
         let outcome = self.store.leaderboard_record_write(&w, now).await?;
         let mut record = match outcome {
             WriteOutcome::Written(r) => {
@@ -594,6 +615,7 @@ impl LeaderboardService {
         }
         let (expiry, _) = board.current_expiry(self.now());
         let window = self.window(&board, expiry).await?;
+        let _ordered = self.lock_owner(id, owner).await;
         self.store
             .leaderboard_record_delete(id, owner, expiry)
             .await?;
@@ -862,6 +884,7 @@ impl LeaderboardService {
             max_num_score: board.def.max_num_score,
             max_size: board.def.max_size,
         };
+        let _ordered = self.lock_owner(id, owner).await;
         match self.store.tournament_join(&join, now).await? {
             JoinOutcome::Joined => {
                 if let Some(index) = window.get() {

@@ -104,3 +104,18 @@ pub async fn migrate_status(address: &str, data_dir: &Path) -> Result<MigrationS
         address::Address::Postgres(config) => postgres::migrate_status(&config).await,
     }
 }
+
+/// Deletes the groups whose only superadmin is the user `?1` / `$1`
+/// (before the user goes, as Nakama's account deletion does).
+pub(crate) const ORPHANED_GROUPS_DELETE_SQLITE: &str = "DELETE FROM groups WHERE id IN (
+    SELECT e.group_id FROM group_edge e
+     WHERE e.user_id = ?1 AND e.state = 0
+       AND NOT EXISTS (SELECT 1 FROM group_edge o
+                        WHERE o.group_id = e.group_id AND o.user_id <> ?1 AND o.state = 0))";
+
+/// The PostgreSQL form of [`ORPHANED_GROUPS_DELETE_SQLITE`].
+pub(crate) const ORPHANED_GROUPS_DELETE_POSTGRES: &str = "DELETE FROM groups WHERE id IN (
+    SELECT e.group_id FROM group_edge e
+     WHERE e.user_id = $1 AND e.state = 0
+       AND NOT EXISTS (SELECT 1 FROM group_edge o
+                        WHERE o.group_id = e.group_id AND o.user_id <> $1 AND o.state = 0))";

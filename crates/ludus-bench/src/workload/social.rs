@@ -244,12 +244,19 @@ pub async fn seed(opts: &Options) -> Result<Seeded, String> {
                 Some(opts.sources[w % opts.sources.len()]),
                 opts.timeout,
             );
-            let (bearer, _) =
-                sign_in(&mut conn, &opts, &format!("{}owner{w}", seed.prefix)).await?;
+            let owner = format!("{}owner{w}", seed.prefix);
+            let (mut bearer, _) = sign_in(&mut conn, &opts, &owner).await?;
+            let mut created = 0u64;
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= opts.groups as u64 {
                     return Ok::<(), String>(());
+                }
+                // A new session now and then: sessions expire (Nakama's
+                // and Ludus's default is 60 s) and seeding takes longer.
+                created += 1;
+                if created.is_multiple_of(500) {
+                    bearer = sign_in(&mut conn, &opts, &owner).await?.0;
                 }
                 let body = format!(
                     r#"{{"name":"{}g{i}","description":"ludus bench","lang_tag":"en","open":true}}"#,

@@ -272,12 +272,16 @@ impl Store for PgStore {
 
     async fn delete_user(&self, id: Uuid) -> StoreResult<bool> {
         with_retry("delete user", || async {
-            let conn = self.pool.get().await?;
-            Ok(conn
-                .client
-                .execute(conn.stmt(Stmt::DeleteUser), &[&id])
-                .await?
-                > 0)
+            let mut conn = self.pool.get().await?;
+            let delete_user = conn.stmt(Stmt::DeleteUser).clone();
+            // Groups the user is the only superadmin of go with the user,
+            // as in Nakama; one transaction.
+            let tx = conn.client.transaction().await?;
+            tx.execute(crate::ORPHANED_GROUPS_DELETE_POSTGRES, &[&id])
+                .await?;
+            let deleted = tx.execute(&delete_user, &[&id]).await?;
+            tx.commit().await?;
+            Ok(deleted > 0)
         })
         .await
     }

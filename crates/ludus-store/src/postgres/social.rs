@@ -515,22 +515,43 @@ pub(super) async fn groups_list(conn: &Conn, f: &GroupFilter) -> Result<Vec<Grou
         .after
         .clone()
         .unwrap_or_else(|| (String::new(), Uuid::nil()));
-    let rows = conn
-        .client
-        .query(
-            conn.stmt(Stmt::GroupsList),
-            &[
-                &exact,
-                &prefix,
-                &f.lang_tag,
-                &f.members,
-                &f.open,
-                &after_name,
-                &after_id,
-                &(f.limit as i64),
-            ],
-        )
-        .await?;
+    let rows = match prefix {
+        Some(prefix) => {
+            let upper = format!("{prefix}\u{10FFFF}");
+            conn.client
+                .query(
+                    conn.stmt(Stmt::GroupsByPrefix),
+                    &[
+                        &prefix,
+                        &f.lang_tag,
+                        &f.members,
+                        &f.open,
+                        &after_name,
+                        &after_id,
+                        &(f.limit as i64),
+                        &upper,
+                    ],
+                )
+                .await?
+        }
+        None => {
+            conn.client
+                .query(
+                    conn.stmt(Stmt::GroupsList),
+                    &[
+                        &exact,
+                        &prefix,
+                        &f.lang_tag,
+                        &f.members,
+                        &f.open,
+                        &after_name,
+                        &after_id,
+                        &(f.limit as i64),
+                    ],
+                )
+                .await?
+        }
+    };
     rows.iter().map(group_from_row).collect()
 }
 

@@ -113,6 +113,7 @@ pub(super) enum Stmt {
     GroupUsers,
     UserGroups,
     GroupsList,
+    GroupsByPrefix,
     RecordLock,
     RecordInsert,
     RecordUpdate,
@@ -121,7 +122,7 @@ pub(super) enum Stmt {
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 48] = [
+    const ALL: [Stmt; 49] = [
         Stmt::FindByDevice,
         Stmt::FindByCustom,
         Stmt::FindByEmail,
@@ -166,6 +167,7 @@ impl Stmt {
         Stmt::GroupUsers,
         Stmt::UserGroups,
         Stmt::GroupsList,
+        Stmt::GroupsByPrefix,
         Stmt::RecordLock,
         Stmt::RecordInsert,
         Stmt::RecordUpdate,
@@ -425,6 +427,20 @@ impl Stmt {
                     AND ($5::boolean IS NULL OR g.open = $5)
                     AND (g.name, g.id) > ($6, $7)
                   ORDER BY g.name, g.id LIMIT $8"
+            ),
+            // A name prefix as a plain range on the name index ($2 up to
+            // $2 followed by the highest code point, $8), so no generic
+            // plan can turn it into a walk from the first name.
+            Stmt::GroupsByPrefix => concat!(
+                "SELECT ",
+                group_columns!(),
+                " FROM groups g
+                  WHERE g.name >= $1 AND g.name < $8 AND starts_with(g.name, $1)
+                    AND ($2::text IS NULL OR g.lang_tag = $2)
+                    AND ($3::integer IS NULL OR g.edge_count <= $3)
+                    AND ($4::boolean IS NULL OR g.open = $4)
+                    AND (g.name, g.id) > ($5, $6)
+                  ORDER BY g.name, g.id LIMIT $7"
             ),
             Stmt::RecordLock => concat!(
                 "SELECT ",

@@ -316,6 +316,12 @@ pub(super) fn update_account(
 
 /// Devices go with the user through `ON DELETE CASCADE`.
 pub(super) fn delete_user(conn: &Connection, id: Uuid) -> StoreResult<bool> {
+    // Groups the user is the only superadmin of go with the user, as in
+    // Nakama; the user's other memberships go by cascade. Both in the
+    // writer's savepoint for this write.
+    conn.prepare_cached(crate::ORPHANED_GROUPS_DELETE_SQLITE)
+        .and_then(|mut s| s.execute([IdText::new(id)]))
+        .map_err(map_err)?;
     let mut stmt = conn
         .prepare_cached("DELETE FROM users WHERE id = ?1")
         .map_err(map_err)?;

@@ -554,3 +554,37 @@ pub(crate) async fn records_go_with_their_user<B: Backend>() {
     assert_eq!(list.records[0].rank, 1);
     assert_eq!(list.rank_count, 1);
 }
+
+/// Writes and deletes of the same owners racing: the rank index ends up as
+/// the store does (a write and a delete of one owner reach the index in the
+/// order they reached the store), and so does a fresh index built from it.
+pub(crate) async fn racing_writes_and_deletes_leave_true_ranks<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let (_, lb) = service(&store, JAN1);
+    lb.create(board("race", SortOrder::Descending, Operator::Set))
+        .await
+        .unwrap();
+    let lb = Arc::new(lb);
+    let tasks: Vec<_> = (0..240u128)
+        .map(|i| {
+            let lb = lb.clone();
+            tokio::spawn(async move {
+                let who = owner(i % 6);
+                if i % 3 == 0 {
+                    lb.delete_record(Caller::Server, "race", false, who)
+                        .await
+                        .unwrap();
+                } else {
+                    write(&lb, "race", who, i as i64, 0, None).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_ranks_equal_a_sort(&lb, &store, "race", SortOrder::Descending).await;
+    let (_, fresh) = service(&store, JAN1);
+    fresh.load().await.unwrap();
+    assert_ranks_equal_a_sort(&fresh, &store, "race", SortOrder::Descending).await;
+}

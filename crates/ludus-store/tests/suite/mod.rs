@@ -198,6 +198,7 @@ macro_rules! store_test_suite {
             social::group_roles_follow_nakamas_rules,
             social::group_search_filters_and_pages,
             social::concurrent_joins_never_pass_max_count,
+            social::deleting_a_user_takes_the_groups_only_they_lead,
             leaderboard::random_writes_with_every_operator_rank_like_a_sort,
             leaderboard::operators_combine_scores_as_nakama,
             leaderboard::concurrent_increments_lose_no_update,
@@ -206,6 +207,7 @@ macro_rules! store_test_suite {
             leaderboard::tournaments_apply_joins_sizes_and_attempts,
             leaderboard::schedules_fire_once_per_period_across_restarts,
             leaderboard::records_go_with_their_user,
+            leaderboard::racing_writes_and_deletes_leave_true_ranks,
         );
     };
     (@cases $backend:ty; $($module:ident :: $case:ident),* $(,)?) => {

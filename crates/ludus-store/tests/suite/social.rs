@@ -434,13 +434,14 @@ pub(crate) async fn group_roles_follow_nakamas_rules<B: Backend>() {
     assert_eq!(mine.len(), 1);
     assert_eq!((mine[0].group.id, mine[0].role), (g.id, GroupRole::Admin));
 
-    // A second superadmin lets the first leave; a deleted member leaves the count.
+    // A second superadmin lets the first leave; deleting the one superadmin
+    // left takes the group with it (as Nakama's account deletion does).
     ch(GroupOp::Promote, Some(boss), vec![adm]).await.unwrap();
     ch(GroupOp::Leave, Some(boss), vec![boss]).await.unwrap();
     assert_eq!(role(&store, g.id, boss).await, None);
     assert_eq!(group(&store, g.id).await.edge_count, 1);
     assert!(store.delete_user(adm).await.unwrap());
-    assert_eq!(group(&store, g.id).await.edge_count, 0);
+    assert!(store.groups_get(&[g.id]).await.unwrap().is_empty());
 }
 
 pub(crate) async fn group_search_filters_and_pages<B: Backend>() {
@@ -554,4 +555,48 @@ pub(crate) async fn concurrent_joins_never_pass_max_count<B: Backend>() {
     assert_eq!(stored.edge_count, 50);
     let members = store.group_users(g.id, None, None, 100).await.unwrap();
     assert_eq!(members.len(), 50);
+}
+
+/// As Nakama's account deletion: a group whose only superadmin is the
+/// deleted user goes with them; a group with another superadmin stays, and
+/// every group loses the user from its `edge_count`.
+pub(crate) async fn deleting_a_user_takes_the_groups_only_they_lead<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let (ann, bob) = (user(&store, "ann").await, user(&store, "bob").await);
+    let ch = |id: Uuid, op: GroupOp, caller: Uuid, target: Uuid| {
+        let store = store.clone();
+        async move {
+            store
+                .group_change(id, op, Some(caller), &[target], NOW_US)
+                .await
+                .unwrap()
+        }
+    };
+    let solo = new_group(ann, "Solo", true, 10);
+    store.group_create(&solo).await.unwrap();
+    ch(solo.id, GroupOp::Join, bob, bob).await;
+    let shared = new_group(ann, "Shared", true, 10);
+    store.group_create(&shared).await.unwrap();
+    ch(shared.id, GroupOp::Join, bob, bob).await;
+    // Member to admin, admin to superadmin: one step each.
+    ch(shared.id, GroupOp::Promote, ann, bob).await;
+    ch(shared.id, GroupOp::Promote, ann, bob).await;
+    assert_eq!(
+        role(&store, shared.id, bob).await,
+        Some(GroupRole::Superadmin)
+    );
+    let bobs = new_group(bob, "Bobs", true, 10);
+    store.group_create(&bobs).await.unwrap();
+    ch(bobs.id, GroupOp::Join, ann, ann).await;
+
+    assert!(store.delete_user(ann).await.unwrap());
+    assert!(
+        store.groups_get(&[solo.id]).await.unwrap().is_empty(),
+        "ann was Solo's only superadmin"
+    );
+    assert_eq!(role(&store, solo.id, bob).await, None);
+    let shared_now = group(&store, shared.id).await;
+    assert_eq!(shared_now.edge_count, 1);
+    assert_eq!(role(&store, shared.id, ann).await, None);
+    assert_eq!(group(&store, bobs.id).await.edge_count, 1);
 }
