@@ -426,11 +426,12 @@ impl Stmt {
                     AND ($4::integer IS NULL OR g.edge_count <= $4)
                     AND ($5::boolean IS NULL OR g.open = $5)
                     AND (g.name, g.id) > ($6, $7)
-                  ORDER BY g.name, g.id LIMIT $8"
+                  ORDER BY g.name LIMIT $8"
             ),
-            // A name prefix as a plain range on the name index ($2 up to
-            // $2 followed by the highest code point, $8), so no generic
-            // plan can turn it into a walk from the first name.
+            // A name prefix as a plain range on the unique name index ($1
+            // up to $1 followed by the highest code point, $8), ordered by
+            // the name alone (names are unique), so no plan sorts every
+            // match or walks the index from the first name.
             Stmt::GroupsByPrefix => concat!(
                 "SELECT ",
                 group_columns!(),
@@ -440,7 +441,7 @@ impl Stmt {
                     AND ($3::integer IS NULL OR g.edge_count <= $3)
                     AND ($4::boolean IS NULL OR g.open = $4)
                     AND (g.name, g.id) > ($5, $6)
-                  ORDER BY g.name, g.id LIMIT $7"
+                  ORDER BY g.name LIMIT $7"
             ),
             Stmt::RecordLock => concat!(
                 "SELECT ",

@@ -511,7 +511,7 @@ fn groups_list_sql(f: &GroupFilter) -> (String, Vec<rusqlite::types::Value>) {
     };
     args.push(V::Integer(f.limit as i64));
     (
-        format!("SELECT {GROUP_COLUMNS} FROM groups g {filter} ORDER BY g.name, g.id LIMIT ?"),
+        format!("SELECT {GROUP_COLUMNS} FROM groups g {filter} ORDER BY g.name LIMIT ?"),
         args,
     )
 }
