@@ -534,13 +534,13 @@ pub(super) async fn groups_list(conn: &Conn, f: &GroupFilter) -> Result<Vec<Grou
                 )
                 .await?
         }
+        // An exact name or none: prefixes took the branch above.
         None => {
             conn.client
                 .query(
                     conn.stmt(Stmt::GroupsList),
                     &[
                         &exact,
-                        &prefix,
                         &f.lang_tag,
                         &f.members,
                         &f.open,

@@ -421,12 +421,11 @@ impl Stmt {
                 group_columns!(),
                 " FROM groups g
                   WHERE ($1::text IS NULL OR g.name = $1)
-                    AND ($2::text IS NULL OR (g.name >= $2 AND starts_with(g.name, $2)))
-                    AND ($3::text IS NULL OR g.lang_tag = $3)
-                    AND ($4::integer IS NULL OR g.edge_count <= $4)
-                    AND ($5::boolean IS NULL OR g.open = $5)
-                    AND (g.name, g.id) > ($6, $7)
-                  ORDER BY g.name LIMIT $8"
+                    AND ($2::text IS NULL OR g.lang_tag = $2)
+                    AND ($3::integer IS NULL OR g.edge_count <= $3)
+                    AND ($4::boolean IS NULL OR g.open = $4)
+                    AND (g.name, g.id) > ($5, $6)
+                  ORDER BY g.name LIMIT $7"
             ),
             // A name prefix as a plain range on the unique name index ($1
             // up to $1 followed by the highest code point, $8), ordered by
