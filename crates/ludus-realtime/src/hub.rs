@@ -80,26 +80,20 @@ pub(crate) fn visible(ps: &[Presence]) -> Vec<Presence> {
 impl Hub {
     /// A hub on the in-process bus (one node).
     pub fn new(node: &str, queue_size: usize, single_socket: bool) -> Hub {
-        let sessions = Arc::new(SessionRegistry::new());
-        let bus: Arc<dyn Bus> = Arc::new(LocalBus::new(sessions.clone()));
-        Hub::with_bus(node, queue_size, single_socket, sessions, bus)
+        Hub::with_bus(node, queue_size, single_socket, Arc::new(LocalBus))
     }
 
-    /// A hub on a given bus (cluster use): `sessions` is what the bus
-    /// delivers into on this node.
-    pub fn with_bus(
-        node: &str,
-        queue_size: usize,
-        single_socket: bool,
-        sessions: Arc<SessionRegistry>,
-        bus: Arc<dyn Bus>,
-    ) -> Hub {
+    /// A hub whose presence changes and messages for other nodes go through
+    /// `bus` (a cluster node).
+    pub fn with_bus(node: &str, queue_size: usize, single_socket: bool, bus: Arc<dyn Bus>) -> Hub {
+        let node: Arc<str> = Arc::from(node);
+        let sessions = Arc::new(SessionRegistry::new());
         let tracker = Arc::new(PresenceTracker::new());
         Hub {
-            node: Arc::from(node),
+            router: StreamRouter::new(node.clone(), tracker.clone(), sessions.clone(), bus),
+            node,
             queue_size,
             single_socket,
-            router: StreamRouter::new(tracker.clone(), bus),
             sessions,
             tracker,
         }
@@ -127,7 +121,11 @@ impl Hub {
     /// Registers a new session; with `session.single_socket` the user's
     /// older sessions are told and closed.
     pub(crate) fn add_session(&self, session: SessionHandle) {
+        let (user, id) = (session.user_id(), session.id());
         self.sessions.add(session, self.single_socket);
+        if self.single_socket {
+            self.router.bus().session_added(user, id);
+        }
     }
 
     /// A new session's handle with this node's queue size.
@@ -159,9 +157,14 @@ impl Hub {
         self.sessions.count()
     }
 
-    /// Asks one session to close; false when it is not here.
+    /// Asks one session to close, on whichever node it is; false when it
+    /// is not here (other nodes are asked).
     pub fn disconnect(&self, id: Uuid, reason: CloseReason) -> bool {
-        self.sessions.disconnect(id, reason)
+        let here = self.sessions.disconnect(id, reason);
+        if !here {
+            self.router.bus().disconnect(id, reason);
+        }
+        here
     }
 
     /// Asks every session to close (shutdown).
@@ -175,6 +178,9 @@ impl Hub {
     /// the change to announce.
     pub(crate) fn track(&self, stream: &Stream, presence: Presence) -> Announce {
         let outcome = self.tracker.track(stream, presence.clone());
+        if outcome != TrackOutcome::Unchanged {
+            self.router.bus().tracked(stream, &presence);
+        }
         Announce {
             stream: stream.clone(),
             outcome,
@@ -184,12 +190,18 @@ impl Hub {
 
     /// Takes a session off a stream; the presence it had, to announce.
     pub(crate) fn untrack(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
-        self.tracker.untrack(session, stream)
+        let gone = self.tracker.untrack(session, stream)?;
+        self.router.bus().untracked(stream, session);
+        Some(gone)
     }
 
     /// Takes a session off every stream (it disconnected).
     pub(crate) fn untrack_all(&self, session: Uuid) -> Vec<(Stream, Presence)> {
-        self.tracker.untrack_all(session)
+        let gone = self.tracker.untrack_all(session);
+        for (stream, _) in &gone {
+            self.router.bus().untracked(stream, session);
+        }
+        gone
     }
 
     /// Presences on a stream; hidden ones only when asked.
@@ -228,9 +240,83 @@ impl Hub {
         self.router.send_to_stream(stream, envelope, skip)
     }
 
+    /// Sends a status event about `user` to `followers` here and to its
+    /// followers on other nodes.
+    pub(crate) fn send_to_followers(&self, user: Uuid, followers: &[Uuid], envelope: Envelope) {
+        self.router.send_to_followers(user, followers, envelope)
+    }
+
     /// Sends to each of `sessions`, wherever it is connected.
     pub fn send_to_sessions(&self, sessions: &[Uuid], envelope: Envelope) {
         self.router.send_to_sessions(sessions, envelope)
+    }
+}
+
+/// What the cluster bus does to a hub: another node's presences and
+/// messages, applied here without being sent back out.
+impl Hub {
+    /// Another node's session joined a stream or changed its metadata.
+    pub(crate) fn remote_tracked(&self, stream: &Stream, presence: Presence) {
+        self.tracker.track(stream, presence);
+    }
+
+    /// Another node's session left a stream.
+    pub(crate) fn remote_untracked(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
+        self.tracker.untrack(session, stream)
+    }
+
+    /// Replaces what is known of another node's presences on the streams
+    /// `which` accepts; answers the ones that are gone.
+    pub(crate) fn remote_replace(
+        &self,
+        node: &str,
+        which: impl Fn(&Stream) -> bool,
+        now: Vec<(Stream, Presence)>,
+    ) -> Vec<(Stream, Presence)> {
+        self.tracker.replace_node(node, which, now)
+    }
+
+    /// This node's own presences on the streams `which` accepts (what it
+    /// re-announces after the bus reconnects).
+    pub(crate) fn own_presences(&self, which: impl Fn(&Stream) -> bool) -> Vec<(Stream, Presence)> {
+        self.tracker.of_node(&self.node, which)
+    }
+
+    /// Forgets every presence of a node that is gone; answers them.
+    pub(crate) fn remote_node_gone(&self, node: &str) -> Vec<(Stream, Presence)> {
+        self.tracker.replace_node(node, |_| true, Vec::new())
+    }
+
+    /// A message another node sent for `stream`'s sessions here.
+    pub(crate) fn remote_to_stream(
+        &self,
+        stream: &Stream,
+        skip: Option<Uuid>,
+        message: &Arc<crate::codec::Encoded>,
+    ) {
+        self.router.deliver_stream_here(stream, skip, message)
+    }
+
+    /// A message another node sent for sessions here.
+    pub(crate) fn remote_to_sessions(
+        &self,
+        sessions: &[Uuid],
+        message: &Arc<crate::codec::Encoded>,
+    ) {
+        self.router.deliver_local(sessions, message)
+    }
+
+    /// Another node took a session of `user` under `session.single_socket`:
+    /// the user's sessions here are told and closed.
+    pub(crate) fn remote_session_added(&self, user: Uuid) {
+        if self.single_socket {
+            self.sessions.replace_user(user);
+        }
+    }
+
+    /// Another node asks a session to close (it is not there).
+    pub(crate) fn remote_disconnect(&self, session: Uuid, reason: CloseReason) {
+        self.sessions.disconnect(session, reason);
     }
 }
 

@@ -28,6 +28,7 @@
 
 mod bus;
 pub mod chat;
+pub mod cluster;
 pub mod codec;
 mod error;
 pub mod hooks;
@@ -264,6 +265,18 @@ impl Realtime {
             }
             None => false,
         }
+    }
+
+    /// Presences of another node that is gone (it died or restarted): each
+    /// leaves its stream, told to this node's sessions only (every node
+    /// tells its own), and matches here see their players leave.
+    pub(crate) fn presences_gone(&self, gone: Vec<(Stream, Presence)>) {
+        router::local_only(|| {
+            for (stream, presence) in &gone {
+                self.announce(stream, &[], std::slice::from_ref(presence));
+                self.matches.left(stream, presence);
+            }
+        });
     }
 
     /// Announces a change the hub made, through the stream's feature.

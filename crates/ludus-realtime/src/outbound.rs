@@ -47,7 +47,7 @@ impl CloseReason {
         }
     }
 
-    fn to_u8(self) -> u8 {
+    pub(crate) fn to_u8(self) -> u8 {
         match self {
             CloseReason::QueueFull => 1,
             CloseReason::Replaced => 2,
@@ -57,7 +57,7 @@ impl CloseReason {
         }
     }
 
-    fn from_u8(n: u8) -> Option<CloseReason> {
+    pub(crate) fn from_u8(n: u8) -> Option<CloseReason> {
         match n {
             1 => Some(CloseReason::QueueFull),
             2 => Some(CloseReason::Replaced),

@@ -116,6 +116,19 @@ impl SessionHandle {
     }
 }
 
+/// Tells each replaced session why, then closes it (Nakama's notice -7).
+fn close_replaced(user: Uuid, replaced: &[SessionHandle]) {
+    if replaced.is_empty() {
+        return;
+    }
+    let notice = Encoded::new(single_socket_notice(user));
+    for old in replaced {
+        tracing::info!(session_id = %old.id(), user_id = %user, "closing older socket, session.single_socket is on");
+        let _ = old.send(&notice);
+        old.close(CloseReason::Replaced);
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     sessions: HashMap<Uuid, SessionHandle>,
@@ -161,15 +174,15 @@ impl SessionRegistry {
         inner.sessions.insert(id, session);
         inner.by_user.entry(user).or_default().push(id);
         drop(inner);
-        if !replaced.is_empty() {
-            let notice = Encoded::new(single_socket_notice(user));
-            for old in &replaced {
-                tracing::info!(session_id = %old.id(), user_id = %user, "closing older socket, session.single_socket is on");
-                // Nakama tells the replaced socket why before it closes.
-                let _ = old.send(&notice);
-                old.close(CloseReason::Replaced);
-            }
-        }
+        close_replaced(user, &replaced);
+        replaced
+    }
+
+    /// `session.single_socket` on another node: the user opened a socket
+    /// there, so every session of theirs here is told and closed.
+    pub fn replace_user(&self, user: Uuid) -> Vec<SessionHandle> {
+        let replaced = self.sessions_of(user);
+        close_replaced(user, &replaced);
         replaced
     }
 

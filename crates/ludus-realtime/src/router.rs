@@ -1,8 +1,10 @@
 //! The stream router: sends one message to every presence on a stream, or to
-//! a list of sessions, through the [`Bus`]. The message is wrapped once in an
-//! [`Encoded`], so it is serialized at most once per wire format however many
-//! recipients it has.
+//! a list of sessions: straight into the queues of this node's sessions, and
+//! through the [`Bus`] once per other node that has any. The message is
+//! wrapped once in an [`Encoded`], so it is serialized at most once per wire
+//! format however many recipients it has.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use ludus_proto::realtime::Envelope;
@@ -10,12 +12,33 @@ use uuid::Uuid;
 
 use crate::bus::Bus;
 use crate::codec::Encoded;
+use crate::registry::SessionRegistry;
 use crate::stream::Stream;
 use crate::tracker::PresenceTracker;
 
+thread_local! {
+    /// Set while this thread announces what another node can no longer
+    /// announce itself (it died): every node tells its own sessions only.
+    static LOCAL_ONLY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with deliveries kept to this node's sessions.
+pub(crate) fn local_only<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            LOCAL_ONLY.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(LOCAL_ONLY.with(|c| c.replace(true)));
+    f()
+}
+
 #[derive(Clone)]
 pub(crate) struct StreamRouter {
+    node: Arc<str>,
     tracker: Arc<PresenceTracker>,
+    sessions: Arc<SessionRegistry>,
     bus: Arc<dyn Bus>,
 }
 
@@ -26,25 +49,96 @@ impl std::fmt::Debug for StreamRouter {
 }
 
 impl StreamRouter {
-    pub(crate) fn new(tracker: Arc<PresenceTracker>, bus: Arc<dyn Bus>) -> StreamRouter {
-        StreamRouter { tracker, bus }
+    pub(crate) fn new(
+        node: Arc<str>,
+        tracker: Arc<PresenceTracker>,
+        sessions: Arc<SessionRegistry>,
+        bus: Arc<dyn Bus>,
+    ) -> StreamRouter {
+        StreamRouter {
+            node,
+            tracker,
+            sessions,
+            bus,
+        }
+    }
+
+    pub(crate) fn bus(&self) -> &Arc<dyn Bus> {
+        &self.bus
     }
 
     /// Sends to every presence on `stream` (hidden ones too), except `skip`.
     pub(crate) fn send_to_stream(&self, stream: &Stream, envelope: Envelope, skip: Option<Uuid>) {
-        let mut sessions = self.tracker.session_ids(stream);
-        if let Some(skip) = skip {
-            sessions.retain(|s| *s != skip);
+        let (local, remote) = self.tracker.targets(stream, &self.node, skip);
+        let remote_too = !remote.is_empty() && !LOCAL_ONLY.with(Cell::get);
+        if local.is_empty() && !remote_too {
+            return;
         }
-        self.send_to_sessions(&sessions, envelope);
+        let message = Arc::new(Encoded::new(envelope));
+        self.deliver_local(&local, &message);
+        if remote_too {
+            for node in remote {
+                self.bus.to_stream(&node, stream, skip, &message);
+            }
+        }
     }
 
+    /// Sends to each of `sessions`, wherever it is connected.
     pub(crate) fn send_to_sessions(&self, sessions: &[Uuid], envelope: Envelope) {
         if sessions.is_empty() {
             return;
         }
-        self.bus
-            .deliver(sessions, &Arc::new(Encoded::new(envelope)));
+        let message = Arc::new(Encoded::new(envelope));
+        let mut elsewhere: Vec<(Arc<str>, Vec<Uuid>)> = Vec::new();
+        for id in sessions {
+            if let Some(session) = self.sessions.get(*id) {
+                // A full queue closes that session; the others carry on.
+                let _ = session.send(&message);
+            } else if let Some(node) = self.tracker.node_of(*id) {
+                match elsewhere.iter_mut().find(|(n, _)| *n == node) {
+                    Some((_, ids)) => ids.push(*id),
+                    None => elsewhere.push((node, vec![*id])),
+                }
+            }
+        }
+        if LOCAL_ONLY.with(Cell::get) {
+            return;
+        }
+        for (node, ids) in elsewhere {
+            self.bus.to_sessions(&node, &ids, &message);
+        }
+    }
+
+    /// Sends to `followers` (this node's sessions following `user`) and to
+    /// the followers of `user` on every other node.
+    pub(crate) fn send_to_followers(&self, user: Uuid, followers: &[Uuid], envelope: Envelope) {
+        let message = Arc::new(Encoded::new(envelope));
+        self.deliver_local(followers, &message);
+        if !LOCAL_ONLY.with(Cell::get) {
+            self.bus.to_followers(user, &message);
+        }
+    }
+
+    /// Delivers a message another node sent for `stream` to the sessions on
+    /// it connected here, except `skip`.
+    pub(crate) fn deliver_stream_here(
+        &self,
+        stream: &Stream,
+        skip: Option<Uuid>,
+        message: &Arc<Encoded>,
+    ) {
+        let (local, _) = self.tracker.targets(stream, &self.node, skip);
+        self.deliver_local(&local, message);
+    }
+
+    /// Queues `message` for each of `sessions` connected here.
+    pub(crate) fn deliver_local(&self, sessions: &[Uuid], message: &Arc<Encoded>) {
+        for id in sessions {
+            if let Some(session) = self.sessions.get(*id) {
+                // A full queue closes that session; the others carry on.
+                let _ = session.send(message);
+            }
+        }
     }
 }
 
@@ -94,7 +188,12 @@ mod tests {
     async fn one_encoding_per_format_shared_by_every_recipient() {
         let tracker = Arc::new(PresenceTracker::new());
         let registry = Arc::new(SessionRegistry::new());
-        let router = StreamRouter::new(tracker.clone(), Arc::new(LocalBus::new(registry.clone())));
+        let router = StreamRouter::new(
+            "n".into(),
+            tracker.clone(),
+            registry.clone(),
+            Arc::new(LocalBus),
+        );
         let room = Stream::new(StreamMode::ChatRoom, Uuid::nil(), Uuid::nil(), "r");
         let j1 = join(&tracker, &registry, &room, Format::Json, 4);
         let j2 = join(&tracker, &registry, &room, Format::Json, 4);
@@ -121,7 +220,12 @@ mod tests {
     async fn a_full_queue_closes_only_that_session() {
         let tracker = Arc::new(PresenceTracker::new());
         let registry = Arc::new(SessionRegistry::new());
-        let router = StreamRouter::new(tracker.clone(), Arc::new(LocalBus::new(registry.clone())));
+        let router = StreamRouter::new(
+            "n".into(),
+            tracker.clone(),
+            registry.clone(),
+            Arc::new(LocalBus),
+        );
         let room = Stream::new(StreamMode::ChatRoom, Uuid::nil(), Uuid::nil(), "r");
         let slow = join(&tracker, &registry, &room, Format::Json, 2);
         let fast = join(&tracker, &registry, &room, Format::Json, 64);
@@ -136,7 +240,12 @@ mod tests {
     async fn skip_leaves_out_the_sender() {
         let tracker = Arc::new(PresenceTracker::new());
         let registry = Arc::new(SessionRegistry::new());
-        let router = StreamRouter::new(tracker.clone(), Arc::new(LocalBus::new(registry.clone())));
+        let router = StreamRouter::new(
+            "n".into(),
+            tracker.clone(),
+            registry.clone(),
+            Arc::new(LocalBus),
+        );
         let room = Stream::new(StreamMode::ChatRoom, Uuid::nil(), Uuid::nil(), "r");
         let a = join(&tracker, &registry, &room, Format::Json, 4);
         let b = join(&tracker, &registry, &room, Format::Json, 4);

@@ -256,9 +256,6 @@ impl Status {
             return;
         }
         let followers = self.follows.followers(user);
-        if followers.is_empty() {
-            return;
-        }
         let wire =
             |ps: &[Presence]| -> Vec<UserPresence> { ps.iter().map(|p| p.to_wire(true)).collect() };
         let event = StatusPresenceEvent {
@@ -266,7 +263,14 @@ impl Status {
             leaves: wire(&leaves),
         };
         self.hub
-            .send_to_sessions(&followers, push(Message::StatusPresenceEvent(event)));
+            .send_to_followers(user, &followers, push(Message::StatusPresenceEvent(event)));
+    }
+
+    /// A status event about `user` from another node, for the sessions
+    /// here that follow them.
+    pub(crate) fn deliver_to_followers(&self, user: Uuid, message: &Arc<crate::codec::Encoded>) {
+        let followers = self.follows.followers(user);
+        self.hub.remote_to_sessions(&followers, message);
     }
 }
 

@@ -219,6 +219,86 @@ impl PresenceTracker {
             .collect()
     }
 
+    /// Where a stream's messages go: the sessions on it connected to `node`
+    /// (this one) except `skip`, and the other nodes that have any.
+    pub(crate) fn targets(
+        &self,
+        stream: &Stream,
+        node: &str,
+        skip: Option<Uuid>,
+    ) -> (Vec<Uuid>, Vec<Arc<str>>) {
+        let inner = self.lock();
+        let Some(members) = inner.by_stream.get(stream) else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut local = Vec::with_capacity(members.len());
+        let mut remote: Vec<Arc<str>> = Vec::new();
+        for (session, p) in members {
+            if &*p.node == node {
+                if Some(*session) != skip {
+                    local.push(*session);
+                }
+            } else if Some(*session) != skip && !remote.iter().any(|n| n == &p.node) {
+                remote.push(p.node.clone());
+            }
+        }
+        (local, remote)
+    }
+
+    /// The node a session is connected to, if it is on any stream.
+    pub(crate) fn node_of(&self, session: Uuid) -> Option<Arc<str>> {
+        let inner = self.lock();
+        let stream = inner.by_session.get(&session)?.first()?;
+        Some(inner.by_stream.get(stream)?.get(&session)?.node.clone())
+    }
+
+    /// The presences of `node`'s sessions on the streams `which` accepts.
+    pub(crate) fn of_node(
+        &self,
+        node: &str,
+        which: impl Fn(&Stream) -> bool,
+    ) -> Vec<(Stream, Presence)> {
+        let inner = self.lock();
+        let mut out = Vec::new();
+        for (stream, members) in &inner.by_stream {
+            if !which(stream) {
+                continue;
+            }
+            for p in members.values() {
+                if &*p.node == node {
+                    out.push((stream.clone(), p.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Replaces what is known of `node`'s presences on the streams `which`
+    /// accepts by `now` (a snapshot of another node); answers the ones that
+    /// are gone.
+    pub(crate) fn replace_node(
+        &self,
+        node: &str,
+        which: impl Fn(&Stream) -> bool,
+        now: Vec<(Stream, Presence)>,
+    ) -> Vec<(Stream, Presence)> {
+        let old = self.of_node(node, &which);
+        let keep: std::collections::HashSet<(&Stream, Uuid)> =
+            now.iter().map(|(s, p)| (s, p.session_id)).collect();
+        let mut gone = Vec::new();
+        for (stream, p) in old {
+            if !keep.contains(&(&stream, p.session_id))
+                && let Some(p) = self.untrack(p.session_id, &stream)
+            {
+                gone.push((stream, p));
+            }
+        }
+        for (stream, p) in now {
+            self.track(&stream, p);
+        }
+        gone
+    }
+
     /// Streams one session is on.
     #[cfg(test)]
     pub(crate) fn streams_of(&self, session: Uuid) -> Vec<Stream> {

@@ -56,6 +56,8 @@ pub struct Config {
     pub matchmaker: ludus_realtime::MatchmakerConfig,
     #[serde(rename = "match")]
     pub matches: ludus_realtime::MatchConfig,
+    /// Several nodes on one PostgreSQL with Redis as the bus.
+    pub cluster: ludus_realtime::cluster::ClusterConfig,
     /// Keys of Nakama's that the file or flags set and Ludus ignores, for
     /// [`Config::warn_ignored_keys`].
     #[serde(skip)]
@@ -76,6 +78,7 @@ impl Default for Config {
             party: ludus_realtime::PartySettings::default(),
             matchmaker: ludus_realtime::MatchmakerConfig::default(),
             matches: ludus_realtime::MatchConfig::default(),
+            cluster: ludus_realtime::cluster::ClusterConfig::default(),
             ignored_keys: Vec::new(),
         }
     }
@@ -267,6 +270,17 @@ impl Config {
                 set_key(&mut tree, &defaults, key, &value)?;
             }
         }
+        // `--cluster.redis` repeats: its values add up to one list.
+        let redis: Vec<&str> = flags
+            .iter()
+            .filter(|(k, _)| k == "cluster.redis")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        let joined = [("cluster.redis".to_owned(), redis.join(","))];
+        let flags = flags
+            .iter()
+            .filter(|(k, _)| k != "cluster.redis")
+            .chain(joined.iter().filter(|_| !redis.is_empty()));
         for (key, value) in flags {
             if lookup(&defaults, key).is_none() && crate::nakama_config::is_key(key) {
                 ignored.push(key.clone());
@@ -401,6 +415,15 @@ impl Config {
         }
         if let Err((key, message)) = self.matches.check() {
             return bad(key, message);
+        }
+        if let Err((key, message)) = self.cluster.check() {
+            return bad(key, &message);
+        }
+        if self.cluster.enabled() && self.database.address().is_empty() {
+            return bad(
+                "cluster.redis",
+                "a cluster needs PostgreSQL (database.address): every node must share one database, and SQLite is one node's file",
+            );
         }
         Ok(())
     }
@@ -855,5 +878,44 @@ mod tests {
             parse_flags(&["x".to_string()]),
             Err(ConfigError::BadArgument(_))
         ));
+    }
+
+    #[test]
+    fn cluster_redis_repeats_and_needs_postgres() {
+        let c = Config::load(
+            None,
+            [],
+            &flags(&[
+                ("database.address", "postgres://u@h/db"),
+                ("cluster.redis", "redis://127.0.0.1:1"),
+                ("cluster.redis", "redis://127.0.0.1:2,redis://127.0.0.1:3"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.cluster.redis,
+            [
+                "redis://127.0.0.1:1",
+                "redis://127.0.0.1:2",
+                "redis://127.0.0.1:3"
+            ]
+        );
+        let err = Config::load(
+            None,
+            [],
+            &flags(&[("cluster.redis", "redis://127.0.0.1:1")]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("needs PostgreSQL"), "{err}");
+        let err = Config::load(
+            None,
+            [],
+            &flags(&[
+                ("database.address", "postgres://u@h/db"),
+                ("cluster.redis", "http://x"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("cluster.redis"), "{err}");
     }
 }

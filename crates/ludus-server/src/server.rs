@@ -33,6 +33,8 @@ pub enum StartError {
     StorageIndexes(ludus_core::ApiError),
     #[error("cannot load the leaderboards from the database: {}", .0.message)]
     Leaderboards(ludus_core::ApiError),
+    #[error("cannot join the cluster: {0}")]
+    Cluster(#[from] ludus_realtime::cluster::ClusterError),
 }
 
 /// How long shutdown waits for in-flight requests before closing anyway.
@@ -47,6 +49,8 @@ pub struct RunningServer {
     matchmaker: JoinHandle<()>,
     /// Leaderboard resets and tournament ends; ends when `stop` is sent.
     leaderboard_schedules: JoinHandle<()>,
+    /// This node's links to the cluster bus (`cluster.redis`), if any.
+    cluster: Option<ludus_realtime::cluster::ClusterHandle>,
     state: AppState,
 }
 
@@ -83,10 +87,30 @@ pub async fn start_with(
     // reach the modules through the runtime.
     let accounts = Arc::new(accounts);
     let match_runtime = crate::socket::MatchRuntime::start(config.matches.executor_threads);
-    let realtime = Arc::new(ludus_realtime::Realtime::new(
-        crate::socket::Sockets::realtime_config(&config, &match_runtime),
+    // A cluster node delivers to other nodes through Redis; a single node
+    // keeps everything in process.
+    let realtime_config = crate::socket::Sockets::realtime_config(&config, &match_runtime);
+    let cluster = match config.cluster.enabled() {
+        true => {
+            Some(ludus_realtime::cluster::Cluster::connect(&config.cluster, &config.name).await?)
+        }
+        false => None,
+    };
+    let hub = ludus_realtime::Hub::with_bus(
+        &realtime_config.node,
+        realtime_config.outgoing_queue_size,
+        realtime_config.single_socket,
+        match &cluster {
+            Some(c) => c.bus(),
+            None => Arc::new(ludus_realtime::LocalBus),
+        },
+    );
+    let realtime = Arc::new(ludus_realtime::Realtime::with_hub(
+        realtime_config,
         accounts.store().clone(),
+        Arc::new(hub),
     ));
+    let cluster = cluster.map(|c| c.start(realtime.clone()));
     // Friends and groups for REST and modules; online flags, notifications
     // and group chat through the realtime layer.
     let social = Arc::new(ludus_core::social_service::SocialService::new(
@@ -171,6 +195,7 @@ pub async fn start_with(
         task,
         matchmaker,
         leaderboard_schedules,
+        cluster,
         state,
     })
 }
@@ -207,6 +232,11 @@ impl RunningServer {
             .await;
         // Upgraded sockets outlive their HTTP request: close them explicitly.
         self.state.sockets.close_all(SHUTDOWN_GRACE).await;
+        // Their leaves have been queued for the other nodes: send them, then
+        // give the node's name back.
+        if let Some(cluster) = self.cluster {
+            cluster.leave(Duration::from_secs(2)).await;
+        }
         let mut task = self.task;
         match tokio::time::timeout(SHUTDOWN_GRACE, &mut task).await {
             Ok(Ok(Ok(()))) => {}

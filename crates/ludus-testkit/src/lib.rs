@@ -1,5 +1,5 @@
-//! Helpers for Ludus's integration tests: a real PostgreSQL database per test
-//! and free local ports. Test-only; never a dependency of shipped code.
+//! Helpers for Ludus's integration tests: a real PostgreSQL database per test,
+//! real `redis-server` processes ([`RedisServer`]) and free local ports. Test-only; never a dependency of shipped code.
 //!
 //! [`postgres_database`] returns the URL of a fresh, empty, uniquely named
 //! database. With `LUDUS_TEST_POSTGRES_URL` set (a server URL such as
@@ -11,6 +11,9 @@
 //! call panics and says what is missing.
 
 mod postgres;
+mod redis;
+
+pub use redis::RedisServer;
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU32, Ordering};

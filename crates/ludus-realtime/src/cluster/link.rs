@@ -1,0 +1,338 @@
+//! The links to one Redis shard: the writer (this node's changes and
+//! messages, in order, batched into one MULTI per round trip), the
+//! subscriber (what other nodes say; reconnects with backoff and then has
+//! the writer rewrite this node's presences) and the heartbeat.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt as _;
+use tokio::sync::mpsc;
+
+use super::replica::Input;
+use super::wire::{self, Wire};
+use super::{ALL, ClusterError, Op, PRESENCE, Shard, Shared};
+use crate::Realtime;
+use crate::codec::{self, Encoded, Format};
+use crate::outbound::CloseReason;
+
+/// Most ops sent in one round trip.
+const BATCH: usize = 512;
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Takes the node's name: waits out a dead namesake's lease, refuses a
+/// live one.
+pub(super) async fn take_lease(shared: &Shared) -> Result<(), ClusterError> {
+    let shard = &shared.shards[0];
+    let key = super::lease_key(&shared.node);
+    let deadline = Instant::now() + Duration::from_millis(shared.config.lease_ms * 2);
+    loop {
+        let mut conn = shard.conn().expect("connected in Cluster::connect");
+        let taken: Option<String> = redis::cmd("SET")
+            .arg(&key)
+            .arg(shared.epoch)
+            .arg("NX")
+            .arg("PX")
+            .arg(shared.config.lease_ms)
+            .query_async(&mut conn)
+            .await
+            .map_err(|source| ClusterError::Redis {
+                url: shard.url.clone(),
+                source,
+            })?;
+        if taken.is_some() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(ClusterError::NameTaken(shared.node.to_string()));
+        }
+        tracing::info!(node = %shared.node, "waiting for the lease of a node of the same name to run out");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Removes this node's presences and lease (it is leaving).
+pub(super) async fn release(shared: &Shared) {
+    for shard in &shared.shards {
+        if let Some(mut conn) = shard.conn() {
+            let mut pipe = redis::pipe();
+            pipe.del(super::presence_key(&shared.node)).ignore();
+            if shard.index == 0 {
+                pipe.del(super::lease_key(&shared.node)).ignore();
+            }
+            let _ = tokio::time::timeout(CONNECT_TIMEOUT, pipe.query_async::<()>(&mut conn)).await;
+        }
+    }
+}
+
+async fn connect(shard: &Shard) -> Option<redis::aio::MultiplexedConnection> {
+    match tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        shard.client.get_multiplexed_async_connection(),
+    )
+    .await
+    {
+        Ok(Ok(c)) => Some(c),
+        _ => None,
+    }
+}
+
+/// Sends this node's ops to one shard, in order; a batch that cannot be sent
+/// is dropped and the node's presences are rewritten once it can.
+pub(super) async fn write(
+    shared: Arc<Shared>,
+    index: usize,
+    mut ops: mpsc::Receiver<Op>,
+    realtime: Arc<Realtime>,
+) {
+    let shard = &shared.shards[index];
+    let key = super::presence_key(&shared.node);
+    let mut seq: u64 = 0;
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut warned_at: Option<Instant> = None;
+    while ops.recv_many(&mut batch, BATCH).await > 0 {
+        let mut conn = match shard.conn() {
+            Some(c) => c,
+            None => match connect(shard).await {
+                Some(c) => {
+                    *shard.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.clone());
+                    c
+                }
+                None => {
+                    shard
+                        .dirty
+                        .store(true, std::sync::atomic::Ordering::Release);
+                    batch.clear();
+                    continue;
+                }
+            },
+        };
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        if shard.dirty.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            resync(&shared, index, &realtime, &key, seq, &mut pipe);
+        }
+        for op in batch.drain(..) {
+            match op {
+                Op::Track(stream, presence) => {
+                    seq += 1;
+                    pipe.hset(
+                        &key,
+                        wire::snapshot_field(&stream, presence.session_id).as_ref(),
+                        wire::snapshot_value(&stream, &presence).as_ref(),
+                    )
+                    .ignore();
+                    pipe.hset(&key, "#", format!("{}:{seq}", shared.epoch))
+                        .ignore();
+                    let event = Wire::Track {
+                        node: shared.node.clone(),
+                        epoch: shared.epoch,
+                        seq,
+                        stream,
+                        presence,
+                    };
+                    pipe.publish(PRESENCE, event.encode().as_ref()).ignore();
+                }
+                Op::Untrack(stream, session) => {
+                    seq += 1;
+                    pipe.hdel(&key, wire::snapshot_field(&stream, session).as_ref())
+                        .ignore();
+                    pipe.hset(&key, "#", format!("{}:{seq}", shared.epoch))
+                        .ignore();
+                    let event = Wire::Untrack {
+                        node: shared.node.clone(),
+                        epoch: shared.epoch,
+                        seq,
+                        stream,
+                        session,
+                    };
+                    pipe.publish(PRESENCE, event.encode().as_ref()).ignore();
+                }
+                Op::Publish(channel, payload) => {
+                    pipe.publish(channel, payload.as_ref()).ignore();
+                }
+                Op::Heartbeat => {
+                    pipe.pexpire(&key, shared.config.lease_ms as i64).ignore();
+                    if index == 0 {
+                        pipe.cmd("SET")
+                            .arg(super::lease_key(&shared.node))
+                            .arg(shared.epoch)
+                            .arg("PX")
+                            .arg(shared.config.lease_ms)
+                            .ignore();
+                    }
+                    let hello = Wire::Hello {
+                        node: shared.node.clone(),
+                        epoch: shared.epoch,
+                    };
+                    pipe.publish(ALL, hello.encode().as_ref()).ignore();
+                }
+            }
+        }
+        if let Err(error) = pipe.query_async::<()>(&mut conn).await {
+            *shard.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            shard
+                .dirty
+                .store(true, std::sync::atomic::Ordering::Release);
+            if warned_at.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+                warned_at = Some(Instant::now());
+                tracing::warn!(shard = %shard.url, %error, "cannot write to the cluster bus; local traffic goes on, presences are rewritten on reconnect");
+            }
+        }
+    }
+}
+
+/// Rewrites this node's presences on the shard from its tracker, then says
+/// so, so that the others read them again.
+fn resync(
+    shared: &Shared,
+    index: usize,
+    realtime: &Realtime,
+    key: &str,
+    seq: u64,
+    pipe: &mut redis::Pipeline,
+) {
+    let own = realtime
+        .hub()
+        .own_presences(|s| shared.stream_shard(s) == index);
+    pipe.del(key).ignore();
+    for (stream, p) in &own {
+        pipe.hset(
+            key,
+            wire::snapshot_field(stream, p.session_id).as_ref(),
+            wire::snapshot_value(stream, p).as_ref(),
+        )
+        .ignore();
+    }
+    pipe.hset(key, "#", format!("{}:{seq}", shared.epoch))
+        .ignore();
+    pipe.pexpire(key, shared.config.lease_ms as i64).ignore();
+    let event = Wire::Resync {
+        node: shared.node.clone(),
+        epoch: shared.epoch,
+    };
+    pipe.publish(PRESENCE, event.encode().as_ref()).ignore();
+}
+
+/// Listens to one shard: messages for this node's sessions are delivered
+/// here and now; presence changes and heartbeats go to the replica.
+pub(super) async fn subscribe(
+    shared: Arc<Shared>,
+    index: usize,
+    inputs: mpsc::Sender<Input>,
+    realtime: Arc<Realtime>,
+) {
+    let shard = &shared.shards[index];
+    let own = super::node_channel(&shared.node);
+    let mut backoff = BACKOFF_MIN;
+    let mut was_up = false;
+    loop {
+        let pubsub = async {
+            let mut ps = tokio::time::timeout(CONNECT_TIMEOUT, shard.client.get_async_pubsub())
+                .await
+                .ok()?
+                .ok()?;
+            ps.subscribe(&[PRESENCE, ALL, own.as_str()]).await.ok()?;
+            Some(ps)
+        }
+        .await;
+        if let Some(ps) = pubsub {
+            backoff = BACKOFF_MIN;
+            *shard.up_since.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+            if was_up {
+                // The writer's connection died with the server: a fresh one.
+                *shard.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                tracing::info!(shard = %shard.url, "cluster bus reconnected; re-announcing presences");
+            }
+            was_up = true;
+            // What others said while we were away is read again, and what we
+            // did is written again.
+            shard
+                .dirty
+                .store(true, std::sync::atomic::Ordering::Release);
+            let _ = shard.ops.try_send(Op::Heartbeat);
+            if inputs.send(Input::Connected(index)).await.is_err() {
+                return;
+            }
+            let mut messages = ps.into_on_message();
+            while let Some(msg) = messages.next().await {
+                let Some(w) = Wire::decode(msg.get_payload_bytes()) else {
+                    tracing::warn!(shard = %shard.url, channel = msg.get_channel_name(), "dropping a cluster message that does not parse");
+                    continue;
+                };
+                if let Some(w) = deliver(&shared, &realtime, w)
+                    && inputs.send(Input::Wire(index, w)).await.is_err()
+                {
+                    return;
+                }
+            }
+            *shard.up_since.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            tracing::warn!(shard = %shard.url, "lost the cluster bus; serving local traffic, reconnecting");
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+/// Handles the messages that need no replica state; hands back the rest.
+fn deliver(shared: &Shared, realtime: &Realtime, w: Wire) -> Option<Wire> {
+    let hub = realtime.hub();
+    let decode = |bytes: &[u8]| match codec::decode(Format::Protobuf, bytes) {
+        Ok(envelope) => Some(Arc::new(Encoded::new(envelope))),
+        Err(error) => {
+            tracing::warn!(%error, "dropping a cluster message with a bad envelope");
+            None
+        }
+    };
+    match w {
+        Wire::ToStream {
+            stream,
+            skip,
+            envelope,
+        } => {
+            if let Some(message) = decode(&envelope) {
+                hub.remote_to_stream(&stream, skip, &message);
+            }
+        }
+        Wire::ToSessions { sessions, envelope } => {
+            if let Some(message) = decode(&envelope) {
+                hub.remote_to_sessions(&sessions, &message);
+            }
+        }
+        Wire::ToFollowers {
+            node,
+            user,
+            envelope,
+        } => {
+            if node != shared.node
+                && let Some(message) = decode(&envelope)
+            {
+                realtime.status.deliver_to_followers(user, &message);
+            }
+        }
+        Wire::SessionAdded { node, user, .. } => {
+            if node != shared.node {
+                hub.remote_session_added(user);
+            }
+        }
+        Wire::Disconnect { session, reason } => {
+            if let Some(reason) = CloseReason::from_u8(reason) {
+                hub.remote_disconnect(session, reason);
+            }
+        }
+        other => return Some(other),
+    }
+    None
+}
+
+/// Renews this node's lease and says it is alive, every `heartbeat_ms`.
+pub(super) async fn heartbeat(shared: Arc<Shared>, index: usize) {
+    let mut tick = tokio::time::interval(Duration::from_millis(shared.config.heartbeat_ms));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        shared.shards[index].send(Op::Heartbeat);
+    }
+}

@@ -1,0 +1,455 @@
+//! What nodes say to each other over Redis, in a compact binary form of
+//! their own (little-endian integers, 16-byte ids, length-prefixed text):
+//! presence changes, snapshots, heartbeats, messages for sessions and
+//! session control. A message that does not parse is dropped and logged by
+//! the caller, never applied in part.
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use uuid::Uuid;
+
+use crate::codec::Format;
+use crate::stream::{Stream, StreamMode};
+use crate::tracker::{Presence, PresenceMeta};
+
+/// One message between nodes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Wire {
+    /// A session of `node` joined `stream` or changed its metadata; `seq`
+    /// numbers the node's changes on one shard.
+    Track {
+        node: Arc<str>,
+        epoch: u64,
+        seq: u64,
+        stream: Stream,
+        presence: Presence,
+    },
+    Untrack {
+        node: Arc<str>,
+        epoch: u64,
+        seq: u64,
+        stream: Stream,
+        session: Uuid,
+    },
+    /// `node` rewrote its presences on this shard: read them again.
+    Resync { node: Arc<str>, epoch: u64 },
+    /// `node` is alive.
+    Hello { node: Arc<str>, epoch: u64 },
+    /// An envelope (protobuf) for the sessions on `stream` of the node it
+    /// is sent to.
+    ToStream {
+        stream: Stream,
+        skip: Option<Uuid>,
+        envelope: Bytes,
+    },
+    /// An envelope (protobuf) for sessions of the node it is sent to.
+    ToSessions {
+        sessions: Vec<Uuid>,
+        envelope: Bytes,
+    },
+    /// An envelope (protobuf) for the sessions following `user`.
+    ToFollowers {
+        node: Arc<str>,
+        user: Uuid,
+        envelope: Bytes,
+    },
+    /// `user` opened `session` on `node` (`session.single_socket`).
+    SessionAdded {
+        node: Arc<str>,
+        user: Uuid,
+        session: Uuid,
+    },
+    /// Close `session` wherever it is.
+    Disconnect { session: Uuid, reason: u8 },
+}
+
+const TRACK: u8 = 1;
+const UNTRACK: u8 = 2;
+const RESYNC: u8 = 3;
+const HELLO: u8 = 4;
+const TO_STREAM: u8 = 5;
+const TO_SESSIONS: u8 = 6;
+const SESSION_ADDED: u8 = 7;
+const DISCONNECT: u8 = 8;
+const TO_FOLLOWERS: u8 = 9;
+
+impl Wire {
+    pub(crate) fn encode(&self) -> Bytes {
+        let mut w = BytesMut::with_capacity(128);
+        match self {
+            Wire::Track {
+                node,
+                epoch,
+                seq,
+                stream,
+                presence,
+            } => {
+                w.put_u8(TRACK);
+                put_str(&mut w, node);
+                w.put_u64_le(*epoch);
+                w.put_u64_le(*seq);
+                put_stream(&mut w, stream);
+                put_presence(&mut w, presence);
+            }
+            Wire::Untrack {
+                node,
+                epoch,
+                seq,
+                stream,
+                session,
+            } => {
+                w.put_u8(UNTRACK);
+                put_str(&mut w, node);
+                w.put_u64_le(*epoch);
+                w.put_u64_le(*seq);
+                put_stream(&mut w, stream);
+                put_id(&mut w, *session);
+            }
+            Wire::Resync { node, epoch } | Wire::Hello { node, epoch } => {
+                w.put_u8(if matches!(self, Wire::Resync { .. }) {
+                    RESYNC
+                } else {
+                    HELLO
+                });
+                put_str(&mut w, node);
+                w.put_u64_le(*epoch);
+            }
+            Wire::ToStream {
+                stream,
+                skip,
+                envelope,
+            } => {
+                w.put_u8(TO_STREAM);
+                put_stream(&mut w, stream);
+                put_id(&mut w, skip.unwrap_or(Uuid::nil()));
+                put_bytes(&mut w, envelope);
+            }
+            Wire::ToSessions { sessions, envelope } => {
+                w.put_u8(TO_SESSIONS);
+                w.put_u32_le(sessions.len() as u32);
+                for s in sessions {
+                    put_id(&mut w, *s);
+                }
+                put_bytes(&mut w, envelope);
+            }
+            Wire::ToFollowers {
+                node,
+                user,
+                envelope,
+            } => {
+                w.put_u8(TO_FOLLOWERS);
+                put_str(&mut w, node);
+                put_id(&mut w, *user);
+                put_bytes(&mut w, envelope);
+            }
+            Wire::SessionAdded {
+                node,
+                user,
+                session,
+            } => {
+                w.put_u8(SESSION_ADDED);
+                put_str(&mut w, node);
+                put_id(&mut w, *user);
+                put_id(&mut w, *session);
+            }
+            Wire::Disconnect { session, reason } => {
+                w.put_u8(DISCONNECT);
+                put_id(&mut w, *session);
+                w.put_u8(*reason);
+            }
+        }
+        w.freeze()
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Wire> {
+        let mut r = Reader(bytes);
+        let wire = match r.u8()? {
+            TRACK => Wire::Track {
+                node: r.str()?,
+                epoch: r.u64()?,
+                seq: r.u64()?,
+                stream: r.stream()?,
+                presence: r.presence()?,
+            },
+            UNTRACK => Wire::Untrack {
+                node: r.str()?,
+                epoch: r.u64()?,
+                seq: r.u64()?,
+                stream: r.stream()?,
+                session: r.id()?,
+            },
+            RESYNC => Wire::Resync {
+                node: r.str()?,
+                epoch: r.u64()?,
+            },
+            HELLO => Wire::Hello {
+                node: r.str()?,
+                epoch: r.u64()?,
+            },
+            TO_STREAM => Wire::ToStream {
+                stream: r.stream()?,
+                skip: Some(r.id()?).filter(|id| !id.is_nil()),
+                envelope: Bytes::copy_from_slice(r.bytes()?),
+            },
+            TO_SESSIONS => {
+                let n = r.u32()? as usize;
+                if n > r.0.len() / 16 {
+                    return None;
+                }
+                let mut sessions = Vec::with_capacity(n);
+                for _ in 0..n {
+                    sessions.push(r.id()?);
+                }
+                Wire::ToSessions {
+                    sessions,
+                    envelope: Bytes::copy_from_slice(r.bytes()?),
+                }
+            }
+            TO_FOLLOWERS => Wire::ToFollowers {
+                node: r.str()?,
+                user: r.id()?,
+                envelope: Bytes::copy_from_slice(r.bytes()?),
+            },
+            SESSION_ADDED => Wire::SessionAdded {
+                node: r.str()?,
+                user: r.id()?,
+                session: r.id()?,
+            },
+            DISCONNECT => Wire::Disconnect {
+                session: r.id()?,
+                reason: r.u8()?,
+            },
+            _ => return None,
+        };
+        r.0.is_empty().then_some(wire)
+    }
+}
+
+/// A presence as a node's snapshot hash holds it: the field names the
+/// stream and session, the value is the presence.
+pub(crate) fn snapshot_field(stream: &Stream, session: Uuid) -> Bytes {
+    let mut w = BytesMut::with_capacity(64);
+    put_stream(&mut w, stream);
+    put_id(&mut w, session);
+    w.freeze()
+}
+
+pub(crate) fn snapshot_value(stream: &Stream, presence: &Presence) -> Bytes {
+    let mut w = BytesMut::with_capacity(128);
+    put_stream(&mut w, stream);
+    put_presence(&mut w, presence);
+    w.freeze()
+}
+
+pub(crate) fn parse_snapshot_value(bytes: &[u8]) -> Option<(Stream, Presence)> {
+    let mut r = Reader(bytes);
+    let out = (r.stream()?, r.presence()?);
+    r.0.is_empty().then_some(out)
+}
+
+/// The bytes a stream hashes by to choose its shard.
+pub(crate) fn stream_key(stream: &Stream) -> Bytes {
+    let mut w = BytesMut::with_capacity(40 + stream.label.len());
+    put_stream(&mut w, stream);
+    w.freeze()
+}
+
+fn put_str(w: &mut BytesMut, s: &str) {
+    put_bytes(w, s.as_bytes());
+}
+
+fn put_bytes(w: &mut BytesMut, b: &[u8]) {
+    w.put_u32_le(b.len() as u32);
+    w.put_slice(b);
+}
+
+fn put_id(w: &mut BytesMut, id: Uuid) {
+    w.put_slice(id.as_bytes());
+}
+
+fn put_stream(w: &mut BytesMut, s: &Stream) {
+    w.put_u8(s.mode.as_u8());
+    put_id(w, s.subject);
+    put_id(w, s.subcontext);
+    put_str(w, &s.label);
+}
+
+fn put_presence(w: &mut BytesMut, p: &Presence) {
+    put_id(w, p.user_id);
+    put_id(w, p.session_id);
+    put_str(w, &p.username);
+    put_str(w, &p.node);
+    let flags = u8::from(p.meta.hidden)
+        | (u8::from(p.meta.persistence) << 1)
+        | (u8::from(p.meta.format == Format::Protobuf) << 2);
+    w.put_u8(flags);
+    put_str(w, &p.meta.status);
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn id(&mut self) -> Option<Uuid> {
+        Uuid::from_slice(self.take(16)?).ok()
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
+    fn str(&mut self) -> Option<Arc<str>> {
+        Some(Arc::from(std::str::from_utf8(self.bytes()?).ok()?))
+    }
+
+    fn stream(&mut self) -> Option<Stream> {
+        Some(Stream {
+            mode: StreamMode::from_u8(self.u8()?),
+            subject: self.id()?,
+            subcontext: self.id()?,
+            label: self.str()?,
+        })
+    }
+
+    fn presence(&mut self) -> Option<Presence> {
+        let user_id = self.id()?;
+        let session_id = self.id()?;
+        let username = self.str()?;
+        let node = self.str()?;
+        let flags = self.u8()?;
+        let status = self.str()?;
+        Some(Presence {
+            user_id,
+            session_id,
+            username,
+            node,
+            meta: PresenceMeta {
+                format: if flags & 4 != 0 {
+                    Format::Protobuf
+                } else {
+                    Format::Json
+                },
+                hidden: flags & 1 != 0,
+                persistence: flags & 2 != 0,
+                status,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn presence() -> Presence {
+        let mut p = Presence::new(Uuid::new_v4(), Uuid::new_v4(), "ann".into(), "a".into());
+        p.meta.hidden = true;
+        p.meta.status = "busy".into();
+        p.meta.format = Format::Protobuf;
+        p
+    }
+
+    #[test]
+    fn every_message_round_trips() {
+        let stream = Stream::new(StreamMode::ChatRoom, Uuid::new_v4(), Uuid::nil(), "lobby");
+        let p = presence();
+        let all = [
+            Wire::Track {
+                node: "a".into(),
+                epoch: 7,
+                seq: 9,
+                stream: stream.clone(),
+                presence: p.clone(),
+            },
+            Wire::Untrack {
+                node: "a".into(),
+                epoch: 7,
+                seq: 10,
+                stream: stream.clone(),
+                session: p.session_id,
+            },
+            Wire::Resync {
+                node: "b".into(),
+                epoch: 1,
+            },
+            Wire::Hello {
+                node: "c".into(),
+                epoch: 2,
+            },
+            Wire::ToStream {
+                stream: stream.clone(),
+                skip: Some(p.session_id),
+                envelope: Bytes::from_static(b"\x0a\x01x"),
+            },
+            Wire::ToStream {
+                stream: stream.clone(),
+                skip: None,
+                envelope: Bytes::new(),
+            },
+            Wire::ToSessions {
+                sessions: vec![Uuid::new_v4(), Uuid::new_v4()],
+                envelope: Bytes::from_static(b"abc"),
+            },
+            Wire::SessionAdded {
+                node: "a".into(),
+                user: p.user_id,
+                session: p.session_id,
+            },
+            Wire::ToFollowers {
+                node: "a".into(),
+                user: p.user_id,
+                envelope: Bytes::from_static(b"xyz"),
+            },
+            Wire::Disconnect {
+                session: p.session_id,
+                reason: 19,
+            },
+        ];
+        for w in all {
+            assert_eq!(Wire::decode(&w.encode()), Some(w));
+        }
+        let (s, q) = parse_snapshot_value(&snapshot_value(&stream, &p)).unwrap();
+        assert_eq!((s, q), (stream, p));
+    }
+
+    #[test]
+    fn garbage_and_truncations_are_refused() {
+        assert_eq!(Wire::decode(b""), None);
+        assert_eq!(Wire::decode(b"\x63"), None);
+        let w = Wire::ToSessions {
+            sessions: vec![Uuid::new_v4()],
+            envelope: Bytes::from_static(b"abc"),
+        }
+        .encode();
+        for cut in 0..w.len() {
+            assert_eq!(Wire::decode(&w[..cut]), None, "cut at {cut}");
+        }
+        let mut long = w.to_vec();
+        long.push(0);
+        assert_eq!(Wire::decode(&long), None, "trailing bytes");
+        // A count that claims more sessions than bytes follow.
+        assert_eq!(Wire::decode(b"\x06\xff\xff\xff\x7f"), None);
+    }
+}

@@ -1,0 +1,558 @@
+//! The cluster, end to end: three real `ludus` processes on one PostgreSQL
+//! database with a real `redis-server` as the bus, driven over real HTTP and
+//! WebSockets. Chat rooms, direct messages, status, notifications and
+//! `session.single_socket` across nodes; `kill -9` of a node (its presences
+//! leave within the lease, the others carry on); a Redis restart (service
+//! back within 5 s); and two Redis shards.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt as _, StreamExt as _};
+use ludus_testkit::RedisServer;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+use tokio_tungstenite::tungstenite::Message;
+
+/// The lease the nodes run with: a dead node's presences leave within it
+/// (plus a heartbeat).
+const LEASE_MS: u64 = 3_000;
+
+async fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    auth: &str,
+    body: &Value,
+) -> Option<(u16, Value)> {
+    let mut conn = TcpStream::connect(addr).await.ok()?;
+    let body = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await.ok()?;
+    conn.write_all(body.as_bytes()).await.ok()?;
+    let mut raw = Vec::new();
+    conn.read_to_end(&mut raw).await.ok()?;
+    let text = String::from_utf8(raw).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, serde_json::from_str(body).unwrap_or(Value::Null)))
+}
+
+/// One node: a `ludus serve` process.
+struct Node {
+    child: Child,
+    addr: SocketAddr,
+}
+
+async fn start_node(name: &str, data: &Path, database: &str, redis: &[String]) -> Node {
+    let port = ludus_testkit::free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ludus"));
+    cmd.arg("serve")
+        .args(["--name", name])
+        .arg("--data_dir")
+        .arg(data.join(name))
+        .args(["--socket.port", &port.to_string()])
+        .args(["--database.address", database])
+        .args(["--session.single_socket", "true"])
+        .args(["--cluster.lease_ms", &LEASE_MS.to_string()])
+        .args(["--cluster.heartbeat_ms", "500"])
+        .args(["--logger.level", "warn"])
+        .kill_on_drop(true);
+    for url in redis {
+        cmd.args(["--cluster.redis", url]);
+    }
+    let child = cmd.spawn().expect("ludus binary starts");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Some((200, _)) = request(addr, "GET", "/healthcheck", "", &Value::Null).await {
+            return Node { child, addr };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("node {name} did not answer on {addr} within 30 s");
+}
+
+fn migrate(database: &str) {
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_ludus"))
+        .args(["migrate", "up", "--database.address", database])
+        .status()
+        .unwrap();
+    assert!(status.success(), "migrate up");
+}
+
+/// Signs a new device in on `addr`: (token, user id).
+async fn sign_in(addr: SocketAddr, device: &str) -> (String, String) {
+    let (status, body) = request(
+        addr,
+        "POST",
+        &format!("/v2/account/authenticate/device?create=true&username={device}"),
+        "Basic ZGVmYXVsdGtleTo=",
+        &json!({"id": format!("cluster-test-device-{device}")}),
+    )
+    .await
+    .expect("sign-in answered");
+    assert_eq!(status, 200, "{body}");
+    let token = body["token"].as_str().unwrap().to_owned();
+    let (status, account) = request(
+        addr,
+        "GET",
+        "/v2/account",
+        &format!("Bearer {token}"),
+        &Value::Null,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{account}");
+    (token, account["user"]["id"].as_str().unwrap().to_owned())
+}
+
+type WsStream =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A JSON socket that keeps the pushes it has not been asked about yet.
+struct Ws {
+    ws: WsStream,
+    pending: VecDeque<Value>,
+    cid: u64,
+    closed: bool,
+}
+
+impl Ws {
+    async fn connect(addr: SocketAddr, token: &str) -> Ws {
+        // `status=true`: online to followers and in friend lists, as games connect.
+        let url = format!("ws://{addr}/ws?token={token}&format=json&status=true");
+        let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("ws");
+        Ws {
+            ws,
+            pending: VecDeque::new(),
+            cid: 0,
+            closed: false,
+        }
+    }
+
+    /// The next frame within `within`; `None` on timeout or close.
+    async fn read(&mut self, within: Duration) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let frame = tokio::time::timeout_at(deadline, self.ws.next())
+                .await
+                .ok()?;
+            match frame {
+                Some(Ok(Message::Text(t))) => return Some(serde_json::from_str(&t).unwrap()),
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
+                    self.closed = true;
+                    return None;
+                }
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+
+    /// Sends `body` with a fresh cid and answers its reply.
+    async fn call(&mut self, mut body: Value) -> Value {
+        self.cid += 1;
+        let cid = self.cid.to_string();
+        body["cid"] = json!(cid);
+        self.ws
+            .send(Message::Text(body.to_string().into()))
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let Some(v) = self.read(Duration::from_secs(10)).await else {
+                break;
+            };
+            if v["cid"] == json!(cid) {
+                return v;
+            }
+            self.pending.push_back(v);
+        }
+        panic!("no reply to {body}");
+    }
+
+    /// The first push (kept or new) that `want` accepts, within `within`.
+    async fn wait(&mut self, within: Duration, want: impl Fn(&Value) -> bool) -> Option<Value> {
+        if let Some(i) = self.pending.iter().position(&want) {
+            return self.pending.remove(i);
+        }
+        let deadline = Instant::now() + within;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            let v = self.read(left).await?;
+            if want(&v) {
+                return Some(v);
+            }
+            self.pending.push_back(v);
+        }
+        None
+    }
+
+    async fn expect(
+        &mut self,
+        what: &str,
+        within: Duration,
+        want: impl Fn(&Value) -> bool,
+    ) -> Value {
+        match self.wait(within, want).await {
+            Some(v) => v,
+            None => panic!("no {what} within {within:?}; got {:?}", self.pending),
+        }
+    }
+}
+
+fn has_user(list: &Value, user: &str) -> bool {
+    list.as_array()
+        .is_some_and(|ps| ps.iter().any(|p| p["user_id"] == json!(user)))
+}
+
+fn message_with(content: &'static str) -> impl Fn(&Value) -> bool {
+    move |v: &Value| {
+        v["channel_message"]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains(content))
+    }
+}
+
+async fn join_room(ws: &mut Ws, room: &str) -> Value {
+    let reply = ws
+        .call(json!({"channel_join": {"target": room, "type": 1}}))
+        .await;
+    assert!(reply["channel"]["id"].is_string(), "{reply}");
+    reply["channel"].clone()
+}
+
+async fn say(ws: &mut Ws, channel: &str, text: &str) {
+    let reply = ws
+        .call(json!({"channel_message_send": {"channel_id": channel, "content": json!({"text": text}).to_string()}}))
+        .await;
+    assert!(reply["channel_message_ack"].is_object(), "{reply}");
+}
+
+const SHORT: Duration = Duration::from_secs(5);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_share_presence_messages_and_survive_faults() {
+    let mut redis = RedisServer::start();
+    let urls = vec![redis.url()];
+    let database = ludus_testkit::postgres_database();
+    migrate(&database);
+    let dir = tempfile::tempdir().unwrap();
+    let a = start_node("node-a", dir.path(), &database, &urls).await;
+    let b = start_node("node-b", dir.path(), &database, &urls).await;
+    let mut c = start_node("node-c", dir.path(), &database, &urls).await;
+
+    // A second node of the same name is refused while the first one runs.
+    let dup = std::process::Command::new(env!("CARGO_BIN_EXE_ludus"))
+        .args(["serve", "--name", "node-a", "--logger.level", "error"])
+        .arg("--data_dir")
+        .arg(dir.path().join("dup"))
+        .args(["--socket.port", &ludus_testkit::free_port().to_string()])
+        .args(["--database.address", &database])
+        .args(["--cluster.redis", &urls[0]])
+        .args([
+            "--cluster.lease_ms",
+            "1500",
+            "--cluster.heartbeat_ms",
+            "500",
+        ])
+        .output()
+        .unwrap();
+    assert!(!dup.status.success());
+    let said =
+        String::from_utf8_lossy(&dup.stderr).to_string() + &String::from_utf8_lossy(&dup.stdout);
+    assert!(said.contains("already running"), "{said}");
+
+    let (ta, ua) = sign_in(a.addr, "ann").await;
+    let (tb, ub) = sign_in(b.addr, "bob").await;
+    let (tc, uc) = sign_in(c.addr, "cat").await;
+    let mut wa = Ws::connect(a.addr, &ta).await;
+    let mut wb = Ws::connect(b.addr, &tb).await;
+    let mut wc = Ws::connect(c.addr, &tc).await;
+
+    // --- a chat room across nodes -------------------------------------------
+    let room = join_room(&mut wa, "lobby").await;
+    let channel = room["id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let joined = join_room(&mut wb, "lobby").await;
+    assert!(
+        has_user(&joined["presences"], &ua),
+        "bob's join lists ann: {joined}"
+    );
+    wa.expect("bob's join event on node a", SHORT, |v| {
+        has_user(&v["channel_presence_event"]["joins"], &ub)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let joined = join_room(&mut wc, "lobby").await;
+    assert!(
+        has_user(&joined["presences"], &ua) && has_user(&joined["presences"], &ub),
+        "{joined}"
+    );
+    wa.expect("cat's join on a", SHORT, |v| {
+        has_user(&v["channel_presence_event"]["joins"], &uc)
+    })
+    .await;
+    wb.expect("cat's join on b", SHORT, |v| {
+        has_user(&v["channel_presence_event"]["joins"], &uc)
+    })
+    .await;
+
+    // A message reaches every node exactly once.
+    say(&mut wa, &channel, "hello-from-a").await;
+    for (who, ws) in [("a", &mut wa), ("b", &mut wb), ("c", &mut wc)] {
+        let got = ws
+            .expect(
+                &format!("the message on {who}"),
+                SHORT,
+                message_with("hello-from-a"),
+            )
+            .await;
+        assert_eq!(got["channel_message"]["sender_id"], json!(ua));
+        assert!(
+            ws.wait(Duration::from_millis(400), message_with("hello-from-a"))
+                .await
+                .is_none(),
+            "node {who} delivered the message twice"
+        );
+    }
+
+    // --- a direct conversation, started on b with a user on c ---------------
+    let dm = wb
+        .call(json!({"channel_join": {"target": uc, "type": 2}}))
+        .await;
+    let dm_id = dm["channel"]["id"].as_str().expect("dm channel").to_owned();
+    let dm_c = wc
+        .call(json!({"channel_join": {"target": ub, "type": 2}}))
+        .await;
+    assert_eq!(dm_c["channel"]["id"], json!(dm_id));
+    assert!(has_user(&dm_c["channel"]["presences"], &ub), "{dm_c}");
+    say(&mut wb, &dm_id, "psst-from-b").await;
+    wc.expect(
+        "the direct message on c",
+        SHORT,
+        message_with("psst-from-b"),
+    )
+    .await;
+    assert!(
+        wa.wait(Duration::from_millis(300), message_with("psst-from-b"))
+            .await
+            .is_none()
+    );
+
+    // --- status across nodes --------------------------------------------------
+    let follow = wb.call(json!({"status_follow": {"user_ids": [ua]}})).await;
+    assert!(follow["status"].is_object(), "{follow}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    wa.call(json!({"status_update": {"status": "raiding"}}))
+        .await;
+    let ev = wb
+        .expect("ann's status on b", SHORT, |v| {
+            v["status_presence_event"]["joins"]
+                .as_array()
+                .is_some_and(|j| j.iter().any(|p| p["status"] == json!("raiding")))
+        })
+        .await;
+    assert!(has_user(&ev["status_presence_event"]["joins"], &ua));
+    // Online is cluster-wide: bob sees cat (on node c) online.
+    let (status, friends) = request(
+        b.addr,
+        "POST",
+        &format!("/v2/friend?ids={uc}"),
+        &format!("Bearer {tb}"),
+        &Value::Null,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{friends}");
+
+    // --- notifications reach the user wherever connected ---------------------
+    wc.expect("bob's friend request on c", SHORT, |v| {
+        v["notifications"]["notifications"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n["sender_id"] == json!(ub)))
+    })
+    .await;
+    let (_, list) = request(
+        b.addr,
+        "GET",
+        "/v2/friend",
+        &format!("Bearer {tb}"),
+        &Value::Null,
+    )
+    .await
+    .unwrap();
+    let cat = list["friends"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["user"]["id"] == json!(uc)))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(
+        cat["user"]["online"],
+        json!(true),
+        "online on another node: {cat}"
+    );
+
+    // --- single_socket: ann's new socket on b closes her socket on a ---------
+    let (ta2, _) = sign_in(b.addr, "ann").await;
+    let mut wa2 = Ws::connect(b.addr, &ta2).await;
+    wa.expect("the single_socket notice on a", SHORT, |v| {
+        v["notifications"]["notifications"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n["code"] == json!(-7)))
+    })
+    .await;
+    let deadline = Instant::now() + SHORT;
+    while !wa.closed && Instant::now() < deadline {
+        wa.read(Duration::from_millis(200)).await;
+    }
+    assert!(wa.closed, "ann's older socket on node a was closed");
+    // Her leave reaches the room on the other nodes.
+    wc.expect("ann's leave on c", SHORT, |v| {
+        has_user(&v["channel_presence_event"]["leaves"], &ua)
+    })
+    .await;
+    let rejoined = join_room(&mut wa2, "lobby").await;
+    assert!(has_user(&rejoined["presences"], &uc));
+
+    // --- kill -9 of node c: cat leaves everywhere within the lease ----------
+    c.child.start_kill().unwrap();
+    c.child.wait().await.unwrap();
+    let killed = Instant::now();
+    wb.expect(
+        "cat's leave on b after node c died",
+        Duration::from_millis(LEASE_MS + 7_000),
+        |v| has_user(&v["channel_presence_event"]["leaves"], &uc),
+    )
+    .await;
+    assert!(
+        killed.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        killed.elapsed()
+    );
+    wa2.expect("cat's leave on b (ann)", SHORT, |v| {
+        has_user(&v["channel_presence_event"]["leaves"], &uc)
+    })
+    .await;
+    // The others carry on.
+    say(&mut wa2, &channel, "still-here").await;
+    wb.expect(
+        "a message after the kill",
+        SHORT,
+        message_with("still-here"),
+    )
+    .await;
+    // Cat reconnects to another node and carries on.
+    let mut wc2 = Ws::connect(a.addr, &tc).await;
+    let back = join_room(&mut wc2, "lobby").await;
+    assert!(has_user(&back["presences"], &ub), "{back}");
+
+    // --- Redis restarts: the service is back within 5 s ----------------------
+    redis.restart();
+    let restarted = Instant::now();
+    let mut recovered = false;
+    let mut n = 0;
+    while restarted.elapsed() < Duration::from_secs(5) {
+        n += 1;
+        let text = format!("after-restart-{n}");
+        say(&mut wc2, &channel, &text).await;
+        let got = wb
+            .wait(Duration::from_millis(250), |v| {
+                v["channel_message"]["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("after-restart-"))
+            })
+            .await;
+        if got.is_some() {
+            recovered = true;
+            break;
+        }
+    }
+    assert!(
+        recovered,
+        "no message crossed nodes within 5 s of the Redis restart"
+    );
+    // Presences were announced again: a newcomer on b sees cat (on a).
+    let (td, _) = sign_in(b.addr, "dan").await;
+    let mut wd = Ws::connect(b.addr, &td).await;
+    let deadline = Instant::now() + SHORT;
+    loop {
+        let j = join_room(&mut wd, "lobby").await;
+        if has_user(&j["presences"], &uc) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "presences not re-announced after the restart: {j}"
+        );
+        wd.call(json!({"channel_leave": {"channel_id": channel}}))
+            .await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop((a, b));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_redis_shards_carry_every_room() {
+    let r1 = RedisServer::start();
+    let r2 = RedisServer::start();
+    let urls = vec![r1.url(), r2.url()];
+    let database = ludus_testkit::postgres_database();
+    migrate(&database);
+    let dir = tempfile::tempdir().unwrap();
+    let a = start_node("shard-a", dir.path(), &database, &urls).await;
+    let b = start_node("shard-b", dir.path(), &database, &urls).await;
+    let (ta, _) = sign_in(a.addr, "sa").await;
+    let (tb, ub) = sign_in(b.addr, "sb").await;
+    let mut wa = Ws::connect(a.addr, &ta).await;
+    let mut wb = Ws::connect(b.addr, &tb).await;
+    let mut channels = Vec::new();
+    for i in 0..12 {
+        join_room(&mut wb, &format!("room-{i}")).await;
+    }
+    // Presences cross nodes asynchronously: give them a moment.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for i in 0..12 {
+        channels.push(join_room(&mut wa, &format!("room-{i}")).await);
+    }
+    // Each room's presences live on its shard; both shards are used.
+    let mut per_shard = [0usize; 2];
+    for (i, url) in urls.iter().enumerate() {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-u", url, "HLEN", "ludus:p:shard-b"])
+            .output();
+        if let Ok(out) = out {
+            per_shard[i] = String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse()
+                .unwrap_or(0);
+        }
+    }
+    assert!(
+        per_shard.iter().all(|n| *n > 1),
+        "both shards hold presences: {per_shard:?}"
+    );
+    for (i, ch) in channels.iter().enumerate() {
+        assert!(has_user(&ch["presences"], &ub), "room {i} lists bob: {ch}");
+        let id = ch["id"].as_str().unwrap();
+        let text = format!("shard-msg-{i}-");
+        say(&mut wa, id, &text).await;
+        let got = wb
+            .wait(SHORT, |v| {
+                v["channel_message"]["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains(&text))
+            })
+            .await;
+        assert!(got.is_some(), "room {i}'s message crossed");
+    }
+}
