@@ -7,11 +7,17 @@
 //! single node runs on [`LocalBus`], which has no one to tell; a cluster
 //! runs on the Redis bus of [`crate::cluster`].
 
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use uuid::Uuid;
 
 use crate::codec::Encoded;
+use crate::error::{RtCode, RtError};
+use crate::matches::MatchMessage;
 use crate::outbound::CloseReason;
 use crate::stream::Stream;
 use crate::tracker::Presence;
@@ -36,6 +42,50 @@ pub trait Bus: Send + Sync + 'static {
     fn session_added(&self, user: Uuid, session: Uuid);
     /// Asks whichever node holds `session` to close it.
     fn disconnect(&self, session: Uuid, reason: CloseReason);
+    /// Asks `node` (which owns what the call names) and waits at most
+    /// `timeout` for its answer.
+    fn call(&self, node: &str, call: NodeCall, timeout: Duration) -> ReplyFuture;
+    /// Tells `node` something that needs no answer.
+    fn cast(&self, node: &str, cast: NodeCast);
+}
+
+/// An answer from another node: a text and a flag, or an error to pass on.
+pub type NodeReply = Result<(String, bool), RtError>;
+
+/// The answer of [`Bus::call`].
+pub type ReplyFuture = Pin<Box<dyn Future<Output = NodeReply> + Send>>;
+
+/// A question for the node that owns a match.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeCall {
+    /// A session elsewhere asks to join: `Ok((label, new))`.
+    MatchJoin {
+        match_id: Uuid,
+        presence: crate::tracker::Presence,
+        metadata: BTreeMap<String, String>,
+    },
+    /// `nk.match_signal` from elsewhere: `Ok((result, _))`.
+    MatchSignal { match_id: Uuid, data: String },
+}
+
+/// A notice for another node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeCast {
+    /// Data a player elsewhere sent to a match of the node.
+    MatchData {
+        match_id: Uuid,
+        message: MatchMessage,
+    },
+    /// Take one of your sessions off a stream, without announcing it (the
+    /// match that kicked it announced it).
+    Untrack { session: Uuid, stream: Stream },
+}
+
+fn not_in_cluster(node: &str) -> RtError {
+    RtError::new(
+        RtCode::MatchNotFound,
+        format!("node {node} is not in this cluster"),
+    )
 }
 
 /// The single-node bus: nothing leaves the node.
@@ -50,4 +100,9 @@ impl Bus for LocalBus {
     fn to_followers(&self, _: Uuid, _: &Arc<Encoded>) {}
     fn session_added(&self, _: Uuid, _: Uuid) {}
     fn disconnect(&self, _: Uuid, _: CloseReason) {}
+    fn call(&self, node: &str, _: NodeCall, _: Duration) -> ReplyFuture {
+        let error = not_in_cluster(node);
+        Box::pin(async move { Err(error) })
+    }
+    fn cast(&self, _: &str, _: NodeCast) {}
 }

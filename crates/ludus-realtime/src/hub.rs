@@ -195,6 +195,39 @@ impl Hub {
         Some(gone)
     }
 
+    /// Takes a session off a stream wherever it is connected (a match that
+    /// kicks or ends): here at once; on another node by asking that node,
+    /// quietly, while the presence it had is answered now.
+    pub(crate) fn untrack_anywhere(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
+        let p = self.tracker.get(session, stream)?;
+        if *p.node == *self.node {
+            return self.untrack(session, stream);
+        }
+        self.router.bus().cast(
+            &p.node,
+            crate::bus::NodeCast::Untrack {
+                session,
+                stream: stream.clone(),
+            },
+        );
+        Some(p)
+    }
+
+    /// Asks another node and waits for its answer.
+    pub(crate) async fn call_node(
+        &self,
+        node: &str,
+        call: crate::bus::NodeCall,
+        timeout: std::time::Duration,
+    ) -> crate::bus::NodeReply {
+        self.router.bus().call(node, call, timeout).await
+    }
+
+    /// Tells another node something.
+    pub(crate) fn cast_node(&self, node: &str, cast: crate::bus::NodeCast) {
+        self.router.bus().cast(node, cast)
+    }
+
     /// Takes a session off every stream (it disconnected).
     pub(crate) fn untrack_all(&self, session: Uuid) -> Vec<(Stream, Presence)> {
         let gone = self.tracker.untrack_all(session);
@@ -256,8 +289,9 @@ impl Hub {
 /// messages, applied here without being sent back out.
 impl Hub {
     /// Another node's session joined a stream or changed its metadata.
-    pub(crate) fn remote_tracked(&self, stream: &Stream, presence: Presence) {
-        self.tracker.track(stream, presence);
+    /// Answers whether it is new on the stream.
+    pub(crate) fn remote_tracked(&self, stream: &Stream, presence: Presence) -> bool {
+        self.tracker.track(stream, presence) == TrackOutcome::Joined
     }
 
     /// Another node's session left a stream.

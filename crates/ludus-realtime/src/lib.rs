@@ -56,7 +56,7 @@ use std::sync::Arc;
 use ludus_core::Store;
 use uuid::Uuid;
 
-pub use bus::{Bus, LocalBus};
+pub use bus::{Bus, LocalBus, NodeCall, NodeCast, NodeReply, ReplyFuture};
 pub use chat::Chat;
 pub use codec::{Encoded, Format};
 pub use error::{RtCode, RtError};
@@ -265,6 +265,46 @@ impl Realtime {
             }
             None => false,
         }
+    }
+
+    /// Answers another node's question (it names something this node owns).
+    pub(crate) async fn serve_call(&self, call: bus::NodeCall) -> bus::NodeReply {
+        match call {
+            bus::NodeCall::MatchJoin {
+                match_id,
+                presence,
+                metadata,
+            } => self.matches.join_from(match_id, presence, metadata).await,
+            bus::NodeCall::MatchSignal { match_id, data } => {
+                let id = format!("{match_id}.{}", self.hub.node());
+                self.matches.signal(&id, data).await.map(|r| (r, false))
+            }
+        }
+    }
+
+    /// Acts on another node's notice.
+    pub(crate) fn serve_cast(&self, cast: bus::NodeCast) {
+        match cast {
+            bus::NodeCast::MatchData { match_id, message } => {
+                self.matches.data_from(match_id, message)
+            }
+            bus::NodeCast::Untrack { session, stream } => {
+                // Quietly: whoever asked has announced it.
+                let _ = self.hub.untrack(session, &stream);
+            }
+        }
+    }
+
+    /// A session of another node joined a stream (the replica applied it):
+    /// a match of this node takes its player.
+    pub(crate) fn remote_joined(&self, stream: &Stream, presence: &Presence) {
+        self.matches.remote_joined(stream, presence);
+    }
+
+    /// A session of another node left a stream (the replica applied it):
+    /// a match of this node sees its player leave.
+    pub(crate) fn remote_left(&self, stream: &Stream, presence: &Presence) {
+        self.matches.left(stream, presence);
     }
 
     /// Presences of another node that is gone (it died or restarted): each

@@ -68,6 +68,11 @@ async fn start_node(name: &str, data: &Path, database: &str, redis: &[String]) -
         .args(["--cluster.lease_ms", &LEASE_MS.to_string()])
         .args(["--cluster.heartbeat_ms", "500"])
         .args(["--logger.level", "warn"])
+        .arg("--runtime.path")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../ludus-server/tests/lua_match"
+        ))
         .kill_on_drop(true);
     for url in redis {
         cmd.args(["--cluster.redis", url]);
@@ -158,6 +163,14 @@ impl Ws {
                 Some(Ok(_)) => {}
             }
         }
+    }
+
+    /// Sends `body` with no cid (what expects no reply, as match data).
+    async fn send(&mut self, body: Value) {
+        self.ws
+            .send(Message::Text(body.to_string().into()))
+            .await
+            .unwrap();
     }
 
     /// Sends `body` with a fresh cid and answers its reply.
@@ -555,4 +568,202 @@ async fn two_redis_shards_carry_every_room() {
             .await;
         assert!(got.is_some(), "room {i}'s message crossed");
     }
+}
+
+/// `POST /v2/rpc/{id}`; the payload it answers.
+async fn rpc(addr: SocketAddr, token: &str, id: &str, body: Value) -> String {
+    // The body is the payload as a JSON string, as Nakama's clients send it.
+    let payload = match body {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    let (status, reply) = request(
+        addr,
+        "POST",
+        &format!("/v2/rpc/{id}"),
+        &format!("Bearer {token}"),
+        &json!(payload),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "rpc {id}: {reply}");
+    reply["payload"].as_str().unwrap_or_default().to_owned()
+}
+
+fn match_data(op: i64) -> impl Fn(&Value) -> bool {
+    move |v: &Value| {
+        v["match_data"]["op_code"].as_str() == Some(op.to_string().as_str())
+            || v["match_data"]["op_code"] == json!(op)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matches_span_nodes() {
+    let redis = RedisServer::start();
+    let urls = vec![redis.url()];
+    let database = ludus_testkit::postgres_database();
+    migrate(&database);
+    let dir = tempfile::tempdir().unwrap();
+    let a = start_node("m-a", dir.path(), &database, &urls).await;
+    let b = start_node("m-b", dir.path(), &database, &urls).await;
+    let c = start_node("m-c", dir.path(), &database, &urls).await;
+    let (ta, _) = sign_in(a.addr, "ma").await;
+    let (tb, ub) = sign_in(b.addr, "mb").await;
+    let (tc, uc) = sign_in(c.addr, "mc").await;
+
+    // --- an authoritative match on node a, played from b and c ---------------
+    let match_id = rpc(
+        a.addr,
+        &ta,
+        "create_match",
+        json!({"params": {"mode": "duel"}}),
+    )
+    .await;
+    assert!(match_id.ends_with(".m-a"), "{match_id}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Listed on every node, label and all.
+    let (status, list) = request(
+        b.addr,
+        "GET",
+        "/v2/match?limit=10&authoritative=true&query=%2Blabel.mode%3Aduel",
+        &format!("Bearer {tb}"),
+        &Value::Null,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{list}");
+    let listed = list["matches"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["match_id"] == json!(match_id)))
+        .unwrap_or_else(|| panic!("node b lists node a's match: {list}"));
+    assert!(
+        listed["label"].as_str().unwrap().contains("duel"),
+        "{listed}"
+    );
+    assert_eq!(listed["handler_name"], json!("match_test"));
+
+    let mut wb = Ws::connect(b.addr, &tb).await;
+    let mut wc = Ws::connect(c.addr, &tc).await;
+    let joined = wb.call(json!({"match_join": {"match_id": match_id}})).await;
+    assert_eq!(joined["match"]["match_id"], json!(match_id), "{joined}");
+    assert!(joined["match"]["label"].as_str().unwrap().contains("duel"));
+    // The match's own broadcast on join (op 100) reaches the player on b.
+    wb.expect("the match's join broadcast on b", SHORT, match_data(100))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let joined = wc.call(json!({"match_join": {"match_id": match_id}})).await;
+    assert!(
+        has_user(&joined["match"]["presences"], &ub),
+        "c's join lists b's player: {joined}"
+    );
+    wb.expect("c's join event on b", SHORT, |v| {
+        has_user(&v["match_presence_event"]["joins"], &uc)
+    })
+    .await;
+    // A rejected join comes back from node a with the match's reason.
+    let (td, _) = sign_in(c.addr, "md").await;
+    let mut wd = Ws::connect(c.addr, &td).await;
+    let refused = wd
+        .call(json!({"match_join": {"match_id": match_id, "metadata": {"password": "wrong"}}}))
+        .await;
+    assert_eq!(refused["error"]["code"], json!(5), "{refused}");
+    assert_eq!(refused["error"]["message"], json!("bad password"));
+
+    // Op 1 echoes to the sender only; op 2 goes to everyone, from the sender.
+    wb.send(json!({"match_data_send": {"match_id": match_id, "op_code": 1, "data": "ZWNobw=="}}))
+        .await;
+    let echo = wb.expect("the echo on b", SHORT, match_data(1)).await;
+    assert_eq!(echo["match_data"]["data"], json!("ZWNobw=="));
+    wc.send(json!({"match_data_send": {"match_id": match_id, "op_code": 2, "data": "YWxs"}}))
+        .await;
+    let got = wb.expect("c's broadcast on b", SHORT, match_data(2)).await;
+    assert_eq!(
+        got["match_data"]["presence"]["user_id"],
+        json!(uc),
+        "sent as c's player: {got}"
+    );
+    wc.expect("c's broadcast on c", SHORT, match_data(2)).await;
+
+    // The listing's size counts players of every node.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let got = rpc(c.addr, &tc, "get_match", json!(match_id)).await;
+    let got: Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(got["size"], json!(2), "{got}");
+    // nk.match_signal from node b reaches the match on node a.
+    let signalled = rpc(
+        b.addr,
+        &tb,
+        "signal_match",
+        json!({"match_id": match_id, "data": "ping"}),
+    )
+    .await;
+    assert_eq!(signalled, "signal ping players 2");
+
+    // Op 4: the match kicks its sender (on c); everyone sees the leave.
+    wc.send(json!({"match_data_send": {"match_id": match_id, "op_code": 4}}))
+        .await;
+    wb.expect("c's kick on b", SHORT, |v| {
+        has_user(&v["match_presence_event"]["leaves"], &uc)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = wc
+        .call(json!({"match_data_send": {"match_id": match_id, "op_code": 1}}))
+        .await;
+    assert_eq!(
+        refused["error"]["code"],
+        json!(4),
+        "kicked: no longer in the match: {refused}"
+    );
+    let signalled = rpc(
+        a.addr,
+        &ta,
+        "signal_match",
+        json!({"match_id": match_id, "data": "x"}),
+    )
+    .await;
+    assert_eq!(signalled, "signal x players 1");
+    // b leaves: the match sees it.
+    wb.call(json!({"match_leave": {"match_id": match_id}}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let signalled = rpc(
+        c.addr,
+        &tc,
+        "signal_match",
+        json!({"match_id": match_id, "data": "y"}),
+    )
+    .await;
+    assert_eq!(signalled, "signal y players 0");
+
+    // --- a relayed match created on b, joined from c ---------------------------
+    let created = wb.call(json!({"match_create": {}})).await;
+    let relayed = created["match"]["match_id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let joined = wc.call(json!({"match_join": {"match_id": relayed}})).await;
+    assert!(has_user(&joined["match"]["presences"], &ub), "{joined}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    wc.send(json!({"match_data_send": {"match_id": relayed, "op_code": 7, "data": "cmVs"}}))
+        .await;
+    let got = wb.expect("relayed data on b", SHORT, match_data(7)).await;
+    assert_eq!(got["match_data"]["data"], json!("cmVs"));
+
+    // --- nk.session_disconnect on node a closes a socket on node c ------------
+    let room = join_room(&mut wd, "x").await;
+    let sid = room["self"]["session_id"].as_str().unwrap().to_owned();
+    let asked = Instant::now();
+    assert_eq!(
+        rpc(a.addr, &ta, "disconnect_session", json!(sid)).await,
+        "ok"
+    );
+    while !wd.closed && asked.elapsed() < SHORT {
+        wd.read(Duration::from_millis(100)).await;
+    }
+    assert!(wd.closed, "the socket on node c was closed");
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    drop((a, b, c));
 }

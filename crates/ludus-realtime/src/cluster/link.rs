@@ -277,7 +277,7 @@ pub(super) async fn subscribe(
 }
 
 /// Handles the messages that need no replica state; hands back the rest.
-fn deliver(shared: &Shared, realtime: &Realtime, w: Wire) -> Option<Wire> {
+fn deliver(shared: &Arc<Shared>, realtime: &Arc<Realtime>, w: Wire) -> Option<Wire> {
     let hub = realtime.hub();
     let decode = |bytes: &[u8]| match codec::decode(Format::Protobuf, bytes) {
         Ok(envelope) => Some(Arc::new(Encoded::new(envelope))),
@@ -322,6 +322,15 @@ fn deliver(shared: &Shared, realtime: &Realtime, w: Wire) -> Option<Wire> {
                 hub.remote_disconnect(session, reason);
             }
         }
+        Wire::Call { from, id, call } => {
+            let (shared, realtime) = (shared.clone(), realtime.clone());
+            tokio::spawn(async move {
+                let reply = realtime.serve_call(call).await;
+                shared.to_node(&from, &id.to_le_bytes(), &Wire::Reply { id, reply });
+            });
+        }
+        Wire::Reply { id, reply } => shared.answered(id, reply),
+        Wire::Cast(cast) => realtime.serve_cast(cast),
         other => return Some(other),
     }
     None

@@ -40,8 +40,9 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::Realtime;
-use crate::bus::Bus;
+use crate::bus::{Bus, NodeCall, NodeCast, NodeReply, ReplyFuture};
 use crate::codec::{Encoded, Format};
+use crate::error::{RtCode, RtError};
 use crate::outbound::CloseReason;
 use crate::stream::Stream;
 use crate::tracker::Presence;
@@ -185,6 +186,9 @@ struct Shared {
     epoch: u64,
     config: ClusterConfig,
     shards: Vec<Shard>,
+    /// Calls to other nodes waiting for their answer, by id.
+    calls: Mutex<std::collections::HashMap<u64, tokio::sync::oneshot::Sender<NodeReply>>>,
+    next_call: std::sync::atomic::AtomicU64,
 }
 
 const PRESENCE: &str = "ludus:presence";
@@ -203,6 +207,24 @@ fn lease_key(node: &str) -> String {
 }
 
 impl Shared {
+    /// Publishes `wire` on `node`'s channel, on the shard `key` picks.
+    fn to_node(&self, node: &str, key: &[u8], wire: &Wire) {
+        self.shard_of(key)
+            .send(Op::Publish(node_channel(node), wire.encode()));
+    }
+
+    /// The answer to call `id` arrived.
+    fn answered(&self, id: u64, reply: NodeReply) {
+        let waiting = self
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        if let Some(tx) = waiting {
+            let _ = tx.send(reply);
+        }
+    }
+
     fn shard_of(&self, key: &[u8]) -> &Shard {
         &self.shards[jump_hash(fnv1a(key), self.shards.len())]
     }
@@ -286,6 +308,54 @@ impl Bus for RedisBus {
             .send(Op::Publish(ALL.into(), payload));
     }
 
+    fn call(&self, node: &str, call: NodeCall, timeout: Duration) -> ReplyFuture {
+        let shared = self.0.clone();
+        let id = shared.next_call.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        shared
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, tx);
+        let key = match &call {
+            NodeCall::MatchJoin { match_id, .. } | NodeCall::MatchSignal { match_id, .. } => {
+                *match_id.as_bytes()
+            }
+        };
+        let wire = Wire::Call {
+            from: shared.node.clone(),
+            id,
+            call,
+        };
+        shared.to_node(node, &key, &wire);
+        let node = node.to_owned();
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, rx).await {
+                Ok(Ok(reply)) => reply,
+                _ => {
+                    shared
+                        .calls
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&id);
+                    Err(RtError::new(
+                        RtCode::RuntimeException,
+                        format!("node {node} did not answer in time, try again"),
+                    ))
+                }
+            }
+        })
+    }
+
+    fn cast(&self, node: &str, cast: NodeCast) {
+        // By match (or session): a match's data stays in order.
+        let key = match &cast {
+            NodeCast::MatchData { match_id, .. } => *match_id.as_bytes(),
+            NodeCast::Untrack { session, .. } => *session.as_bytes(),
+        };
+        self.0.to_node(node, &key, &Wire::Cast(cast));
+    }
+
     fn session_added(&self, user: Uuid, session: Uuid) {
         let payload = Wire::SessionAdded {
             node: self.0.node.clone(),
@@ -366,6 +436,8 @@ impl Cluster {
             epoch,
             config: config.clone(),
             shards,
+            calls: Mutex::new(std::collections::HashMap::new()),
+            next_call: std::sync::atomic::AtomicU64::new(1),
         });
         link::take_lease(&shared).await?;
         tracing::info!(node, shards = shared.shards.len(), "joined the cluster");

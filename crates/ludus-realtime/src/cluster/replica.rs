@@ -149,11 +149,11 @@ impl Replica {
             Wire::Hello { node, epoch } => {
                 if node != self.shared.node {
                     let known = self.peers.contains_key(&node);
-                    self.peer(&node, epoch);
-                    if !known {
-                        for s in 0..self.shared.shards.len() {
-                            self.read(s, node.clone());
-                        }
+                    let state = &self.peer(&node, epoch).shards[shard];
+                    // A node we know nothing of on this shard yet (new, or
+                    // its hash was not rewritten when we last read it).
+                    if !known || (state.seq.is_none() && state.loading.is_none()) {
+                        self.read(shard, node);
                     }
                 }
                 return;
@@ -186,9 +186,15 @@ impl Replica {
     fn apply(&self, change: Change) {
         let hub = self.realtime.hub();
         match change {
-            Change::Track(stream, presence) => hub.remote_tracked(&stream, presence),
+            Change::Track(stream, presence) => {
+                if hub.remote_tracked(&stream, presence.clone()) {
+                    self.realtime.remote_joined(&stream, &presence);
+                }
+            }
             Change::Untrack(stream, session) => {
-                hub.remote_untracked(session, &stream);
+                if let Some(p) = hub.remote_untracked(session, &stream) {
+                    self.realtime.remote_left(&stream, &p);
+                }
             }
         }
     }
@@ -243,9 +249,13 @@ impl Replica {
         let in_shard = |s: &Stream| shared.stream_shard(s) == shard;
         match read {
             Some(snap) if snap.epoch == epoch => {
-                self.realtime
+                let gone = self
+                    .realtime
                     .hub()
                     .remote_replace(&node, in_shard, snap.presences);
+                for (stream, p) in &gone {
+                    self.realtime.remote_left(stream, p);
+                }
                 let mut last = snap.seq;
                 let mut rest = held.into_iter();
                 for (seq, change) in rest.by_ref() {
@@ -271,12 +281,11 @@ impl Replica {
                 }
             }
             _ => {
-                // Nothing there, or an older incarnation's hash: what is
-                // known of the node on this shard is dropped, and the next
-                // change reads again.
-                self.realtime
-                    .hub()
-                    .remote_replace(&node, in_shard, Vec::new());
+                // Nothing there (the node has not rewritten its hash since
+                // Redis came back, or it is gone) or an older incarnation's
+                // hash: what is known stays until the node's next heartbeat
+                // or change reads again (a node that is gone leaves with
+                // its lease).
                 state.seq = None;
                 if again {
                     self.read(shard, node);

@@ -9,7 +9,10 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use uuid::Uuid;
 
+use crate::bus::{NodeCall, NodeCast, NodeReply};
 use crate::codec::Format;
+use crate::error::{RtCode, RtError};
+use crate::matches::MatchMessage;
 use crate::stream::{Stream, StreamMode};
 use crate::tracker::{Presence, PresenceMeta};
 
@@ -33,9 +36,15 @@ pub(crate) enum Wire {
         session: Uuid,
     },
     /// `node` rewrote its presences on this shard: read them again.
-    Resync { node: Arc<str>, epoch: u64 },
+    Resync {
+        node: Arc<str>,
+        epoch: u64,
+    },
     /// `node` is alive.
-    Hello { node: Arc<str>, epoch: u64 },
+    Hello {
+        node: Arc<str>,
+        epoch: u64,
+    },
     /// An envelope (protobuf) for the sessions on `stream` of the node it
     /// is sent to.
     ToStream {
@@ -61,7 +70,21 @@ pub(crate) enum Wire {
         session: Uuid,
     },
     /// Close `session` wherever it is.
-    Disconnect { session: Uuid, reason: u8 },
+    Disconnect {
+        session: Uuid,
+        reason: u8,
+    },
+    /// A question for the node it is sent to; answer to `from`, naming `id`.
+    Call {
+        from: Arc<str>,
+        id: u64,
+        call: NodeCall,
+    },
+    Reply {
+        id: u64,
+        reply: NodeReply,
+    },
+    Cast(NodeCast),
 }
 
 const TRACK: u8 = 1;
@@ -73,6 +96,14 @@ const TO_SESSIONS: u8 = 6;
 const SESSION_ADDED: u8 = 7;
 const DISCONNECT: u8 = 8;
 const TO_FOLLOWERS: u8 = 9;
+const CALL: u8 = 10;
+const REPLY: u8 = 11;
+const CAST: u8 = 12;
+
+const CALL_MATCH_JOIN: u8 = 1;
+const CALL_MATCH_SIGNAL: u8 = 2;
+const CAST_MATCH_DATA: u8 = 1;
+const CAST_UNTRACK: u8 = 2;
 
 impl Wire {
     pub(crate) fn encode(&self) -> Bytes {
@@ -158,6 +189,67 @@ impl Wire {
                 put_id(&mut w, *session);
                 w.put_u8(*reason);
             }
+            Wire::Call { from, id, call } => {
+                w.put_u8(CALL);
+                put_str(&mut w, from);
+                w.put_u64_le(*id);
+                match call {
+                    NodeCall::MatchJoin {
+                        match_id,
+                        presence,
+                        metadata,
+                    } => {
+                        w.put_u8(CALL_MATCH_JOIN);
+                        put_id(&mut w, *match_id);
+                        put_presence(&mut w, presence);
+                        w.put_u32_le(metadata.len() as u32);
+                        for (k, v) in metadata {
+                            put_str(&mut w, k);
+                            put_str(&mut w, v);
+                        }
+                    }
+                    NodeCall::MatchSignal { match_id, data } => {
+                        w.put_u8(CALL_MATCH_SIGNAL);
+                        put_id(&mut w, *match_id);
+                        put_str(&mut w, data);
+                    }
+                }
+            }
+            Wire::Reply { id, reply } => {
+                w.put_u8(REPLY);
+                w.put_u64_le(*id);
+                match reply {
+                    Ok((text, flag)) => {
+                        w.put_u8(0);
+                        put_str(&mut w, text);
+                        w.put_u8(u8::from(*flag));
+                    }
+                    Err(e) => {
+                        w.put_u8(1);
+                        w.put_u8(e.code as u8);
+                        put_str(&mut w, &e.message);
+                    }
+                }
+            }
+            Wire::Cast(cast) => {
+                w.put_u8(CAST);
+                match cast {
+                    NodeCast::MatchData { match_id, message } => {
+                        w.put_u8(CAST_MATCH_DATA);
+                        put_id(&mut w, *match_id);
+                        put_presence(&mut w, &message.sender);
+                        w.put_u64_le(message.op_code as u64);
+                        put_bytes(&mut w, &message.data);
+                        w.put_u8(u8::from(message.reliable));
+                        w.put_u64_le(message.receive_time_ms as u64);
+                    }
+                    NodeCast::Untrack { session, stream } => {
+                        w.put_u8(CAST_UNTRACK);
+                        put_id(&mut w, *session);
+                        put_stream(&mut w, stream);
+                    }
+                }
+            }
         }
         w.freeze()
     }
@@ -220,9 +312,77 @@ impl Wire {
                 session: r.id()?,
                 reason: r.u8()?,
             },
+            CALL => {
+                let from = r.str()?;
+                let id = r.u64()?;
+                let call = match r.u8()? {
+                    CALL_MATCH_JOIN => {
+                        let match_id = r.id()?;
+                        let presence = r.presence()?;
+                        let n = r.u32()? as usize;
+                        let mut metadata = std::collections::BTreeMap::new();
+                        for _ in 0..n {
+                            metadata.insert(r.str()?.to_string(), r.str()?.to_string());
+                        }
+                        NodeCall::MatchJoin {
+                            match_id,
+                            presence,
+                            metadata,
+                        }
+                    }
+                    CALL_MATCH_SIGNAL => NodeCall::MatchSignal {
+                        match_id: r.id()?,
+                        data: r.str()?.to_string(),
+                    },
+                    _ => return None,
+                };
+                Wire::Call { from, id, call }
+            }
+            REPLY => {
+                let id = r.u64()?;
+                let reply = match r.u8()? {
+                    0 => Ok((r.str()?.to_string(), r.u8()? != 0)),
+                    1 => {
+                        let code = rt_code(r.u8()?);
+                        Err(RtError::new(code, r.str()?.to_string()))
+                    }
+                    _ => return None,
+                };
+                Wire::Reply { id, reply }
+            }
+            CAST => Wire::Cast(match r.u8()? {
+                CAST_MATCH_DATA => NodeCast::MatchData {
+                    match_id: r.id()?,
+                    message: MatchMessage {
+                        sender: r.presence()?,
+                        op_code: r.u64()? as i64,
+                        data: r.bytes()?.to_vec(),
+                        reliable: r.u8()? != 0,
+                        receive_time_ms: r.u64()? as i64,
+                    },
+                },
+                CAST_UNTRACK => NodeCast::Untrack {
+                    session: r.id()?,
+                    stream: r.stream()?,
+                },
+                _ => return None,
+            }),
             _ => return None,
         };
         r.0.is_empty().then_some(wire)
+    }
+}
+
+fn rt_code(n: u8) -> RtCode {
+    match n {
+        1 => RtCode::UnrecognizedPayload,
+        2 => RtCode::MissingPayload,
+        3 => RtCode::BadInput,
+        4 => RtCode::MatchNotFound,
+        5 => RtCode::MatchJoinRejected,
+        6 => RtCode::RuntimeFunctionNotFound,
+        7 => RtCode::RuntimeFunctionException,
+        _ => RtCode::RuntimeException,
     }
 }
 
@@ -426,6 +586,45 @@ mod tests {
                 session: p.session_id,
                 reason: 19,
             },
+            Wire::Call {
+                from: "b".into(),
+                id: 42,
+                call: NodeCall::MatchJoin {
+                    match_id: Uuid::new_v4(),
+                    presence: p.clone(),
+                    metadata: [("password".to_owned(), "x".to_owned())].into(),
+                },
+            },
+            Wire::Call {
+                from: "b".into(),
+                id: 43,
+                call: NodeCall::MatchSignal {
+                    match_id: Uuid::new_v4(),
+                    data: "hi".into(),
+                },
+            },
+            Wire::Reply {
+                id: 42,
+                reply: Ok(("{\"mode\":1}".into(), true)),
+            },
+            Wire::Reply {
+                id: 43,
+                reply: Err(RtError::new(RtCode::MatchJoinRejected, "full")),
+            },
+            Wire::Cast(NodeCast::MatchData {
+                match_id: Uuid::new_v4(),
+                message: MatchMessage {
+                    sender: p.clone(),
+                    op_code: -3,
+                    data: vec![1, 2, 3],
+                    reliable: true,
+                    receive_time_ms: 1_700_000_000_000,
+                },
+            }),
+            Wire::Cast(NodeCast::Untrack {
+                session: p.session_id,
+                stream: stream.clone(),
+            }),
         ];
         for w in all {
             assert_eq!(Wire::decode(&w.encode()), Some(w));

@@ -348,11 +348,53 @@ impl MatchRegistry {
 
     /// Registers a started match; the task calls it after `match_init`.
     pub(crate) fn insert(&self, id: Uuid, entry: Arc<Entry>) {
+        self.index(id, &entry);
         self.write().insert(id, entry);
     }
 
     pub(crate) fn remove(&self, id: Uuid) {
         self.write().remove(&id);
+        let _ = self.hub.untrack(id, &index_stream());
+    }
+
+    /// Puts the match (or its new label) on the index stream, where the
+    /// other nodes of a cluster list it: a hidden presence whose session is
+    /// the match, its status the label, its username the tick rate and
+    /// handler name.
+    pub(crate) fn index(&self, id: Uuid, entry: &Entry) {
+        let mut p = Presence::new(
+            Uuid::nil(),
+            id,
+            Arc::from(format!("{}|{}", entry.tick_rate, entry.handler_name)),
+            self.node.clone(),
+        );
+        p.meta.hidden = true;
+        p.meta.status = entry.label();
+        // Nobody is told: the index is read, never announced.
+        let _ = self.hub.track(&index_stream(), p);
+    }
+
+    /// Matches of other nodes, from the index stream.
+    fn remote_listings(&self) -> Vec<(MatchListing, Value)> {
+        self.hub
+            .presences(&index_stream(), true)
+            .into_iter()
+            .filter(|p| *p.node != *self.node)
+            .map(|p| {
+                let (rate, handler) = p.username.split_once('|').unwrap_or(("0", ""));
+                let stream = authoritative_stream(p.session_id, &p.node);
+                let listing = MatchListing {
+                    match_id: format!("{}.{}", p.session_id, p.node),
+                    authoritative: true,
+                    label: Some(p.meta.status.to_string()),
+                    size: self.hub.count(&stream),
+                    tick_rate: rate.parse().unwrap_or(0),
+                    handler_name: handler.to_owned(),
+                };
+                let doc = Labelled::new(&p.meta.status).doc;
+                (listing, doc)
+            })
+            .collect()
     }
 
     /// Cleans up after a match whose task panicked: out of the registry, its
@@ -372,7 +414,7 @@ impl MatchRegistry {
             ),
         );
         for s in sessions {
-            self.hub.untrack(s, &stream);
+            self.hub.untrack_anywhere(s, &stream);
         }
     }
 
@@ -385,7 +427,11 @@ impl MatchRegistry {
             return (size > 0).then(|| relayed_listing(id, size));
         }
         if node != &*self.node {
-            return None;
+            return self
+                .remote_listings()
+                .into_iter()
+                .map(|(l, _)| l)
+                .find(|l| l.match_id == match_id);
         }
         self.entry(id).map(|e| self.listing(id, &e))
     }
@@ -456,15 +502,40 @@ impl MatchRegistry {
                 }
             }
             drop(matches);
+            // Other nodes' matches (a cluster), from the index.
+            let mut remote = Vec::new();
+            if ranked || scored.len() < limit {
+                for (listing, doc) in self.remote_listings() {
+                    if !size_ok(listing.size) {
+                        continue;
+                    }
+                    if let Some(label) = label
+                        && listing.label.as_deref() != Some(label.as_str())
+                    {
+                        continue;
+                    }
+                    let score = match &query {
+                        Some(q) => match q.score(&doc) {
+                            Some(s) => s,
+                            None => continue,
+                        },
+                        None => 0.0,
+                    };
+                    remote.push((score, listing));
+                }
+            }
             if ranked {
                 scored.sort_by(|a, b| b.0.total_cmp(&a.0));
             }
-            out.extend(
-                scored
-                    .into_iter()
-                    .take(limit)
-                    .map(|(_, id, e)| self.listing(id, &e)),
-            );
+            let mut all: Vec<(f64, MatchListing)> = scored
+                .into_iter()
+                .map(|(s, id, e)| (s, self.listing(id, &e)))
+                .chain(remote)
+                .collect();
+            if ranked {
+                all.sort_by(|a, b| b.0.total_cmp(&a.0));
+            }
+            out.extend(all.into_iter().take(limit).map(|(_, l)| l));
         }
         if out.len() < limit
             && req.authoritative != Some(true)
@@ -488,6 +559,16 @@ impl MatchRegistry {
 
     /// Sends `match_signal` data to a match and answers what it returned.
     pub async fn signal(&self, match_id: &str, data: String) -> Result<String, RtError> {
+        let (id, node) = parse_id(match_id)?;
+        if !node.is_empty() && node != &*self.node {
+            let call = crate::bus::NodeCall::MatchSignal { match_id: id, data };
+            let timeout = self.config.call_timeout();
+            return self
+                .hub
+                .call_node(node, call, timeout)
+                .await
+                .map(|(r, _)| r);
+        }
         let entry = self.local_entry(match_id)?;
         let (reply, answer) = oneshot::channel();
         entry
@@ -631,6 +712,12 @@ pub fn parse_id(match_id: &str) -> Result<(Uuid, &str), RtError> {
 /// The stream of a relayed match.
 pub fn relayed_stream(id: Uuid) -> Stream {
     Stream::new(StreamMode::MatchRelayed, id, Uuid::nil(), "")
+}
+
+/// Where every node's authoritative matches are listed for the others (a
+/// stream no client or module can name: its subject is the largest uuid).
+pub(crate) fn index_stream() -> Stream {
+    Stream::new(StreamMode::MatchAuthoritative, Uuid::max(), Uuid::nil(), "")
 }
 
 /// The stream of an authoritative match run by `node`.

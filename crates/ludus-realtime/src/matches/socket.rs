@@ -76,16 +76,70 @@ impl MatchRegistry {
             };
             return Ok((joined, Some(announce)));
         }
-        if node != self.node() {
-            return Err(not_found());
-        }
-        let entry = self.entry(id).ok_or_else(not_found)?;
         let presence = self.session_presence(session);
+        let (stream, label, new) = if node == self.node() {
+            let (label, new, entry) = self.attempt(id, &presence, req.metadata).await?;
+            let stream = self.stream(id);
+            if new {
+                // Tracked before the match takes the join, so what it sends
+                // in `match_join` reaches the new player too.
+                let announce = self.hub.track(&stream, presence.clone());
+                // Listed at once with the new player; the match's task stores
+                // its own count when it takes the join (after this).
+                entry.size.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                entry.event(Event::Joined(presence));
+                let presences = self.match_presences(&stream, session.id(), true);
+                let joined = Match {
+                    match_id,
+                    authoritative: true,
+                    label: Some(StringValue { value: label }),
+                    size: presences.len() as i32,
+                    presences,
+                    self_: Some(self_presence(session)),
+                };
+                return Ok((joined, Some(announce)));
+            }
+            (stream, label, new)
+        } else {
+            // The match runs on another node: it decides, the player's
+            // presence stays here (and crosses through the bus).
+            let call = crate::bus::NodeCall::MatchJoin {
+                match_id: id,
+                presence: presence.clone(),
+                metadata: req.metadata,
+            };
+            let timeout = self.config().call_timeout();
+            let (label, new) = self.hub.call_node(node, call, timeout).await?;
+            (super::authoritative_stream(id, node), label, new)
+        };
+        let announce = new.then(|| self.hub.track(&stream, presence.clone()));
+        let presences = self.match_presences(&stream, session.id(), new);
+        let joined = Match {
+            match_id,
+            authoritative: true,
+            label: Some(StringValue { value: label }),
+            size: presences.len() as i32,
+            presences,
+            self_: Some(self_presence(session)),
+        };
+        Ok((joined, announce))
+    }
+
+    /// Asks a match of this node whether `presence` may join: its label,
+    /// whether the presence is new to it, and the match.
+    async fn attempt(
+        &self,
+        id: Uuid,
+        presence: &crate::tracker::Presence,
+        metadata: std::collections::BTreeMap<String, String>,
+    ) -> Result<(String, bool, std::sync::Arc<super::Entry>), RtError> {
+        let match_id = format!("{id}.{}", self.node());
+        let entry = self.entry(id).ok_or_else(not_found)?;
         let (reply, answer) = oneshot::channel();
         entry
             .call(Call::JoinAttempt {
                 presence: presence.clone(),
-                metadata: req.metadata,
+                metadata,
                 reply,
             })
             .map_err(|()| super::busy(&match_id))?;
@@ -108,22 +162,42 @@ impl MatchRegistry {
                 ));
             }
         };
-        let stream = self.stream(id);
-        let announce = new.then(|| {
-            let announce = self.hub.track(&stream, presence.clone());
-            entry.event(Event::Joined(presence));
-            announce
-        });
-        let presences = self.match_presences(&stream, session.id(), new);
-        let joined = Match {
-            match_id,
-            authoritative: true,
-            label: Some(StringValue { value: label }),
-            size: presences.len() as i32,
-            presences,
-            self_: Some(self_presence(session)),
+        Ok((label, new, entry))
+    }
+
+    /// A join from a session of another node (a cluster): the match here
+    /// decides; that node tracks the player, and the match takes the join
+    /// when the track arrives here ([`MatchRegistry::remote_joined`]).
+    pub(crate) async fn join_from(
+        &self,
+        id: Uuid,
+        presence: crate::tracker::Presence,
+        metadata: std::collections::BTreeMap<String, String>,
+    ) -> Result<(String, bool), RtError> {
+        let (label, new, _) = self.attempt(id, &presence, metadata).await?;
+        Ok((label, new))
+    }
+
+    /// A player of another node is now on a match stream of this node.
+    pub(crate) fn remote_joined(&self, stream: &Stream, presence: &crate::tracker::Presence) {
+        if stream.mode != crate::stream::StreamMode::MatchAuthoritative
+            || *stream.label != *self.node()
+        {
+            return;
+        }
+        if let Some(entry) = self.entry(stream.subject) {
+            entry.event(Event::Joined(presence.clone()));
+        }
+    }
+
+    /// Data a player on another node sent to a match of this node.
+    pub(crate) fn data_from(&self, id: Uuid, message: MatchMessage) {
+        let Some(entry) = self.entry(id) else {
+            return;
         };
-        Ok((joined, announce))
+        if entry.input.try_send(message).is_err() {
+            tracing::warn!(match_id = %format!("{id}.{}", self.node()), "match input queue full (match.input_queue_size), dropping data from another node");
+        }
     }
 
     /// `match_leave`: leaving a match one is not in is not an error.
@@ -150,19 +224,27 @@ impl MatchRegistry {
     ) -> Result<(), RtError> {
         let (id, node) = parse_id(&req.match_id)?;
         if !node.is_empty() {
-            let stream = self.stream(id);
-            if node != self.node() || !self.hub.contains(&stream, session.id()) {
+            let stream = super::authoritative_stream(id, node);
+            if !self.hub.contains(&stream, session.id()) {
                 return Err(not_in_match(&req.match_id));
             }
-            let Some(entry) = self.entry(id) else {
-                return Err(not_found());
-            };
             let message = MatchMessage {
                 sender: self.session_presence(session),
                 op_code: req.op_code,
                 data: req.data.to_vec(),
                 reliable: req.reliable,
                 receive_time_ms: ludus_core::chat::now_us() / 1000,
+            };
+            if node != self.node() {
+                let cast = crate::bus::NodeCast::MatchData {
+                    match_id: id,
+                    message,
+                };
+                self.hub.cast_node(node, cast);
+                return Ok(());
+            }
+            let Some(entry) = self.entry(id) else {
+                return Err(not_found());
             };
             return entry.input.try_send(message).map_err(|_| {
                 RtError::new(

@@ -217,7 +217,7 @@ impl Match {
             match effect {
                 Effect::Kick(sessions) => {
                     for s in sessions {
-                        if let Some(p) = self.registry.hub.untrack(s, &self.stream) {
+                        if let Some(p) = self.registry.hub.untrack_anywhere(s, &self.stream) {
                             self.registry.presence_event(
                                 &self.stream,
                                 Vec::new(),
@@ -273,7 +273,10 @@ impl Match {
                     },
                 );
             }
-            Effect::Label(label) => self.entry.set_label(&label),
+            Effect::Label(label) => {
+                self.entry.set_label(&label);
+                self.registry.index(self.stream.subject, &self.entry);
+            }
             Effect::Kick(_) => {}
         }
     }
@@ -351,7 +354,11 @@ impl Match {
         if self.markers.remove(&p.session_id).is_none() {
             // Its join deadline passed: it is not part of the match.
             tracing::debug!(match_id = %self.match_id, session_id = %p.session_id, "late join dropped");
-            if let Some(gone) = self.registry.hub.untrack(p.session_id, &self.stream) {
+            if let Some(gone) = self
+                .registry
+                .hub
+                .untrack_anywhere(p.session_id, &self.stream)
+            {
                 self.registry
                     .presence_event(&self.stream, Vec::new(), vec![gone.to_wire(false)]);
             }
@@ -415,7 +422,7 @@ impl Match {
             tracing::debug!(match_id = %self.match_id, tick = self.tick, "match ended");
         }
         for s in sessions {
-            self.registry.hub.untrack(s, &self.stream);
+            self.registry.hub.untrack_anywhere(s, &self.stream);
         }
     }
 }

@@ -39,3 +39,9 @@ nk.register_rpc(function(context, payload)
   local req = nk.json_decode(payload)
   return nk.json_encode({ match_id = nk.match_create(req.module or "match_test", req.params) })
 end, "create_match_json")
+
+-- nk.session_disconnect for a session that may be on another node.
+nk.register_rpc(function(context, payload)
+  nk.session_disconnect(payload)
+  return "ok"
+end, "disconnect_session")
