@@ -18,6 +18,7 @@ use uuid::Uuid;
 use crate::codec::Encoded;
 use crate::error::{RtCode, RtError};
 use crate::matches::MatchMessage;
+use crate::matchmaker::TicketRecord;
 use crate::outbound::CloseReason;
 use crate::stream::Stream;
 use crate::tracker::Presence;
@@ -47,6 +48,15 @@ pub trait Bus: Send + Sync + 'static {
     fn call(&self, node: &str, call: NodeCall, timeout: Duration) -> ReplyFuture;
     /// Tells `node` something that needs no answer.
     fn cast(&self, node: &str, cast: NodeCast);
+    /// This node's matchmaker tickets that came or went, for every other
+    /// node's pool.
+    fn tickets(&self, added: Vec<TicketRecord>, removed: Vec<String>);
+    /// Whether this node forms the matchmaker's groups now (one node of a
+    /// cluster holds the role at a time).
+    fn matchmaker_role(&self) -> bool;
+    /// Whether there are other nodes at all (ids naming another node are
+    /// simply unknown on a single node).
+    fn clustered(&self) -> bool;
 }
 
 /// An answer from another node: a text and a flag, or an error to pass on.
@@ -61,11 +71,18 @@ pub enum NodeCall {
     /// A session elsewhere asks to join: `Ok((label, new))`.
     MatchJoin {
         match_id: Uuid,
-        presence: crate::tracker::Presence,
+        presence: Presence,
         metadata: BTreeMap<String, String>,
     },
     /// `nk.match_signal` from elsewhere: `Ok((result, _))`.
     MatchSignal { match_id: Uuid, data: String },
+    /// A party request (a JSON envelope) of a session elsewhere, for a party
+    /// of the node: `Ok((reply envelope, true))` or `Ok((_, false))` when
+    /// the request has no reply.
+    Party {
+        presence: Presence,
+        envelope: String,
+    },
 }
 
 /// A notice for another node.
@@ -79,6 +96,9 @@ pub enum NodeCast {
     /// Take one of your sessions off a stream, without announcing it (the
     /// match that kicked it announced it).
     Untrack { session: Uuid, stream: Stream },
+    /// Put one of your sessions on a stream, without announcing it (the
+    /// party it joined announces it).
+    Track { stream: Stream, presence: Presence },
 }
 
 fn not_in_cluster(node: &str) -> RtError {
@@ -105,4 +125,11 @@ impl Bus for LocalBus {
         Box::pin(async move { Err(error) })
     }
     fn cast(&self, _: &str, _: NodeCast) {}
+    fn tickets(&self, _: Vec<TicketRecord>, _: Vec<String>) {}
+    fn matchmaker_role(&self) -> bool {
+        true
+    }
+    fn clustered(&self) -> bool {
+        false
+    }
 }

@@ -306,20 +306,20 @@ impl Chat {
         }
     }
 
-    /// Untracks every session of `user` on this node from a group's chat
+    /// Untracks every session of `user` (on any node) from a group's chat
     /// channel, announcing the leave to the members still there.
     pub fn leave_group_channel(&self, group: Uuid, user: Uuid) {
         let stream = stream_of(&ChannelKey::group(group));
         for p in self.hub.presences(&stream, true) {
             if p.user_id == user
-                && let Some(gone) = self.hub.untrack(p.session_id, &stream)
+                && let Some(gone) = self.hub.untrack_anywhere(p.session_id, &stream)
             {
                 self.announce(&stream, &[], &[gone]);
             }
         }
     }
 
-    /// Ends a direct conversation on this node: every session on the DM
+    /// Ends a direct conversation: every session on the DM
     /// stream of the two users leaves it (after a block, as Nakama does).
     pub fn close_direct_channel(&self, user: Uuid, other: Uuid) {
         let Ok(key) = ChannelKey::direct(user, other) else {
@@ -327,7 +327,7 @@ impl Chat {
         };
         let stream = stream_of(&key);
         for p in self.hub.presences(&stream, true) {
-            if let Some(gone) = self.hub.untrack(p.session_id, &stream) {
+            if let Some(gone) = self.hub.untrack_anywhere(p.session_id, &stream) {
                 self.announce(&stream, &[], &[gone]);
             }
         }

@@ -213,6 +213,19 @@ impl Hub {
         Some(p)
     }
 
+    /// Has another node track one of its sessions on a stream of a feature
+    /// that lives here (a party), quietly: the feature announces it.
+    pub(crate) fn track_elsewhere(&self, stream: &Stream, presence: Presence) {
+        let node = presence.node.clone();
+        self.router.bus().cast(
+            &node,
+            crate::bus::NodeCast::Track {
+                stream: stream.clone(),
+                presence,
+            },
+        );
+    }
+
     /// Asks another node and waits for its answer.
     pub(crate) async fn call_node(
         &self,
@@ -221,6 +234,25 @@ impl Hub {
         timeout: std::time::Duration,
     ) -> crate::bus::NodeReply {
         self.router.bus().call(node, call, timeout).await
+    }
+
+    /// Whether other nodes may own what an id names (a cluster).
+    pub(crate) fn clustered(&self) -> bool {
+        self.router.bus().clustered()
+    }
+
+    /// Whether this node forms the matchmaker's groups now.
+    pub(crate) fn matchmaker_role(&self) -> bool {
+        self.router.bus().matchmaker_role()
+    }
+
+    /// This node's ticket changes, for the other nodes' pools.
+    pub(crate) fn tickets_changed(
+        &self,
+        added: Vec<crate::matchmaker::TicketRecord>,
+        removed: Vec<String>,
+    ) {
+        self.router.bus().tickets(added, removed)
     }
 
     /// Tells another node something.

@@ -172,7 +172,11 @@ impl Realtime {
             .match_spawner
             .clone()
             .unwrap_or_else(tokio::runtime::Handle::current);
-        let core = Arc::new(Matchmaker::new(config.matchmaker.clone()));
+        // The pool tells the bus of its own tickets (other nodes pool them).
+        let core = Arc::new(Matchmaker::with_sink(
+            config.matchmaker.clone(),
+            Arc::new(HubTickets(hub.clone())),
+        ));
         let notifier = Arc::new(Notifier::new(hub.clone(), store.clone()));
         Realtime {
             status: Status::new(hub.clone(), store.clone()),
@@ -279,6 +283,7 @@ impl Realtime {
                 let id = format!("{match_id}.{}", self.hub.node());
                 self.matches.signal(&id, data).await.map(|r| (r, false))
             }
+            bus::NodeCall::Party { presence, envelope } => self.parties.serve(&presence, &envelope),
         }
     }
 
@@ -291,6 +296,12 @@ impl Realtime {
             bus::NodeCast::Untrack { session, stream } => {
                 // Quietly: whoever asked has announced it.
                 let _ = self.hub.untrack(session, &stream);
+            }
+            bus::NodeCast::Track { stream, presence } => {
+                // Only a session that is still here (it may have gone).
+                if self.hub.session(presence.session_id).is_some() {
+                    let _ = self.hub.track(&stream, presence);
+                }
             }
         }
     }
@@ -305,6 +316,17 @@ impl Realtime {
     /// a match of this node sees its player leave.
     pub(crate) fn remote_left(&self, stream: &Stream, presence: &Presence) {
         self.matches.left(stream, presence);
+        self.parties.remote_left(stream, presence);
+    }
+
+    /// A party request of `me` (served here or by the party's node).
+    pub(crate) async fn party_message(
+        &self,
+        me: &Presence,
+        message: ludus_proto::realtime::envelope::Message,
+    ) -> Result<Option<ludus_proto::realtime::envelope::Message>, RtError> {
+        let timeout = self.matches.config().call_timeout();
+        self.parties.message(me, message, timeout).await
     }
 
     /// Presences of another node that is gone (it died or restarted): each
@@ -314,9 +336,16 @@ impl Realtime {
         router::local_only(|| {
             for (stream, presence) in &gone {
                 self.announce(stream, &[], std::slice::from_ref(presence));
-                self.matches.left(stream, presence);
+                self.remote_left(stream, presence);
             }
         });
+        // Their tickets leave every pool.
+        let sessions: std::collections::HashSet<Uuid> =
+            gone.iter().map(|(_, p)| p.session_id).collect();
+        for session in sessions {
+            self.matchmaker.disconnect(session);
+            self.parties.disconnect(session);
+        }
     }
 
     /// Announces a change the hub made, through the stream's feature.
@@ -346,6 +375,15 @@ impl Realtime {
     /// The match id a matchmaker token carries (checked and unexpired).
     pub(crate) fn match_token_id(&self, token: &str) -> Result<String, RtError> {
         matchmaker::verify_match_token(&self.encryption_key, token, ludus_core::unix_now())
+    }
+}
+
+/// The matchmaker pool's changes, through the hub's bus.
+struct HubTickets(Arc<Hub>);
+
+impl matchmaker::TicketSink for HubTickets {
+    fn changed(&self, added: Vec<matchmaker::TicketRecord>, removed: Vec<String>) {
+        self.0.tickets_changed(added, removed);
     }
 }
 

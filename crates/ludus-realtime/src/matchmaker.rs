@@ -75,7 +75,7 @@ impl Default for MatchmakerConfig {
 }
 
 /// What a new ticket asks for.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TicketRequest {
     pub query: String,
     pub min_count: i32,
@@ -144,6 +144,24 @@ pub struct MatchedEntry {
 /// A formed match: every user of every ticket in it.
 pub type MatchedGroup = Vec<MatchedEntry>;
 
+/// A ticket as it crosses nodes: a cluster pools every node's tickets, and
+/// the node holding the matchmaker's role forms the groups.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TicketRecord {
+    pub id: String,
+    pub created_ns: i64,
+    pub owner: Option<Uuid>,
+    pub party_id: Option<String>,
+    pub presences: Vec<Presence>,
+    pub request: TicketRequest,
+}
+
+/// Where the pool's own changes go (the cluster bus); changes that came
+/// from other nodes never go back out.
+pub trait TicketSink: Send + Sync {
+    fn changed(&self, added: Vec<TicketRecord>, removed: Vec<String>);
+}
+
 #[derive(Debug)]
 struct Ticket {
     id: String,
@@ -155,6 +173,7 @@ struct Ticket {
     party_id: Option<String>,
     presences: Vec<Presence>,
     query: Query,
+    query_text: String,
     min_count: usize,
     max_count: usize,
     count_multiple: usize,
@@ -198,11 +217,14 @@ struct Inner {
     next_seq: u64,
     /// (created, completed) of the last matched users, nanoseconds.
     completions: VecDeque<(i64, i64)>,
+    /// Tickets removed since the last flush, for the sink.
+    removed: Vec<String>,
 }
 
 impl Inner {
     fn remove(&mut self, id: &str) -> Option<Arc<Ticket>> {
         let t = self.tickets.remove(id)?;
+        self.removed.push(t.id.clone());
         self.active.remove(id);
         for p in &t.presences {
             if let Some(set) = self.by_session.get_mut(&p.session_id) {
@@ -229,6 +251,13 @@ impl Inner {
 pub struct Matchmaker {
     config: MatchmakerConfig,
     inner: Mutex<Inner>,
+    sink: Option<Arc<dyn TicketSink>>,
+}
+
+impl std::fmt::Debug for dyn TicketSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TicketSink")
+    }
 }
 
 impl Matchmaker {
@@ -236,7 +265,57 @@ impl Matchmaker {
         Matchmaker {
             config,
             inner: Mutex::new(Inner::default()),
+            sink: None,
         }
+    }
+
+    /// A pool whose own adds and removals go to `sink` (a cluster node).
+    pub fn with_sink(config: MatchmakerConfig, sink: Arc<dyn TicketSink>) -> Matchmaker {
+        Matchmaker {
+            sink: Some(sink),
+            ..Matchmaker::new(config)
+        }
+    }
+
+    /// Hands the removals of one change to the sink, once unlocked.
+    fn flush(&self, mut inner: std::sync::MutexGuard<'_, Inner>) {
+        let removed = std::mem::take(&mut inner.removed);
+        drop(inner);
+        if let Some(sink) = &self.sink
+            && !removed.is_empty()
+        {
+            sink.changed(Vec::new(), removed);
+        }
+    }
+
+    /// Another node's tickets came in or went: applied, never sent back.
+    pub fn apply_remote(&self, added: Vec<TicketRecord>, removed: &[String]) {
+        let mut inner = self.lock();
+        for id in removed {
+            inner.remove(id);
+        }
+        for rec in added {
+            if inner.tickets.contains_key(&rec.id) {
+                continue;
+            }
+            let Ok(ticket) = build_ticket(rec, inner.next_seq) else {
+                continue;
+            };
+            inner.next_seq += 1;
+            index_ticket(&mut inner, ticket);
+        }
+        inner.removed.clear();
+    }
+
+    /// This node's own tickets (those of its sessions), to announce again
+    /// after the bus came back.
+    pub fn own_tickets(&self, node: &str) -> Vec<TicketRecord> {
+        self.lock()
+            .tickets
+            .values()
+            .filter(|t| t.presences.first().is_some_and(|p| *p.node == *node))
+            .map(|t| record_of(t))
+            .collect()
     }
 
     pub fn config(&self) -> &MatchmakerConfig {
@@ -283,72 +362,36 @@ impl Matchmaker {
         if !presences.iter().all(|p| seen.insert(p.session_id)) {
             return Err(MatchmakerError::DuplicateSession);
         }
-        let query = Query::parse(&request.query)?;
-        let id = Uuid::new_v4().to_string();
-        let mut properties = Map::new();
-        for (k, v) in &request.string_properties {
-            properties.insert(k.clone(), Value::String(v.clone()));
-        }
-        for (k, v) in &request.numeric_properties {
-            properties.insert(k.clone(), json!(v));
-        }
-        let doc = json!({
-            "ticket": id,
-            "min_count": request.min_count,
-            "max_count": request.max_count,
-            "party_id": party_id.clone().unwrap_or_default(),
-            "properties": properties,
-        });
-
+        Query::parse(&request.query)?;
+        let record = TicketRecord {
+            id: Uuid::new_v4().to_string(),
+            created_ns: now_ns,
+            owner,
+            party_id,
+            presences,
+            request,
+        };
         let mut inner = self.lock();
         let max = self.config.max_tickets;
-        for p in &presences {
+        for p in &record.presences {
             if inner.by_session.get(&p.session_id).map_or(0, HashSet::len) >= max {
                 return Err(MatchmakerError::TooManyTickets(max));
             }
         }
-        if let Some(party) = &party_id
+        if let Some(party) = &record.party_id
             && inner.by_party.get(party).map_or(0, HashSet::len) >= max
         {
             return Err(MatchmakerError::TooManyPartyTickets(max));
         }
-        for p in &presences {
-            inner
-                .by_session
-                .entry(p.session_id)
-                .or_default()
-                .insert(id.clone());
-        }
-        if let Some(party) = &party_id {
-            inner
-                .by_party
-                .entry(party.clone())
-                .or_default()
-                .insert(id.clone());
-        }
-        let seq = inner.next_seq;
+        let id = record.id.clone();
+        let shared = self.sink.as_ref().map(|_| record.clone());
+        let ticket = build_ticket(record, inner.next_seq)?;
         inner.next_seq += 1;
-        inner.active.insert(id.clone());
-        inner.tickets.insert(
-            id.clone(),
-            Ticket {
-                id: id.clone(),
-                seq,
-                created_ns: now_ns,
-                owner,
-                party_id,
-                presences,
-                query,
-                min_count: request.min_count as usize,
-                max_count: request.max_count as usize,
-                count_multiple: multiple as usize,
-                string_properties: request.string_properties,
-                numeric_properties: request.numeric_properties,
-                doc,
-                intervals: AtomicU32::new(0),
-            }
-            .into(),
-        );
+        index_ticket(&mut inner, ticket);
+        drop(inner);
+        if let (Some(sink), Some(record)) = (&self.sink, shared) {
+            sink.changed(vec![record], Vec::new());
+        }
         Ok(id)
     }
 
@@ -358,6 +401,7 @@ impl Matchmaker {
         match inner.tickets.get(ticket) {
             Some(t) if t.party_id.is_none() && t.owner == Some(session) => {
                 inner.remove(ticket);
+                self.flush(inner);
                 Ok(())
             }
             _ => Err(MatchmakerError::TicketNotFound),
@@ -370,7 +414,9 @@ impl Matchmaker {
         let Some(ids) = inner.by_session.remove(&session) else {
             return 0;
         };
-        ids.iter().filter(|id| inner.remove(id).is_some()).count()
+        let n = ids.iter().filter(|id| inner.remove(id).is_some()).count();
+        self.flush(inner);
+        n
     }
 
     /// Removes a party's ticket.
@@ -379,6 +425,7 @@ impl Matchmaker {
         match inner.tickets.get(ticket) {
             Some(t) if t.party_id.as_deref() == Some(party_id) => {
                 inner.remove(ticket);
+                self.flush(inner);
                 Ok(())
             }
             _ => Err(MatchmakerError::TicketNotFound),
@@ -391,7 +438,9 @@ impl Matchmaker {
         let Some(ids) = inner.by_party.remove(party_id) else {
             return 0;
         };
-        ids.iter().filter(|id| inner.remove(id).is_some()).count()
+        let n = ids.iter().filter(|id| inner.remove(id).is_some()).count();
+        self.flush(inner);
+        n
     }
 
     /// Tickets in the pool.
@@ -571,7 +620,83 @@ impl Matchmaker {
             }
             out.push(entries);
         }
+        self.flush(inner);
         out
+    }
+}
+
+/// A ticket from its record: the query parsed, the document queries see.
+fn build_ticket(rec: TicketRecord, seq: u64) -> Result<Ticket, MatchmakerError> {
+    let query = Query::parse(&rec.request.query)?;
+    let mut properties = Map::new();
+    for (k, v) in &rec.request.string_properties {
+        properties.insert(k.clone(), Value::String(v.clone()));
+    }
+    for (k, v) in &rec.request.numeric_properties {
+        properties.insert(k.clone(), json!(v));
+    }
+    let doc = json!({
+        "ticket": rec.id,
+        "min_count": rec.request.min_count,
+        "max_count": rec.request.max_count,
+        "party_id": rec.party_id.clone().unwrap_or_default(),
+        "properties": properties,
+    });
+    Ok(Ticket {
+        id: rec.id,
+        seq,
+        created_ns: rec.created_ns,
+        owner: rec.owner,
+        party_id: rec.party_id,
+        presences: rec.presences,
+        query,
+        query_text: rec.request.query,
+        min_count: rec.request.min_count as usize,
+        max_count: rec.request.max_count as usize,
+        count_multiple: rec.request.count_multiple.unwrap_or(1) as usize,
+        string_properties: rec.request.string_properties,
+        numeric_properties: rec.request.numeric_properties,
+        doc,
+        intervals: AtomicU32::new(0),
+    })
+}
+
+/// Puts a ticket in the pool and its indexes.
+fn index_ticket(inner: &mut Inner, ticket: Ticket) {
+    let id = ticket.id.clone();
+    for p in &ticket.presences {
+        inner
+            .by_session
+            .entry(p.session_id)
+            .or_default()
+            .insert(id.clone());
+    }
+    if let Some(party) = &ticket.party_id {
+        inner
+            .by_party
+            .entry(party.clone())
+            .or_default()
+            .insert(id.clone());
+    }
+    inner.active.insert(id.clone());
+    inner.tickets.insert(id, Arc::new(ticket));
+}
+
+fn record_of(t: &Ticket) -> TicketRecord {
+    TicketRecord {
+        id: t.id.clone(),
+        created_ns: t.created_ns,
+        owner: t.owner,
+        party_id: t.party_id.clone(),
+        presences: t.presences.clone(),
+        request: TicketRequest {
+            query: t.query_text.clone(),
+            min_count: t.min_count as i32,
+            max_count: t.max_count as i32,
+            count_multiple: Some(t.count_multiple as i32),
+            string_properties: t.string_properties.clone(),
+            numeric_properties: t.numeric_properties.clone(),
+        },
     }
 }
 

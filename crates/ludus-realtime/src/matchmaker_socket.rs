@@ -165,6 +165,10 @@ impl Matchmaking {
     /// how many groups formed. The search runs on the blocking pool: it
     /// evaluates every active ticket's query against the whole pool.
     pub async fn process(&self, modules: &Arc<dyn Modules>) -> usize {
+        // In a cluster one node forms the groups, from every node's tickets.
+        if !self.hub.matchmaker_role() {
+            return 0;
+        }
         let matchmaker = self.core.clone();
         let groups = match tokio::task::spawn_blocking(move || matchmaker.process(now_ns())).await {
             Ok(groups) => groups,

@@ -176,28 +176,20 @@ impl Realtime {
                 .add(session, req)
                 .map(|t| Some(Message::MatchmakerTicket(t))),
             Message::MatchmakerRemove(req) => self.matchmaker.remove(session, req).map(|()| None),
-            Message::PartyCreate(req) => self
-                .parties
-                .create(session, req)
-                .map(|p| Some(Message::Party(p))),
-            Message::PartyJoin(req) => self.parties.join(session, req).map(|()| None),
-            Message::PartyLeave(req) => self.parties.leave(session, req).map(|()| None),
-            Message::PartyPromote(req) => self.parties.promote(session, req).map(|()| None),
-            Message::PartyAccept(req) => self.parties.accept(session, req).map(|()| None),
-            Message::PartyRemove(req) => self.parties.remove(session, req).map(|()| None),
-            Message::PartyClose(req) => self.parties.close(session, req).map(|()| None),
-            Message::PartyJoinRequestList(req) => self
-                .parties
-                .join_requests(session, req)
-                .map(|r| Some(Message::PartyJoinRequest(r))),
-            Message::PartyDataSend(req) => self.parties.data_send(session, req).map(|()| None),
-            Message::PartyUpdate(req) => self.parties.update(session, req).map(|()| None),
-            Message::PartyMatchmakerAdd(req) => self
-                .parties
-                .matchmaker_add(session, req)
-                .map(|t| Some(Message::PartyMatchmakerTicket(t))),
-            Message::PartyMatchmakerRemove(req) => {
-                self.parties.matchmaker_remove(session, req).map(|()| None)
+            m @ (Message::PartyCreate(_)
+            | Message::PartyJoin(_)
+            | Message::PartyLeave(_)
+            | Message::PartyPromote(_)
+            | Message::PartyAccept(_)
+            | Message::PartyRemove(_)
+            | Message::PartyClose(_)
+            | Message::PartyJoinRequestList(_)
+            | Message::PartyDataSend(_)
+            | Message::PartyUpdate(_)
+            | Message::PartyMatchmakerAdd(_)
+            | Message::PartyMatchmakerRemove(_)) => {
+                let me = self.hub.presence_of(session);
+                self.party_message(&me, m).await
             }
             Message::Rpc(rpc) => {
                 modules

@@ -67,6 +67,7 @@ async fn start_node(name: &str, data: &Path, database: &str, redis: &[String]) -
         .args(["--session.single_socket", "true"])
         .args(["--cluster.lease_ms", &LEASE_MS.to_string()])
         .args(["--cluster.heartbeat_ms", "500"])
+        .args(["--matchmaker.interval_sec", "1"])
         .args(["--logger.level", "warn"])
         .arg("--runtime.path")
         .arg(concat!(
@@ -765,5 +766,237 @@ async fn matches_span_nodes() {
         "{:?}",
         asked.elapsed()
     );
-    drop((a, b, c));
+
+    // --- the matchmaker pools tickets of every node and matches them once ----
+    let matched_pair = |v: &Value| {
+        v["matchmaker_matched"]["users"]
+            .as_array()
+            .is_some_and(|u| u.len() == 2)
+    };
+    let ticket = json!({"matchmaker_add": {"min_count": 2, "max_count": 2, "query": "*"}});
+    let tb1 = wb.call(ticket.clone()).await;
+    assert!(tb1["matchmaker_ticket"]["ticket"].is_string(), "{tb1}");
+    wc.call(ticket.clone()).await;
+    let got_b = wb
+        .expect(
+            "a match for b's ticket",
+            Duration::from_secs(8),
+            matched_pair,
+        )
+        .await;
+    let got_c = wc
+        .expect("a match for c's ticket", SHORT, matched_pair)
+        .await;
+    let users = got_b["matchmaker_matched"]["users"].as_array().unwrap();
+    let ids: Vec<&Value> = users.iter().map(|u| &u["presence"]["user_id"]).collect();
+    assert!(
+        ids.contains(&&json!(ub)) && ids.contains(&&json!(uc)),
+        "{got_b}"
+    );
+    assert_eq!(
+        got_b["matchmaker_matched"]["token"],
+        got_c["matchmaker_matched"]["token"]
+    );
+    // Matched once: no second match for the same tickets.
+    assert!(
+        wb.wait(Duration::from_millis(1500), matched_pair)
+            .await
+            .is_none()
+    );
+
+    // The node holding the role dies: another takes it within seconds.
+    let holder = std::process::Command::new("redis-cli")
+        .args(["-u", &urls[0], "GET", "ludus:matchmaker"])
+        .output()
+        .unwrap();
+    let holder = String::from_utf8_lossy(&holder.stdout).trim().to_owned();
+    let mut nodes = vec![("m-a", a), ("m-b", b), ("m-c", c)];
+    let dead = nodes
+        .iter()
+        .position(|(n, _)| *n == holder)
+        .unwrap_or_else(|| panic!("the role is held by a node: {holder:?}"));
+    let (_, mut dead) = nodes.remove(dead);
+    let mut players = Vec::new();
+    for (name, node) in &nodes {
+        let (t, _) = sign_in(node.addr, &format!("mm-{name}")).await;
+        players.push(Ws::connect(node.addr, &t).await);
+    }
+    dead.child.start_kill().unwrap();
+    dead.child.wait().await.unwrap();
+    let killed = Instant::now();
+    for ws in players.iter_mut() {
+        ws.call(ticket.clone()).await;
+    }
+    for ws in players.iter_mut() {
+        ws.expect(
+            "a match after the matchmaker's node died",
+            Duration::from_millis(LEASE_MS + 8_000),
+            matched_pair,
+        )
+        .await;
+    }
+    assert!(
+        killed.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        killed.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parties_span_nodes() {
+    let redis = RedisServer::start();
+    let urls = vec![redis.url()];
+    let database = ludus_testkit::postgres_database();
+    migrate(&database);
+    let dir = tempfile::tempdir().unwrap();
+    let a = start_node("p-a", dir.path(), &database, &urls).await;
+    let mut b = start_node("p-b", dir.path(), &database, &urls).await;
+    let (ta, ua) = sign_in(a.addr, "pa").await;
+    let (tb, ub) = sign_in(b.addr, "pb").await;
+    let mut wa = Ws::connect(a.addr, &ta).await;
+    let mut wb = Ws::connect(b.addr, &tb).await;
+
+    // A party on node a, joined from node b.
+    let party = wa
+        .call(json!({"party_create": {"open": true, "max_size": 4}}))
+        .await;
+    let id = party["party"]["party_id"].as_str().unwrap().to_owned();
+    assert!(id.ends_with(".p-a"), "{party}");
+    let joined = wb.call(json!({"party_join": {"party_id": id}})).await;
+    assert!(joined.get("error").is_none(), "{joined}");
+    let got = wb
+        .expect("the party on b", SHORT, |v| {
+            v["party"]["party_id"] == json!(id)
+        })
+        .await;
+    assert!(has_user(&got["party"]["presences"], &ua), "{got}");
+    wa.expect("b's join on a", SHORT, |v| {
+        has_user(&v["party_presence_event"]["joins"], &ub)
+    })
+    .await;
+    wb.expect("b hears its own join", SHORT, |v| {
+        has_user(&v["party_presence_event"]["joins"], &ub)
+    })
+    .await;
+
+    // Data both ways.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    wb.call(json!({"party_data_send": {"party_id": id, "op_code": 3, "data": "aGk="}}))
+        .await;
+    let data = wa
+        .expect("b's data on a", SHORT, |v| {
+            v["party_data"]["op_code"] == json!("3")
+        })
+        .await;
+    assert_eq!(data["party_data"]["presence"]["user_id"], json!(ub));
+    wa.call(json!({"party_data_send": {"party_id": id, "op_code": 4, "data": "eW8="}}))
+        .await;
+    wb.expect("a's data on b", SHORT, |v| {
+        v["party_data"]["op_code"] == json!("4")
+    })
+    .await;
+
+    // The leader on a hands over to b's member; b's requests are served
+    // by node a from then on.
+    let b_presence = got["party"]["self"].clone();
+    wa.call(json!({"party_promote": {"party_id": id, "presence": b_presence}}))
+        .await;
+    for ws in [&mut wa, &mut wb] {
+        ws.expect("the new leader", SHORT, |v| {
+            v["party_leader"]["presence"]["user_id"] == json!(ub)
+        })
+        .await;
+    }
+    let close_it = wb
+        .call(
+            json!({"party_update": {"party_id": id, "label": "{\"mode\":\"duo\"}", "open": false}}),
+        )
+        .await;
+    assert!(close_it.get("error").is_none(), "{close_it}");
+    wa.expect("the update on a", SHORT, |v| {
+        v["party_update"]["party_id"] == json!(id)
+    })
+    .await;
+    // A refused request from the old leader: only the leader may update.
+    let refused = wa
+        .call(json!({"party_update": {"party_id": id, "label": "{}", "open": true}}))
+        .await;
+    assert!(refused["error"].is_object(), "{refused}");
+
+    // --- group chat across nodes; a kick on node a takes effect on b --------
+    let (status, group) = request(
+        a.addr,
+        "POST",
+        "/v2/group",
+        &format!("Bearer {ta}"),
+        &json!({"name": "cluster-guild", "open": true}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{group}");
+    let gid = group["id"].as_str().unwrap().to_owned();
+    let (status, _) = request(
+        b.addr,
+        "POST",
+        &format!("/v2/group/{gid}/join"),
+        &format!("Bearer {tb}"),
+        &Value::Null,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200);
+    let ga = wa
+        .call(json!({"channel_join": {"target": gid, "type": 3}}))
+        .await;
+    let gch = ga["channel"]["id"]
+        .as_str()
+        .expect("group channel")
+        .to_owned();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let gb = wb
+        .call(json!({"channel_join": {"target": gid, "type": 3}}))
+        .await;
+    assert!(has_user(&gb["channel"]["presences"], &ua), "{gb}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    say(&mut wa, &gch, "guild-hello").await;
+    wb.expect("the guild message on b", SHORT, message_with("guild-hello"))
+        .await;
+    let (status, kicked) = request(
+        a.addr,
+        "POST",
+        &format!("/v2/group/{gid}/kick?user_ids={ub}"),
+        &format!("Bearer {ta}"),
+        &Value::Null,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{kicked}");
+    wa.expect("b's leave from the guild channel", SHORT, |v| {
+        v["channel_presence_event"]["channel_id"] == json!(gch)
+            && has_user(&v["channel_presence_event"]["leaves"], &ub)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    say(&mut wa, &gch, "after-kick").await;
+    assert!(
+        wb.wait(Duration::from_millis(500), message_with("after-kick"))
+            .await
+            .is_none(),
+        "a kicked member on another node no longer hears the group"
+    );
+
+    // Node b dies: its member leaves the party on node a within the lease,
+    // and a becomes the leader again.
+    b.child.start_kill().unwrap();
+    b.child.wait().await.unwrap();
+    wa.expect(
+        "b's member leaving after its node died",
+        Duration::from_millis(LEASE_MS + 7_000),
+        |v| has_user(&v["party_presence_event"]["leaves"], &ub),
+    )
+    .await;
+    wa.expect("a leads again", SHORT, |v| {
+        v["party_leader"]["presence"]["user_id"] == json!(ua)
+    })
+    .await;
 }

@@ -61,6 +61,9 @@ pub(super) async fn release(shared: &Shared) {
             pipe.del(super::presence_key(&shared.node)).ignore();
             if shard.index == 0 {
                 pipe.del(super::lease_key(&shared.node)).ignore();
+                if shared.matchmaker.load(std::sync::atomic::Ordering::Acquire) {
+                    pipe.del(super::MATCHMAKER_KEY).ignore();
+                }
             }
             let _ = tokio::time::timeout(CONNECT_TIMEOUT, pipe.query_async::<()>(&mut conn)).await;
         }
@@ -256,6 +259,13 @@ pub(super) async fn subscribe(
             if inputs.send(Input::Connected(index)).await.is_err() {
                 return;
             }
+            if index == 0 {
+                // Every pool hears of this node's tickets again.
+                let own = realtime.matchmaker.core().own_tickets(&shared.node);
+                if !own.is_empty() {
+                    realtime.hub().tickets_changed(own, Vec::new());
+                }
+            }
             let mut messages = ps.into_on_message();
             while let Some(msg) = messages.next().await {
                 let Some(w) = Wire::decode(msg.get_payload_bytes()) else {
@@ -330,6 +340,15 @@ fn deliver(shared: &Arc<Shared>, realtime: &Arc<Realtime>, w: Wire) -> Option<Wi
             });
         }
         Wire::Reply { id, reply } => shared.answered(id, reply),
+        Wire::Tickets {
+            node,
+            added,
+            removed,
+        } => {
+            if node != shared.node {
+                realtime.matchmaker.core().apply_remote(added, &removed);
+            }
+        }
         Wire::Cast(cast) => realtime.serve_cast(cast),
         other => return Some(other),
     }
@@ -343,5 +362,54 @@ pub(super) async fn heartbeat(shared: Arc<Shared>, index: usize) {
     loop {
         tick.tick().await;
         shared.shards[index].send(Op::Heartbeat);
+    }
+}
+
+/// Takes or renews the matchmaker's role on the first shard, every
+/// heartbeat; a holder that stops renewing loses it after a lease.
+pub(super) async fn matchmaker_role(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(shared.config.heartbeat_ms));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let shard = &shared.shards[0];
+    loop {
+        tick.tick().await;
+        let held = match shard.conn() {
+            Some(mut conn) => {
+                let taken: Result<Option<String>, _> = redis::cmd("SET")
+                    .arg(super::MATCHMAKER_KEY)
+                    .arg(&*shared.node)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(shared.config.lease_ms)
+                    .query_async(&mut conn)
+                    .await;
+                match taken {
+                    Ok(Some(_)) => true,
+                    Ok(None) => {
+                        let holder: Result<Option<String>, _> = redis::cmd("GET")
+                            .arg(super::MATCHMAKER_KEY)
+                            .query_async(&mut conn)
+                            .await;
+                        let mine = matches!(&holder, Ok(Some(h)) if *h == *shared.node);
+                        if mine {
+                            let _: Result<(), _> = redis::cmd("PEXPIRE")
+                                .arg(super::MATCHMAKER_KEY)
+                                .arg(shared.config.lease_ms)
+                                .query_async(&mut conn)
+                                .await;
+                        }
+                        mine
+                    }
+                    Err(_) => false,
+                }
+            }
+            None => false,
+        };
+        let was = shared
+            .matchmaker
+            .swap(held, std::sync::atomic::Ordering::AcqRel);
+        if held != was {
+            tracing::info!(node = %shared.node, held, "matchmaker role changed");
+        }
     }
 }

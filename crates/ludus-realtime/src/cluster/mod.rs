@@ -18,6 +18,9 @@
 //!   disconnects of sessions held elsewhere.
 //! - `ludus:lease:<node>` (first shard): the node's name is taken while it
 //!   runs, so two nodes cannot share one.
+//! - `ludus:matchmaker` (first shard): the node that forms matchmaker groups
+//!   from the pooled tickets of every node (they cross on `ludus:all` of
+//!   the first shard); another takes the role when it stops renewing.
 //!
 //! A node whose heartbeats stop for `cluster.lease_ms` is gone: every other
 //! node drops its presences and tells its own sessions they left (each node
@@ -189,6 +192,8 @@ struct Shared {
     /// Calls to other nodes waiting for their answer, by id.
     calls: Mutex<std::collections::HashMap<u64, tokio::sync::oneshot::Sender<NodeReply>>>,
     next_call: std::sync::atomic::AtomicU64,
+    /// Whether this node holds the matchmaker's role (`ludus:matchmaker`).
+    matchmaker: AtomicBool,
 }
 
 const PRESENCE: &str = "ludus:presence";
@@ -201,6 +206,9 @@ fn node_channel(node: &str) -> String {
 fn presence_key(node: &str) -> String {
     format!("ludus:p:{node}")
 }
+
+/// Who forms the matchmaker's groups: the node named here, while it renews.
+const MATCHMAKER_KEY: &str = "ludus:matchmaker";
 
 fn lease_key(node: &str) -> String {
     format!("ludus:lease:{node}")
@@ -321,6 +329,7 @@ impl Bus for RedisBus {
             NodeCall::MatchJoin { match_id, .. } | NodeCall::MatchSignal { match_id, .. } => {
                 *match_id.as_bytes()
             }
+            NodeCall::Party { presence, .. } => *presence.session_id.as_bytes(),
         };
         let wire = Wire::Call {
             from: shared.node.clone(),
@@ -352,8 +361,27 @@ impl Bus for RedisBus {
         let key = match &cast {
             NodeCast::MatchData { match_id, .. } => *match_id.as_bytes(),
             NodeCast::Untrack { session, .. } => *session.as_bytes(),
+            NodeCast::Track { presence, .. } => *presence.session_id.as_bytes(),
         };
         self.0.to_node(node, &key, &Wire::Cast(cast));
+    }
+
+    fn tickets(&self, added: Vec<crate::matchmaker::TicketRecord>, removed: Vec<String>) {
+        // One shard for the whole pool: its changes stay in order.
+        let wire = Wire::Tickets {
+            node: self.0.node.clone(),
+            added,
+            removed,
+        };
+        self.0.shards[0].send(Op::Publish(ALL.into(), wire.encode()));
+    }
+
+    fn matchmaker_role(&self) -> bool {
+        self.0.matchmaker.load(Ordering::Acquire)
+    }
+
+    fn clustered(&self) -> bool {
+        true
     }
 
     fn session_added(&self, user: Uuid, session: Uuid) {
@@ -438,6 +466,7 @@ impl Cluster {
             shards,
             calls: Mutex::new(std::collections::HashMap::new()),
             next_call: std::sync::atomic::AtomicU64::new(1),
+            matchmaker: AtomicBool::new(false),
         });
         link::take_lease(&shared).await?;
         tracing::info!(node, shards = shared.shards.len(), "joined the cluster");
@@ -472,6 +501,7 @@ impl Cluster {
             )));
             tasks.push(tokio::spawn(link::heartbeat(self.shared.clone(), shard)));
         }
+        tasks.push(tokio::spawn(link::matchmaker_role(self.shared.clone())));
         tasks.push(tokio::spawn(replica::run(
             self.shared.clone(),
             rx,

@@ -13,6 +13,7 @@ use crate::bus::{NodeCall, NodeCast, NodeReply};
 use crate::codec::Format;
 use crate::error::{RtCode, RtError};
 use crate::matches::MatchMessage;
+use crate::matchmaker::{TicketRecord, TicketRequest};
 use crate::stream::{Stream, StreamMode};
 use crate::tracker::{Presence, PresenceMeta};
 
@@ -85,6 +86,12 @@ pub(crate) enum Wire {
         reply: NodeReply,
     },
     Cast(NodeCast),
+    /// `node`'s matchmaker tickets that came or went.
+    Tickets {
+        node: Arc<str>,
+        added: Vec<TicketRecord>,
+        removed: Vec<String>,
+    },
 }
 
 const TRACK: u8 = 1;
@@ -99,11 +106,14 @@ const TO_FOLLOWERS: u8 = 9;
 const CALL: u8 = 10;
 const REPLY: u8 = 11;
 const CAST: u8 = 12;
+const TICKETS: u8 = 13;
 
 const CALL_MATCH_JOIN: u8 = 1;
 const CALL_MATCH_SIGNAL: u8 = 2;
+const CALL_PARTY: u8 = 3;
 const CAST_MATCH_DATA: u8 = 1;
 const CAST_UNTRACK: u8 = 2;
+const CAST_TRACK: u8 = 3;
 
 impl Wire {
     pub(crate) fn encode(&self) -> Bytes {
@@ -213,6 +223,11 @@ impl Wire {
                         put_id(&mut w, *match_id);
                         put_str(&mut w, data);
                     }
+                    NodeCall::Party { presence, envelope } => {
+                        w.put_u8(CALL_PARTY);
+                        put_presence(&mut w, presence);
+                        put_str(&mut w, envelope);
+                    }
                 }
             }
             Wire::Reply { id, reply } => {
@@ -248,6 +263,27 @@ impl Wire {
                         put_id(&mut w, *session);
                         put_stream(&mut w, stream);
                     }
+                    NodeCast::Track { stream, presence } => {
+                        w.put_u8(CAST_TRACK);
+                        put_stream(&mut w, stream);
+                        put_presence(&mut w, presence);
+                    }
+                }
+            }
+            Wire::Tickets {
+                node,
+                added,
+                removed,
+            } => {
+                w.put_u8(TICKETS);
+                put_str(&mut w, node);
+                w.put_u32_le(added.len() as u32);
+                for t in added {
+                    put_ticket(&mut w, t);
+                }
+                w.put_u32_le(removed.len() as u32);
+                for id in removed {
+                    put_str(&mut w, id);
                 }
             }
         }
@@ -334,6 +370,10 @@ impl Wire {
                         match_id: r.id()?,
                         data: r.str()?.to_string(),
                     },
+                    CALL_PARTY => NodeCall::Party {
+                        presence: r.presence()?,
+                        envelope: r.str()?.to_string(),
+                    },
                     _ => return None,
                 };
                 Wire::Call { from, id, call }
@@ -365,8 +405,30 @@ impl Wire {
                     session: r.id()?,
                     stream: r.stream()?,
                 },
+                CAST_TRACK => NodeCast::Track {
+                    stream: r.stream()?,
+                    presence: r.presence()?,
+                },
                 _ => return None,
             }),
+            TICKETS => {
+                let node = r.str()?;
+                let n = r.count()?;
+                let mut added = Vec::with_capacity(n);
+                for _ in 0..n {
+                    added.push(r.ticket()?);
+                }
+                let n = r.count()?;
+                let mut removed = Vec::with_capacity(n);
+                for _ in 0..n {
+                    removed.push(r.str()?.to_string());
+                }
+                Wire::Tickets {
+                    node,
+                    added,
+                    removed,
+                }
+            }
             _ => return None,
         };
         r.0.is_empty().then_some(wire)
@@ -447,6 +509,32 @@ fn put_presence(w: &mut BytesMut, p: &Presence) {
     put_str(w, &p.meta.status);
 }
 
+fn put_ticket(w: &mut BytesMut, t: &TicketRecord) {
+    put_str(w, &t.id);
+    w.put_u64_le(t.created_ns as u64);
+    put_id(w, t.owner.unwrap_or(Uuid::nil()));
+    put_str(w, t.party_id.as_deref().unwrap_or(""));
+    w.put_u32_le(t.presences.len() as u32);
+    for p in &t.presences {
+        put_presence(w, p);
+    }
+    let q = &t.request;
+    put_str(w, &q.query);
+    w.put_u32_le(q.min_count as u32);
+    w.put_u32_le(q.max_count as u32);
+    w.put_u32_le(q.count_multiple.unwrap_or(0) as u32);
+    w.put_u32_le(q.string_properties.len() as u32);
+    for (k, v) in &q.string_properties {
+        put_str(w, k);
+        put_str(w, v);
+    }
+    w.put_u32_le(q.numeric_properties.len() as u32);
+    for (k, v) in &q.numeric_properties {
+        put_str(w, k);
+        w.put_u64_le(v.to_bits());
+    }
+}
+
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
@@ -473,6 +561,54 @@ impl<'a> Reader<'a> {
 
     fn id(&mut self) -> Option<Uuid> {
         Uuid::from_slice(self.take(16)?).ok()
+    }
+
+    /// A count of items of at least 4 bytes each (no more than the bytes
+    /// left could hold).
+    fn count(&mut self) -> Option<usize> {
+        let n = self.u32()? as usize;
+        (n <= self.0.len() / 4).then_some(n)
+    }
+
+    fn ticket(&mut self) -> Option<TicketRecord> {
+        let id = self.str()?.to_string();
+        let created_ns = self.u64()? as i64;
+        let owner = Some(self.id()?).filter(|o| !o.is_nil());
+        let party = self.str()?;
+        let n = self.count()?;
+        let mut presences = Vec::with_capacity(n);
+        for _ in 0..n {
+            presences.push(self.presence()?);
+        }
+        let query = self.str()?.to_string();
+        let min_count = self.u32()? as i32;
+        let max_count = self.u32()? as i32;
+        let multiple = self.u32()? as i32;
+        let n = self.count()?;
+        let mut string_properties = std::collections::BTreeMap::new();
+        for _ in 0..n {
+            string_properties.insert(self.str()?.to_string(), self.str()?.to_string());
+        }
+        let n = self.count()?;
+        let mut numeric_properties = std::collections::BTreeMap::new();
+        for _ in 0..n {
+            numeric_properties.insert(self.str()?.to_string(), f64::from_bits(self.u64()?));
+        }
+        Some(TicketRecord {
+            id,
+            created_ns,
+            owner,
+            party_id: (!party.is_empty()).then(|| party.to_string()),
+            presences,
+            request: TicketRequest {
+                query,
+                min_count,
+                max_count,
+                count_multiple: (multiple != 0).then_some(multiple),
+                string_properties,
+                numeric_properties,
+            },
+        })
     }
 
     fn bytes(&mut self) -> Option<&'a [u8]> {
@@ -625,6 +761,37 @@ mod tests {
                 session: p.session_id,
                 stream: stream.clone(),
             }),
+            Wire::Cast(NodeCast::Track {
+                stream: stream.clone(),
+                presence: p.clone(),
+            }),
+            Wire::Call {
+                from: "c".into(),
+                id: 44,
+                call: NodeCall::Party {
+                    presence: p.clone(),
+                    envelope: "{\"party_join\":{}}".into(),
+                },
+            },
+            Wire::Tickets {
+                node: "a".into(),
+                added: vec![TicketRecord {
+                    id: "t1".into(),
+                    created_ns: 1_700_000_000_000_000_000,
+                    owner: Some(p.session_id),
+                    party_id: None,
+                    presences: vec![p.clone()],
+                    request: TicketRequest {
+                        query: "+properties.mode:duel".into(),
+                        min_count: 2,
+                        max_count: 4,
+                        count_multiple: Some(2),
+                        string_properties: [("mode".to_owned(), "duel".to_owned())].into(),
+                        numeric_properties: [("skill".to_owned(), 12.5)].into(),
+                    },
+                }],
+                removed: vec!["t0".into()],
+            },
         ];
         for w in all {
             assert_eq!(Wire::decode(&w.encode()), Some(w));

@@ -560,7 +560,7 @@ impl MatchRegistry {
     /// Sends `match_signal` data to a match and answers what it returned.
     pub async fn signal(&self, match_id: &str, data: String) -> Result<String, RtError> {
         let (id, node) = parse_id(match_id)?;
-        if !node.is_empty() && node != &*self.node {
+        if !node.is_empty() && node != &*self.node && self.hub.clustered() {
             let call = crate::bus::NodeCall::MatchSignal { match_id: id, data };
             let timeout = self.config.call_timeout();
             return self

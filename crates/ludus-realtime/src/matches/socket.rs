@@ -76,6 +76,9 @@ impl MatchRegistry {
             };
             return Ok((joined, Some(announce)));
         }
+        if node != self.node() && !self.hub.clustered() {
+            return Err(not_found());
+        }
         let presence = self.session_presence(session);
         let (stream, label, new) = if node == self.node() {
             let (label, new, entry) = self.attempt(id, &presence, req.metadata).await?;
@@ -236,6 +239,9 @@ impl MatchRegistry {
                 receive_time_ms: ludus_core::chat::now_us() / 1000,
             };
             if node != self.node() {
+                if !self.hub.clustered() {
+                    return Err(not_found());
+                }
                 let cast = crate::bus::NodeCast::MatchData {
                     match_id: id,
                     message,

@@ -33,7 +33,6 @@ use uuid::Uuid;
 use crate::error::RtError;
 use crate::hub::{Hub, push, visible};
 use crate::matchmaker::{Matchmaker, TicketRequest};
-use crate::registry::SessionHandle;
 use crate::stream::{Stream, StreamMode};
 use crate::tracker::Presence;
 
@@ -229,10 +228,23 @@ impl Parties {
                             .send_to_sessions(&[presence.session_id], push(Message::Party(p)));
                     }
                     let stream = self.stream(party);
-                    let a = self.hub.track(&stream, presence);
-                    let (joins, leaves) = a.changes();
-                    self.announce(&stream, &joins, &leaves);
-                    party
+                    if *presence.node != **self.hub.node() {
+                        // A member of another node: its node tracks it (and
+                        // tells the others); it hears its own join from here.
+                        let joiner = presence.session_id;
+                        self.hub.track_elsewhere(&stream, presence.clone());
+                        let joins = [presence];
+                        self.announce(&stream, &joins, &[]);
+                        if let Some(event) = self.presence_event(&stream, &joins, &[]) {
+                            self.hub.send_to_sessions(&[joiner], event);
+                        }
+                        party
+                    } else {
+                        let a = self.hub.track(&stream, presence);
+                        let (joins, leaves) = a.changes();
+                        self.announce(&stream, &joins, &leaves);
+                        party
+                    }
                 }
                 Effect::Requested {
                     party,
@@ -266,7 +278,7 @@ impl Parties {
                     removed,
                 } => {
                     let stream = self.stream(party);
-                    if let Some(gone) = self.hub.untrack(presence.session_id, &stream) {
+                    if let Some(gone) = self.hub.untrack_anywhere(presence.session_id, &stream) {
                         self.announce(&stream, &[], &[gone]);
                     }
                     if removed {
@@ -297,7 +309,7 @@ impl Parties {
                     let stream = self.stream(party);
                     for member in &members {
                         // The party is over: nobody is left to hear leaves.
-                        let _ = self.hub.untrack(*member, &stream);
+                        let _ = self.hub.untrack_anywhere(*member, &stream);
                     }
                     tracing::debug!(party_id = %self.party_id(party), closed, "party ended");
                     party
@@ -323,9 +335,9 @@ impl Parties {
     }
 
     /// `party_create`: a new party led by this session.
-    pub fn create(&self, session: &SessionHandle, req: PartyCreate) -> Result<PartyWire, RtError> {
+    pub fn create(&self, me: &Presence, req: PartyCreate) -> Result<PartyWire, RtError> {
         check_label(&req.label)?;
-        let me = self.hub.presence_of(session);
+        let me = me.clone();
         let id = Uuid::new_v4();
         let mut book = self.lock();
         let effects = book.create(
@@ -340,63 +352,63 @@ impl Parties {
             .party_wire(id, &book, &me)
             .expect("the party was just created");
         self.apply(&book, effects);
-        tracing::debug!(party_id = %reply.party_id, session_id = %session.id(), "party created");
+        tracing::debug!(party_id = %reply.party_id, session_id = %me.session_id, "party created");
         Ok(reply)
     }
 
     /// `party_join`: joins an open party at once, or asks the leader of a
     /// closed one (the leader gets a `party_join_request`; the joiner gets
     /// its `party` once accepted).
-    pub fn join(&self, session: &SessionHandle, req: PartyJoin) -> Result<(), RtError> {
+    pub fn join(&self, me: &Presence, req: PartyJoin) -> Result<(), RtError> {
         let id = self.parse_id(&req.party_id)?;
-        let me = self.hub.presence_of(session);
+        let me = me.clone();
         self.change(|book| book.join(id, me))
     }
 
     /// `party_accept`: the leader lets a pending request in.
-    pub fn accept(&self, session: &SessionHandle, req: PartyAccept) -> Result<(), RtError> {
+    pub fn accept(&self, me: &Presence, req: PartyAccept) -> Result<(), RtError> {
         let target = target_of(req.presence.as_ref())?;
         let id = self.parse_id(&req.party_id)?;
-        self.change(|book| book.accept(id, session.id(), target))
+        self.change(|book| book.accept(id, me.session_id, target))
     }
 
     /// `party_remove`: the leader removes a member (who gets `party_close`)
     /// or turns down a pending request.
-    pub fn remove(&self, session: &SessionHandle, req: PartyRemove) -> Result<(), RtError> {
+    pub fn remove(&self, me: &Presence, req: PartyRemove) -> Result<(), RtError> {
         let target = target_of(req.presence.as_ref())?;
         let id = self.parse_id(&req.party_id)?;
-        self.change(|book| book.remove(id, session.id(), target))
+        self.change(|book| book.remove(id, me.session_id, target))
     }
 
     /// `party_promote`: the leader hands over; every member gets
     /// `party_leader`.
-    pub fn promote(&self, session: &SessionHandle, req: PartyPromote) -> Result<(), RtError> {
+    pub fn promote(&self, me: &Presence, req: PartyPromote) -> Result<(), RtError> {
         let target = target_of(req.presence.as_ref())?;
         let id = self.parse_id(&req.party_id)?;
-        self.change(|book| book.promote(id, session.id(), target))
+        self.change(|book| book.promote(id, me.session_id, target))
     }
 
     /// `party_leave`: leaves a party, or withdraws a pending request.
-    pub fn leave(&self, session: &SessionHandle, req: PartyLeave) -> Result<(), RtError> {
+    pub fn leave(&self, me: &Presence, req: PartyLeave) -> Result<(), RtError> {
         let id = self.parse_id(&req.party_id)?;
-        self.change(|book| book.leave(id, session.id()))
+        self.change(|book| book.leave(id, me.session_id))
     }
 
     /// `party_close`: the leader ends the party; every member gets
     /// `party_close`.
-    pub fn close(&self, session: &SessionHandle, req: PartyClose) -> Result<(), RtError> {
+    pub fn close(&self, me: &Presence, req: PartyClose) -> Result<(), RtError> {
         let id = self.parse_id(&req.party_id)?;
-        self.change(|book| book.close(id, session.id()))
+        self.change(|book| book.close(id, me.session_id))
     }
 
     /// `party_join_request_list`: the leader sees who is waiting.
     pub fn join_requests(
         &self,
-        session: &SessionHandle,
+        me: &Presence,
         req: PartyJoinRequestList,
     ) -> Result<PartyJoinRequest, RtError> {
         let id = self.parse_id(&req.party_id)?;
-        let requests = self.lock().requests(id, session.id())?;
+        let requests = self.lock().requests(id, me.session_id)?;
         Ok(PartyJoinRequest {
             party_id: self.party_id(id),
             presences: requests.iter().map(wire).collect(),
@@ -405,10 +417,10 @@ impl Parties {
 
     /// `party_data_send`: relays data to every other member. The payload is
     /// bounded by the socket's message size limit.
-    pub fn data_send(&self, session: &SessionHandle, req: PartyDataSend) -> Result<(), RtError> {
+    pub fn data_send(&self, me: &Presence, req: PartyDataSend) -> Result<(), RtError> {
         let id = self.parse_id(&req.party_id)?;
         let book = self.lock();
-        let (sender, others) = book.data_targets(id, session.id())?;
+        let (sender, others) = book.data_targets(id, me.session_id)?;
         let data = PartyData {
             party_id: self.party_id(id),
             presence: Some(wire(&sender)),
@@ -422,11 +434,11 @@ impl Parties {
 
     /// `party_update`: the leader changes the label, open and hidden flags;
     /// every member gets the `party_update`.
-    pub fn update(&self, session: &SessionHandle, req: PartyUpdate) -> Result<(), RtError> {
+    pub fn update(&self, me: &Presence, req: PartyUpdate) -> Result<(), RtError> {
         check_label(&req.label)?;
         let id = self.parse_id(&req.party_id)?;
         let mut book = self.lock();
-        let members = book.update(id, session.id(), &req.label, req.open, req.hidden)?;
+        let members = book.update(id, me.session_id, &req.label, req.open, req.hidden)?;
         let update = PartyUpdate {
             party_id: self.party_id(id),
             ..req
@@ -434,6 +446,86 @@ impl Parties {
         self.hub
             .send_to_sessions(&members, push(Message::PartyUpdate(update)));
         Ok(())
+    }
+
+    /// One party request of `me`: served here, or by the node the party
+    /// lives on (a cluster), whose answer comes back.
+    pub(crate) async fn message(
+        &self,
+        me: &Presence,
+        message: Message,
+        timeout: std::time::Duration,
+    ) -> Result<Option<Message>, RtError> {
+        let owner = party_of(&message)
+            .and_then(|id| id.split_once('.'))
+            .map(|(_, node)| node.to_owned())
+            .filter(|node| !node.is_empty() && **node != **self.hub.node() && self.hub.clustered());
+        let Some(node) = owner else {
+            return self.here(me, message);
+        };
+        let envelope = push(message);
+        let text = crate::codec::encode(crate::Format::Json, &envelope)
+            .ok_or_else(|| RtError::internal("could not encode a party request"))?;
+        let call = crate::bus::NodeCall::Party {
+            presence: me.clone(),
+            envelope: String::from_utf8_lossy(&text).into_owned(),
+        };
+        let (reply, has_reply) = self.hub.call_node(&node, call, timeout).await?;
+        if !has_reply {
+            return Ok(None);
+        }
+        let envelope = crate::codec::decode(crate::Format::Json, reply.as_bytes())
+            .map_err(|_| RtError::internal("a party reply from another node did not parse"))?;
+        Ok(envelope.message)
+    }
+
+    /// A party request of a session of another node, for a party here.
+    pub(crate) fn serve(&self, me: &Presence, envelope: &str) -> crate::bus::NodeReply {
+        let request = crate::codec::decode(crate::Format::Json, envelope.as_bytes())
+            .map_err(|_| RtError::bad_input("a party request from another node did not parse"))?;
+        let message = request
+            .message
+            .ok_or_else(|| RtError::bad_input("an empty party request"))?;
+        match self.here(me, message)? {
+            Some(m) => {
+                let text = crate::codec::encode(crate::Format::Json, &push(m))
+                    .ok_or_else(|| RtError::internal("could not encode a party reply"))?;
+                Ok((String::from_utf8_lossy(&text).into_owned(), true))
+            }
+            None => Ok((String::new(), false)),
+        }
+    }
+
+    /// Serves a party request on this node.
+    fn here(&self, me: &Presence, message: Message) -> Result<Option<Message>, RtError> {
+        match message {
+            Message::PartyCreate(req) => self.create(me, req).map(|p| Some(Message::Party(p))),
+            Message::PartyJoin(req) => self.join(me, req).map(|()| None),
+            Message::PartyLeave(req) => self.leave(me, req).map(|()| None),
+            Message::PartyPromote(req) => self.promote(me, req).map(|()| None),
+            Message::PartyAccept(req) => self.accept(me, req).map(|()| None),
+            Message::PartyRemove(req) => self.remove(me, req).map(|()| None),
+            Message::PartyClose(req) => self.close(me, req).map(|()| None),
+            Message::PartyJoinRequestList(req) => self
+                .join_requests(me, req)
+                .map(|r| Some(Message::PartyJoinRequest(r))),
+            Message::PartyDataSend(req) => self.data_send(me, req).map(|()| None),
+            Message::PartyUpdate(req) => self.update(me, req).map(|()| None),
+            Message::PartyMatchmakerAdd(req) => self
+                .matchmaker_add(me, req)
+                .map(|t| Some(Message::PartyMatchmakerTicket(t))),
+            Message::PartyMatchmakerRemove(req) => self.matchmaker_remove(me, req).map(|()| None),
+            _ => Err(RtError::bad_input("not a party request")),
+        }
+    }
+
+    /// A member of another node left a party stream of this node (it left,
+    /// disconnected or its node died): it leaves the party.
+    pub(crate) fn remote_left(&self, stream: &Stream, presence: &Presence) {
+        if stream.mode != StreamMode::Party || *stream.label != **self.hub.node() {
+            return;
+        }
+        let _ = self.change(|book| book.leave(stream.subject, presence.session_id));
     }
 
     /// A disconnecting session leaves its parties and withdraws its
@@ -487,31 +579,42 @@ impl Parties {
     /// Sends a party presence event (the visible joins and leaves) to the
     /// members on the party's stream.
     pub(crate) fn announce(&self, stream: &Stream, joins: &[Presence], leaves: &[Presence]) {
+        if let Some(event) = self.presence_event(stream, joins, leaves) {
+            self.hub.send_to_stream(stream, event, None);
+        }
+    }
+
+    /// The party presence event for the visible joins and leaves, if any.
+    fn presence_event(
+        &self,
+        stream: &Stream,
+        joins: &[Presence],
+        leaves: &[Presence],
+    ) -> Option<ludus_proto::realtime::Envelope> {
         let (joins, leaves) = (visible(joins), visible(leaves));
         if joins.is_empty() && leaves.is_empty() {
-            return;
+            return None;
         }
         let event = PartyPresenceEvent {
             party_id: format!("{}.{}", stream.subject, stream.label),
             joins: joins.iter().map(wire).collect(),
             leaves: leaves.iter().map(wire).collect(),
         };
-        self.hub
-            .send_to_stream(stream, push(Message::PartyPresenceEvent(event)), None);
+        Some(push(Message::PartyPresenceEvent(event)))
     }
 
     /// `party_matchmaker_add`: the leader puts the whole party in the
     /// matchmaker as one ticket; the ticket goes when the members change.
     pub fn matchmaker_add(
         &self,
-        session: &SessionHandle,
+        me: &Presence,
         req: PartyMatchmakerAdd,
     ) -> Result<PartyMatchmakerTicket, RtError> {
         let id = self.parse_id(&req.party_id)?;
         let members = self
             .members(id)
             .ok_or_else(|| RtError::bad_input("party not found"))?;
-        if !self.is_leader(id, session.id()) {
+        if !self.is_leader(id, me.session_id) {
             return Err(RtError::bad_input(
                 "only the party leader may add the party to the matchmaker",
             ));
@@ -536,11 +639,11 @@ impl Parties {
     /// tickets.
     pub fn matchmaker_remove(
         &self,
-        session: &SessionHandle,
+        me: &Presence,
         req: PartyMatchmakerRemove,
     ) -> Result<(), RtError> {
         let id = self.parse_id(&req.party_id)?;
-        if !self.is_leader(id, session.id()) {
+        if !self.is_leader(id, me.session_id) {
             return Err(RtError::bad_input(
                 "only the party leader may remove the party's matchmaker tickets",
             ));
@@ -579,6 +682,24 @@ impl Parties {
     }
 }
 
+/// The party id a party request names (none for `party_create`).
+fn party_of(message: &Message) -> Option<&str> {
+    Some(match message {
+        Message::PartyJoin(r) => &r.party_id,
+        Message::PartyLeave(r) => &r.party_id,
+        Message::PartyPromote(r) => &r.party_id,
+        Message::PartyAccept(r) => &r.party_id,
+        Message::PartyRemove(r) => &r.party_id,
+        Message::PartyClose(r) => &r.party_id,
+        Message::PartyJoinRequestList(r) => &r.party_id,
+        Message::PartyDataSend(r) => &r.party_id,
+        Message::PartyUpdate(r) => &r.party_id,
+        Message::PartyMatchmakerAdd(r) => &r.party_id,
+        Message::PartyMatchmakerRemove(r) => &r.party_id,
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use ludus_proto::realtime::envelope::Message;
@@ -586,7 +707,7 @@ mod tests {
 
     use super::*;
     use crate::error::RtCode;
-    use crate::{Format, Realtime, RealtimeConfig, codec};
+    use crate::{Format, Realtime, RealtimeConfig, SessionHandle, codec};
 
     /// A realtime layer on a fresh SQLite store (parties never touch it).
     struct Harness {
