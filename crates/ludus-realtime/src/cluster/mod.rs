@@ -602,6 +602,33 @@ mod tests {
     }
 
     #[test]
+    fn a_full_shard_queue_drops_and_never_waits() {
+        let (tx, mut rx) = mpsc::channel(2);
+        let shard = Shard {
+            index: 0,
+            url: "redis://127.0.0.1:1".into(),
+            client: redis::Client::open("redis://127.0.0.1:1").unwrap(),
+            ops: tx,
+            dirty: AtomicBool::new(false),
+            conn: Mutex::new(None),
+            up_since: Mutex::new(None),
+        };
+        // A Redis that does not keep up: nobody drains the queue.
+        for _ in 0..100 {
+            shard.send(Op::Heartbeat);
+        }
+        assert!(
+            shard.dirty.load(Ordering::Acquire),
+            "dropped changes mark the node's presences for a rewrite"
+        );
+        let mut queued = 0;
+        while rx.try_recv().is_ok() {
+            queued += 1;
+        }
+        assert_eq!(queued, 2, "the queue holds its bound, no more");
+    }
+
+    #[test]
     fn config_reads_lists_and_comma_lists_and_checks_keys() {
         let c: ClusterConfig =
             serde_json::from_str(r#"{"redis": "redis://a:1, redis://b:2"}"#).unwrap();
