@@ -569,6 +569,49 @@ async fn two_redis_shards_carry_every_room() {
             .await;
         assert!(got.is_some(), "room {i}'s message crossed");
     }
+
+    // SIGTERM: node b closes its sockets, its leaves reach node a at once
+    // (not a lease later), and it gives its name and presences back.
+    let mut b = b;
+    let pid = b.child.id().unwrap().to_string();
+    let stopped = Instant::now();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    wa.expect(
+        "bob's leave after node b stopped",
+        Duration::from_secs(3),
+        |v| has_user(&v["channel_presence_event"]["leaves"], &ub),
+    )
+    .await;
+    assert!(
+        stopped.elapsed() < Duration::from_millis(LEASE_MS),
+        "{:?}",
+        stopped.elapsed()
+    );
+    let status = tokio::time::timeout(Duration::from_secs(20), b.child.wait())
+        .await
+        .expect("node b exits")
+        .unwrap();
+    assert!(status.success(), "graceful exit: {status:?}");
+    for url in &urls {
+        let out = std::process::Command::new("redis-cli")
+            .args([
+                "-u",
+                url,
+                "EXISTS",
+                "ludus:p:shard-b",
+                "ludus:lease:shard-b",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0", "{url}");
+    }
+    drop(a);
 }
 
 /// `POST /v2/rpc/{id}`; the payload it answers.
