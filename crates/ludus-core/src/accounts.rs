@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::error::{ApiError, Code};
 use crate::model::{Account, AccountUpdate, Identity, NewUser, User, UserAuth};
-use crate::revocation::RevocationList;
+use crate::revocation::{RevocationFeed, RevocationList, Revoked};
 use crate::store::{Store, StoreError};
 use crate::token::{self, SessionClaims, TokenError, TokenKind};
 use crate::{unix_now, validate};
@@ -84,6 +84,8 @@ pub struct AccountService {
     store: Arc<dyn Store>,
     settings: SessionSettings,
     revocations: RevocationList,
+    /// Where revocations go for the other nodes of a cluster.
+    feed: Option<Arc<dyn RevocationFeed>>,
 }
 
 impl AccountService {
@@ -94,7 +96,34 @@ impl AccountService {
             store,
             settings,
             revocations: RevocationList::from_stored(stored),
+            feed: None,
         })
+    }
+
+    /// This node's revocations also go to `feed` (a cluster's other nodes).
+    pub fn with_feed(mut self, feed: Arc<dyn RevocationFeed>) -> Self {
+        self.feed = Some(feed);
+        self
+    }
+
+    fn publish(&self, revoked: Revoked) {
+        if let Some(feed) = &self.feed {
+            feed.revoked(&revoked);
+        }
+    }
+
+    /// A revocation another node made: applied here at once.
+    pub fn apply_revoked(&self, revoked: Revoked) {
+        self.revocations.apply(revoked, unix_now());
+    }
+
+    /// Reads the stored revocations again (after this node may have missed
+    /// some another node made: the bus was down).
+    pub async fn reload_revocations(&self) -> Result<(), StoreError> {
+        let now = unix_now();
+        let stored = self.store.load_revocations(now).await?;
+        self.revocations.merge(stored, now);
+        Ok(())
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -401,6 +430,10 @@ impl AccountService {
         if token.is_empty() && refresh_token.is_empty() {
             self.store.revoke_user_sessions(caller.user_id, now).await?;
             self.revocations.revoke_user(caller.user_id, now);
+            self.publish(Revoked::User {
+                user: caller.user_id,
+                cutoff: now,
+            });
             return Ok(());
         }
         for (raw, kind) in [
@@ -427,6 +460,11 @@ impl AccountService {
             self.store
                 .revoke_token(&claims.token_id, kind, claims.expires_at)
                 .await?;
+            self.publish(Revoked::Token {
+                token_id: claims.token_id.clone(),
+                kind: kind.as_str().to_owned(),
+                expires_at: claims.expires_at,
+            });
             self.revocations
                 .revoke_token(claims.token_id, kind, claims.expires_at, now);
         }
@@ -544,6 +582,7 @@ impl AccountService {
         let now = unix_now();
         self.store.revoke_user_sessions(user, now).await?;
         self.revocations.revoke_user(user, now);
+        self.publish(Revoked::User { user, cutoff: now });
         Ok(())
     }
 

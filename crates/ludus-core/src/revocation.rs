@@ -10,6 +10,57 @@ use uuid::Uuid;
 use crate::model::Revocations;
 use crate::token::{SessionClaims, TokenKind};
 
+/// One revocation as it crosses to the other nodes of a cluster (each node
+/// checks tokens against its own in-memory list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revoked {
+    Token {
+        token_id: String,
+        kind: String,
+        expires_at: i64,
+    },
+    User {
+        user: Uuid,
+        cutoff: i64,
+    },
+}
+
+impl Revoked {
+    /// A line of text: `t|kind|expires_at|token_id` or `u|user|cutoff`.
+    pub fn encode(&self) -> String {
+        match self {
+            Revoked::Token {
+                token_id,
+                kind,
+                expires_at,
+            } => format!("t|{kind}|{expires_at}|{token_id}"),
+            Revoked::User { user, cutoff } => format!("u|{user}|{cutoff}"),
+        }
+    }
+
+    pub fn decode(text: &str) -> Option<Revoked> {
+        let mut parts = text.splitn(4, '|');
+        match parts.next()? {
+            "t" => Some(Revoked::Token {
+                kind: parts.next()?.to_owned(),
+                expires_at: parts.next()?.parse().ok()?,
+                token_id: parts.next()?.to_owned(),
+            }),
+            "u" => Some(Revoked::User {
+                user: parts.next()?.parse().ok()?,
+                cutoff: parts.next()?.parse().ok()?,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Where this node's revocations go so that every node applies them (the
+/// cluster bus).
+pub trait RevocationFeed: Send + Sync {
+    fn revoked(&self, revoked: &Revoked);
+}
+
 #[derive(Debug, Default)]
 pub struct RevocationList {
     inner: RwLock<Inner>,
@@ -60,6 +111,33 @@ impl RevocationList {
         }
     }
 
+    /// Adds what the store holds (revocations another node made while this
+    /// one could not hear of them).
+    pub fn merge(&self, stored: Revocations, now: i64) {
+        for (id, kind, exp) in stored.tokens {
+            self.revoke_token(id, kind, exp, now);
+        }
+        for (user, cutoff) in stored.users {
+            self.revoke_user(user, cutoff);
+        }
+    }
+
+    /// Applies a revocation another node made.
+    pub fn apply(&self, revoked: Revoked, now: i64) {
+        match revoked {
+            Revoked::Token {
+                token_id,
+                kind,
+                expires_at,
+            } => {
+                if let Some(kind) = TokenKind::parse(&kind) {
+                    self.revoke_token(token_id, kind, expires_at, now);
+                }
+            }
+            Revoked::User { user, cutoff } => self.revoke_user(user, cutoff),
+        }
+    }
+
     pub fn revoke_user(&self, user: Uuid, cutoff: i64) {
         let mut inner = self.inner.write().unwrap_or_else(|e| e.into_inner());
         let entry = inner.users.entry(user).or_insert(cutoff);
@@ -88,6 +166,61 @@ mod tests {
             expires_at: iat + 60,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn revocations_cross_as_text_and_back() {
+        for r in [
+            Revoked::Token {
+                token_id: "a|b".into(),
+                kind: "refresh".into(),
+                expires_at: 12,
+            },
+            Revoked::User {
+                user: Uuid::new_v4(),
+                cutoff: 99,
+            },
+        ] {
+            assert_eq!(Revoked::decode(&r.encode()), Some(r));
+        }
+        assert_eq!(Revoked::decode("x|1"), None);
+        assert_eq!(Revoked::decode("u|not-a-uuid|1"), None);
+    }
+
+    #[test]
+    fn revocations_from_another_node_apply_and_merge() {
+        let list = RevocationList::default();
+        let user = Uuid::new_v4();
+        list.apply(
+            Revoked::Token {
+                token_id: "t".into(),
+                kind: TokenKind::Refresh.as_str().into(),
+                expires_at: 100,
+            },
+            0,
+        );
+        assert!(list.is_revoked(&claims("t", 10), user, TokenKind::Refresh));
+        list.apply(Revoked::User { user, cutoff: 40 }, 0);
+        assert!(list.is_revoked(&claims("x", 40), user, TokenKind::Access));
+        let other = Uuid::new_v4();
+        list.merge(
+            Revocations {
+                tokens: vec![("s".into(), TokenKind::Access, 100)],
+                users: vec![(other, 30)],
+            },
+            0,
+        );
+        assert!(list.is_revoked(&claims("s", 10), user, TokenKind::Access));
+        assert!(list.is_revoked(&claims("y", 30), other, TokenKind::Access));
+        // A merge never lowers a cutoff already known.
+        list.merge(
+            Revocations {
+                tokens: vec![],
+                users: vec![(user, 10)],
+            },
+            0,
+        );
+        assert!(list.is_revoked(&claims("x", 40), user, TokenKind::Access));
     }
 
     #[test]

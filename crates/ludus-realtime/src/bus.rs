@@ -57,6 +57,9 @@ pub trait Bus: Send + Sync + 'static {
     /// Whether there are other nodes at all (ids naming another node are
     /// simply unknown on a single node).
     fn clustered(&self) -> bool;
+    /// Something of the server's for every other node (a revocation); they
+    /// hand it to the server as it came.
+    fn broadcast(&self, payload: bytes::Bytes);
 }
 
 /// An answer from another node: a text and a flag, or an error to pass on.
@@ -132,4 +135,5 @@ impl Bus for LocalBus {
     fn clustered(&self) -> bool {
         false
     }
+    fn broadcast(&self, _: bytes::Bytes) {}
 }

@@ -71,7 +71,23 @@ pub async fn start_with(
     )
     .await?;
     tracing::info!(backend = store.backend(), "database ready");
-    let accounts = AccountService::new(store, config.session_settings()).await?;
+    // A cluster node takes its name first: revocations and the realtime
+    // layer go through its bus.
+    let mut cluster = match config.cluster.enabled() {
+        true => {
+            Some(ludus_realtime::cluster::Cluster::connect(&config.cluster, &config.name).await?)
+        }
+        false => None,
+    };
+    let bus: Arc<dyn ludus_realtime::Bus> = match &cluster {
+        Some(c) => c.bus(),
+        None => Arc::new(ludus_realtime::LocalBus),
+    };
+    let mut accounts = AccountService::new(store, config.session_settings()).await?;
+    if cluster.is_some() {
+        // Every node checks tokens against its own list: logouts go to all.
+        accounts = accounts.with_feed(Arc::new(BusRevocations(bus.clone())));
+    }
     let addr = format!("{}:{}", config.socket.address, config.socket.port);
     let listener = TcpListener::bind(&addr)
         .await
@@ -90,21 +106,15 @@ pub async fn start_with(
     // A cluster node delivers to other nodes through Redis; a single node
     // keeps everything in process.
     let realtime_config = crate::socket::Sockets::realtime_config(&config, &match_runtime);
-    let cluster = match config.cluster.enabled() {
-        true => {
-            Some(ludus_realtime::cluster::Cluster::connect(&config.cluster, &config.name).await?)
-        }
-        false => None,
-    };
     let hub = ludus_realtime::Hub::with_bus(
         &realtime_config.node,
         realtime_config.outgoing_queue_size,
         realtime_config.single_socket,
-        match &cluster {
-            Some(c) => c.bus(),
-            None => Arc::new(ludus_realtime::LocalBus),
-        },
+        bus,
     );
+    if let Some(heard) = cluster.as_mut().and_then(|c| c.broadcasts()) {
+        tokio::spawn(apply_revocations(accounts.clone(), heard));
+    }
     let realtime = Arc::new(ludus_realtime::Realtime::with_hub(
         realtime_config,
         accounts.store().clone(),
@@ -198,6 +208,36 @@ pub async fn start_with(
         cluster,
         state,
     })
+}
+
+/// This node's revocations, for the other nodes of its cluster.
+struct BusRevocations(Arc<dyn ludus_realtime::Bus>);
+
+impl ludus_core::revocation::RevocationFeed for BusRevocations {
+    fn revoked(&self, revoked: &ludus_core::revocation::Revoked) {
+        self.0.broadcast(revoked.encode().into());
+    }
+}
+
+/// Applies the revocations other nodes broadcast; when some may have been
+/// missed (the bus was down), reads the stored ones again.
+async fn apply_revocations(
+    accounts: Arc<AccountService>,
+    mut heard: tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
+) {
+    use ludus_core::revocation::Revoked;
+    while let Some(payload) = heard.recv().await {
+        if payload.is_empty() {
+            if let Err(error) = accounts.reload_revocations().await {
+                tracing::warn!(%error, "cannot reload revocations after the cluster bus came back");
+            }
+            continue;
+        }
+        match std::str::from_utf8(&payload).ok().and_then(Revoked::decode) {
+            Some(r) => accounts.apply_revoked(r),
+            None => tracing::warn!("ignoring a broadcast that is not a revocation"),
+        }
+    }
 }
 
 impl RunningServer {

@@ -899,6 +899,38 @@ async fn parties_span_nodes() {
     let mut wa = Ws::connect(a.addr, &ta).await;
     let mut wb = Ws::connect(b.addr, &tb).await;
 
+    // A logout on node a: node b refuses the token within a second.
+    let (tz, _) = sign_in(a.addr, "pz").await;
+    let bearer = format!("Bearer {tz}");
+    let (status, _) = request(b.addr, "GET", "/v2/account", &bearer, &Value::Null)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let (status, body) = request(
+        a.addr,
+        "POST",
+        "/v2/session/logout",
+        &bearer,
+        &json!({"token": tz}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let out = Instant::now();
+    loop {
+        let (status, _) = request(b.addr, "GET", "/v2/account", &bearer, &Value::Null)
+            .await
+            .unwrap();
+        if status == 401 {
+            break;
+        }
+        assert!(
+            out.elapsed() < Duration::from_secs(1),
+            "node b still takes the token"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
     // A party on node a, joined from node b.
     let party = wa
         .call(json!({"party_create": {"open": true, "max_size": 4}}))

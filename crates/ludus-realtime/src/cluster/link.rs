@@ -244,6 +244,7 @@ pub(super) async fn subscribe(
         if let Some(ps) = pubsub {
             backoff = BACKOFF_MIN;
             *shard.up_since.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+            let was_reconnect = was_up;
             if was_up {
                 // The writer's connection died with the server: a fresh one.
                 *shard.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -258,6 +259,11 @@ pub(super) async fn subscribe(
             let _ = shard.ops.try_send(Op::Heartbeat);
             if inputs.send(Input::Connected(index)).await.is_err() {
                 return;
+            }
+            if index == 0 && was_reconnect {
+                // Broadcasts made while we were away are lost: the server
+                // reads what it must again.
+                let _ = shared.broadcasts.send(bytes::Bytes::new());
             }
             if index == 0 {
                 // Every pool hears of this node's tickets again.
@@ -347,6 +353,11 @@ fn deliver(shared: &Arc<Shared>, realtime: &Arc<Realtime>, w: Wire) -> Option<Wi
         } => {
             if node != shared.node {
                 realtime.matchmaker.core().apply_remote(added, &removed);
+            }
+        }
+        Wire::Broadcast { node, payload } => {
+            if node != shared.node && !payload.is_empty() {
+                let _ = shared.broadcasts.send(payload);
             }
         }
         Wire::Cast(cast) => realtime.serve_cast(cast),

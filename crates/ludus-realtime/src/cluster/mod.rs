@@ -194,6 +194,9 @@ struct Shared {
     next_call: std::sync::atomic::AtomicU64,
     /// Whether this node holds the matchmaker's role (`ludus:matchmaker`).
     matchmaker: AtomicBool,
+    /// Other nodes' broadcasts for the server; an empty one means "some may
+    /// have been missed" (the bus was down).
+    broadcasts: mpsc::UnboundedSender<Bytes>,
 }
 
 const PRESENCE: &str = "ludus:presence";
@@ -384,6 +387,14 @@ impl Bus for RedisBus {
         true
     }
 
+    fn broadcast(&self, payload: Bytes) {
+        let wire = Wire::Broadcast {
+            node: self.0.node.clone(),
+            payload,
+        };
+        self.0.shards[0].send(Op::Publish(ALL.into(), wire.encode()));
+    }
+
     fn session_added(&self, user: Uuid, session: Uuid) {
         let payload = Wire::SessionAdded {
             node: self.0.node.clone(),
@@ -412,6 +423,7 @@ impl Bus for RedisBus {
 pub struct Cluster {
     shared: Arc<Shared>,
     ops: Vec<mpsc::Receiver<Op>>,
+    heard: Option<mpsc::UnboundedReceiver<Bytes>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -430,6 +442,7 @@ impl Cluster {
         let epoch = u64::from_le_bytes(Uuid::new_v4().as_bytes()[..8].try_into().unwrap_or([1; 8]));
         let mut shards = Vec::new();
         let mut receivers = Vec::new();
+        let (broadcasts, heard) = mpsc::unbounded_channel();
         for (index, url) in config.redis.iter().enumerate() {
             let fail = |source| ClusterError::Redis {
                 url: url.clone(),
@@ -467,13 +480,21 @@ impl Cluster {
             calls: Mutex::new(std::collections::HashMap::new()),
             next_call: std::sync::atomic::AtomicU64::new(1),
             matchmaker: AtomicBool::new(false),
+            broadcasts,
         });
         link::take_lease(&shared).await?;
         tracing::info!(node, shards = shared.shards.len(), "joined the cluster");
         Ok(Cluster {
             shared,
             ops: receivers,
+            heard: Some(heard),
         })
+    }
+
+    /// What other nodes broadcast for the server (once): payloads as sent,
+    /// and an empty payload whenever some may have been missed.
+    pub fn broadcasts(&mut self) -> Option<mpsc::UnboundedReceiver<Bytes>> {
+        self.heard.take()
     }
 
     /// The bus the node's hub sends through.

@@ -92,6 +92,11 @@ pub(crate) enum Wire {
         added: Vec<TicketRecord>,
         removed: Vec<String>,
     },
+    /// Something of the server's from `node` for every other node.
+    Broadcast {
+        node: Arc<str>,
+        payload: Bytes,
+    },
 }
 
 const TRACK: u8 = 1;
@@ -107,6 +112,7 @@ const CALL: u8 = 10;
 const REPLY: u8 = 11;
 const CAST: u8 = 12;
 const TICKETS: u8 = 13;
+const BROADCAST: u8 = 14;
 
 const CALL_MATCH_JOIN: u8 = 1;
 const CALL_MATCH_SIGNAL: u8 = 2;
@@ -286,6 +292,11 @@ impl Wire {
                     put_str(&mut w, id);
                 }
             }
+            Wire::Broadcast { node, payload } => {
+                w.put_u8(BROADCAST);
+                put_str(&mut w, node);
+                put_bytes(&mut w, payload);
+            }
         }
         w.freeze()
     }
@@ -429,6 +440,10 @@ impl Wire {
                     removed,
                 }
             }
+            BROADCAST => Wire::Broadcast {
+                node: r.str()?,
+                payload: Bytes::copy_from_slice(r.bytes()?),
+            },
             _ => return None,
         };
         r.0.is_empty().then_some(wire)
@@ -791,6 +806,10 @@ mod tests {
                     },
                 }],
                 removed: vec!["t0".into()],
+            },
+            Wire::Broadcast {
+                node: "a".into(),
+                payload: Bytes::from_static(b"u|x|1"),
             },
         ];
         for w in all {
