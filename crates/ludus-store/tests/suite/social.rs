@@ -177,6 +177,25 @@ pub(crate) async fn friend_lists_page_by_state_and_follow_user_deletion<B: Backe
         .await
         .unwrap();
     assert_eq!(invites.len(), 3);
+    // A state filter and a bound together (each combination is its own
+    // statement on SQLite): the page after the first invite holds the rest.
+    let rest = store
+        .friends_list(
+            ann,
+            Some(FriendState::InviteSent),
+            Some(FriendBound {
+                state: invites[0].state,
+                position: invites[0].position,
+                id: invites[0].user.id,
+            }),
+            100,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rest.iter().map(|f| f.user.id).collect::<Vec<_>>(),
+        others[3..]
+    );
     // PostgreSQL keeps JSONB, so compare values, not text.
     let metadata: serde_json::Value = serde_json::from_str(&invites[0].metadata).unwrap();
     assert_eq!(metadata, serde_json::json!({"n": 1}));
