@@ -325,8 +325,8 @@ fn set_role(conn: &Connection, group: Uuid, change: &RoleChange, now: i64) -> St
     result.map(drop).map_err(map_err)
 }
 
-pub(super) fn group_create(conn: &Connection, g: &Group) -> StoreResult<()> {
-    if !user_exists(conn, g.creator_id)? {
+pub(super) fn group_create(conn: &Connection, g: &Group, superadmin: Uuid) -> StoreResult<()> {
+    if !user_exists(conn, superadmin)? {
         return Err(GroupRefusal::UserNotFound.into());
     }
     let mut stmt = conn
@@ -353,7 +353,7 @@ pub(super) fn group_create(conn: &Connection, g: &Group) -> StoreResult<()> {
         conn,
         g.id,
         &RoleChange {
-            user: g.creator_id,
+            user: superadmin,
             from: None,
             to: Some(GroupRole::Superadmin),
         },
