@@ -436,8 +436,15 @@ impl SocialService {
         Ok(())
     }
 
-    /// Creates a group with `creator` as its superadmin.
-    pub async fn create_group(&self, creator: Uuid, g: NewGroup) -> Result<Group, ApiError> {
+    /// Creates a group with `superadmin` as its first member and `creator`
+    /// as its recorded creator: the same user for a client's call; a module
+    /// may name another one, or the system user (as Nakama's `group_create`).
+    pub async fn create_group(
+        &self,
+        superadmin: Uuid,
+        creator: Uuid,
+        g: NewGroup,
+    ) -> Result<Group, ApiError> {
         let lang_tag = if g.lang_tag.is_empty() {
             "en".to_owned()
         } else {
@@ -475,7 +482,7 @@ impl SocialService {
             create_time: now,
             update_time: now,
         };
-        self.store.group_create(&group).await?;
+        self.store.group_create(&group, superadmin).await?;
         Ok(group)
     }
 

@@ -321,9 +321,11 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<bool>;
 
     /// Stores a new group with its creator as superadmin (one member).
-    /// `Group(NameInUse)` on a taken name, `Group(UserNotFound)` for an
-    /// unknown creator.
-    async fn group_create(&self, group: &Group) -> StoreResult<()>;
+    /// Stores `group` with its `creator_id` as given (any id: Nakama's
+    /// modules may name another user, or the system user) and `superadmin`
+    /// as its first member. `Group(NameInUse)` on a taken name,
+    /// `Group(UserNotFound)` for an unknown superadmin.
+    async fn group_create(&self, group: &Group, superadmin: Uuid) -> StoreResult<()>;
 
     /// Applies `update` when `caller` (`None`: the server) is a superadmin
     /// or admin of the group; returns the group as stored after.

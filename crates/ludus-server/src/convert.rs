@@ -94,6 +94,15 @@ pub(crate) fn friend(f: ludus_core::friend::Friend) -> api::Friend {
     }
 }
 
+/// A friends listing page. The handler writes its JSON with
+/// `wire_json::friend_list`; this is the value after hooks see.
+pub(crate) fn friend_list(page: ludus_core::friend::FriendPage) -> api::FriendList {
+    api::FriendList {
+        friends: page.friends.into_iter().map(friend).collect(),
+        cursor: page.cursor.unwrap_or_default(),
+    }
+}
+
 pub(crate) fn group(g: ludus_core::group::Group) -> api::Group {
     api::Group {
         id: g.id.to_string(),

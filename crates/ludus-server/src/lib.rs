@@ -15,6 +15,7 @@ mod serve;
 mod server;
 mod socket;
 mod state;
+mod wire_json;
 
 pub use config::Config;
 pub use ludus_runtime::{NativeCall, NativeModule, RuntimeError, RuntimeServices, matches};

@@ -40,6 +40,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "leaderboards",
         sql: include_str!("../migrations/sqlite/0005_leaderboards.sql"),
     },
+    Migration {
+        version: 6,
+        name: "friend_list_index",
+        sql: include_str!("../migrations/sqlite/0006_friend_list_index.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -67,6 +72,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 5,
         name: "leaderboards",
         sql: include_str!("../migrations/postgres/0005_leaderboards.sql"),
+    },
+    Migration {
+        version: 6,
+        name: "friend_list_index",
+        sql: include_str!("../migrations/postgres/0006_friend_list_index.sql"),
     },
 ];
 

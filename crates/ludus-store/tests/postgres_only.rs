@@ -59,6 +59,10 @@ async fn migrate_up_applies_pending_migrations_once() {
             MigrationInfo {
                 version: 5,
                 name: "leaderboards"
+            },
+            MigrationInfo {
+                version: 6,
+                name: "friend_list_index"
             }
         ]
     );

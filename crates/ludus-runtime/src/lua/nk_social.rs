@@ -13,6 +13,7 @@ use std::sync::Arc;
 use ludus_core::ApiError;
 use ludus_core::group::{Group, GroupUpdate};
 use ludus_core::social_service::NewGroup;
+use ludus_core::storage::SYSTEM_USER_ID;
 use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
@@ -314,7 +315,7 @@ fn install_groups(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resul
                   (
                 user_id,
                 name,
-                _creator_id,
+                creator_id,
                 lang_tag,
                 description,
                 avatar_url,
@@ -326,6 +327,13 @@ fn install_groups(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resul
                 if name.is_empty() {
                     return Err(arg_error(2, "expects group name not be empty"));
                 }
+                // As Nakama: `user_id` becomes the superadmin, `creator_id`
+                // is only recorded; nil records the system user, and any
+                // other value (the empty string too) must be an id.
+                let creator = match creator_id {
+                    None => SYSTEM_USER_ID,
+                    Some(id) => uuid_arg(3, &id, "owner ID")?,
+                };
                 let metadata = metadata_json(8, metadata)?;
                 let g = NewGroup {
                     name,
@@ -337,7 +345,7 @@ fn install_groups(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resul
                     max_count: Some(max_count.unwrap_or(100).clamp(-1, i32::MAX.into()) as i32),
                 };
                 let group = run(&s, "error while trying to create group", async {
-                    s.services.social()?.create_group(user, g).await
+                    s.services.social()?.create_group(user, creator, g).await
                 })?;
                 group_table(lua, &group)
             },

@@ -33,6 +33,7 @@ pub(super) async fn create(
         .social
         .create_group(
             caller.user_id,
+            caller.user_id,
             NewGroup {
                 name: req.name.clone(),
                 description: req.description.clone(),

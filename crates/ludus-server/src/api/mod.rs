@@ -176,7 +176,12 @@ async fn method_not_allowed() -> HttpError {
 
 /// A protojson response body.
 pub(crate) fn json<T: Serialize>(value: &T) -> Response {
-    match serde_json::to_vec(value) {
+    encoded_json(serde_json::to_vec(value))
+}
+
+/// A response body already encoded as protojson, or the encoder's failure.
+pub(crate) fn encoded_json<E: std::fmt::Display>(body: Result<Vec<u8>, E>) -> Response {
+    match body {
         Ok(body) => {
             let mut res = body.into_response();
             res.headers_mut().insert(

@@ -115,8 +115,32 @@ async fn hooks_on_chat_notification_and_matchmaker_calls(backend: Backend) {
     assert_eq!(cache(&s, "after_matchmaker_stats").await, "0");
 }
 
+/// `ListFriends` answers with JSON written from the page without the wire
+/// types; its after hook must still get the response as the client does.
+async fn after_hook_sees_the_friend_list(backend: Backend) {
+    let s = server(backend).await;
+    let ann = s.device_session("mnop-device-0001").await;
+    let bob = s.device_session("qrst-device-0001").await;
+    let r = s
+        .post_bearer(
+            &format!("/v2/friend?ids={}", user_id(&bob)),
+            &token(&ann),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = s.get_bearer("/v2/friend?limit=5", &token(&ann)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["friends"][0]["user"]["id"], user_id(&bob).as_str());
+    assert_eq!(
+        cache(&s, "after_list_friends").await,
+        format!("1:{}:1:5", user_id(&bob))
+    );
+}
+
 both_backends!(
     before_hook_rewrites_and_rejects,
     hooks_on_account_calls,
     hooks_on_chat_notification_and_matchmaker_calls,
+    after_hook_sees_the_friend_list,
 );

@@ -52,6 +52,26 @@ async fn lua_friends_and_groups(b: Backend) {
     assert_eq!(out["group_open"], false);
     assert_eq!(out["group_tier"], 1);
     assert_eq!(out["group_max"], 3);
+    // Regression: `nk.group_create` ignored its creator_id argument and
+    // recorded the superadmin as the creator. Nil records the system user.
+    assert_eq!(out["group_creator"], "00000000-0000-0000-0000-000000000000");
+    assert_eq!(out["crafted_creator"], user_id(&cat).as_str());
+    assert_eq!(out["crafted_stored_creator"], user_id(&cat).as_str());
+    assert_eq!(
+        out["crafted_member_count"], 1,
+        "the creator is not a member"
+    );
+    assert_eq!(out["crafted_superadmin"], user_id(&me).as_str());
+    assert_eq!(out["crafted_superadmin_state"], 0);
+    assert_eq!(out["bad_creator_refused"], true);
+    assert!(
+        out["bad_creator_error"]
+            .as_str()
+            .unwrap()
+            .contains("expects owner ID to be a valid identifier"),
+        "{}",
+        out["bad_creator_error"]
+    );
     assert_eq!(out["request_state"], 3);
     assert_eq!(out["request_user"], bob_id.as_str());
     assert_eq!(out["denied"], true);
@@ -111,9 +131,12 @@ fn native_module() -> ludus_server::NativeModule {
             )
             .await?;
         let friends = social.list_friends(me, None, None, "").await?;
+        // Created for `me` (the superadmin) with the system user recorded
+        // as its creator, as a module may.
         let group = social
             .create_group(
                 me,
+                uuid::Uuid::nil(),
                 ludus_core::social_service::NewGroup {
                     name: "Native Guild".into(),
                     open: true,
@@ -126,10 +149,18 @@ fn native_module() -> ludus_server::NativeModule {
         let users = social
             .list_group_users(group.id, None, ludus_core::group::MAX_LIST_LIMIT, None, "")
             .await?;
+        let superadmins: Vec<_> = users
+            .users
+            .iter()
+            .filter(|u| u.role == ludus_core::group::GroupRole::Superadmin)
+            .map(|u| u.user.id == me)
+            .collect();
         Ok(json!({
             "friends": friends.friends.len(),
             "friend_state": friends.friends[0].state as i64,
             "members": users.users.len(),
+            "creator": group.creator_id.to_string(),
+            "superadmin_is_me": superadmins,
         })
         .to_string())
     })
@@ -148,7 +179,16 @@ async fn native_friends_and_groups(b: Backend) {
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
-    assert_eq!(out, json!({"friends": 1, "friend_state": 1, "members": 2}));
+    assert_eq!(
+        out,
+        json!({
+            "friends": 1,
+            "friend_state": 1,
+            "members": 2,
+            "creator": "00000000-0000-0000-0000-000000000000",
+            "superadmin_is_me": [true],
+        })
+    );
     // The invite reached the other user as Nakama's notification.
     let r = t
         .get_bearer("/v2/notification?limit=10", &token(&other))

@@ -47,3 +47,12 @@ end, "LinkCustom")
 nk.register_req_after(function(ctx, res, req)
   nk.localcache_put("after_unlink_custom", req.id or "any")
 end, "UnlinkCustom")
+
+-- The friends listing writes its JSON straight from the page; an after
+-- hook still sees the whole response and the request.
+nk.register_req_after(function(ctx, res, req)
+  local friends = res.friends or {}
+  local first = friends[1] or { user = { id = "none" } }
+  nk.localcache_put("after_list_friends", tostring(#friends) .. ":" .. first.user.id
+    .. ":" .. tostring(first.state) .. ":" .. tostring(req.limit))
+end, "ListFriends")

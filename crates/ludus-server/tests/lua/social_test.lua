@@ -51,6 +51,13 @@ rpc("lua_social", function(ctx, payload)
   local self_ok, self_err = pcall(nk.friends_add, me, ctx.username, { me })
 
   local group = nk.group_create(me, "Lua Guild", nil, "fr", "desc", "", false, { tier = 1 }, 3)
+  -- The third argument is the recorded creator; the first user is the
+  -- superadmin either way (nil above: the system user is the creator).
+  local crafted = nk.group_create(me, "Lua Crafted", cat)
+  local crafted_got = nk.groups_get_id({ crafted.id })
+  local crafted_members = nk.group_users_list(crafted.id, 10)
+  local bad_creator_ok, bad_creator_err = pcall(nk.group_create, me, "Lua Bad", "not-an-id")
+  nk.group_delete(crafted.id)
   nk.group_user_join(group.id, bob, others.bob_name)
   local requests = nk.group_users_list(group.id, 10, 3)
   nk.group_users_add(group.id, { bob })
@@ -86,6 +93,14 @@ rpc("lua_social", function(ctx, payload)
     group_open = group.open,
     group_tier = group.metadata.tier,
     group_max = group.max_count,
+    group_creator = group.creator_id,
+    crafted_creator = crafted.creator_id,
+    crafted_stored_creator = crafted_got[1].creator_id,
+    crafted_member_count = #crafted_members,
+    crafted_superadmin = crafted_members[1].user.user_id,
+    crafted_superadmin_state = crafted_members[1].state,
+    bad_creator_refused = not bad_creator_ok,
+    bad_creator_error = tostring(bad_creator_err),
     request_state = requests[1] and requests[1].state,
     request_user = requests[1] and requests[1].user.user_id,
     denied = not denied_ok,

@@ -742,11 +742,11 @@ impl Store for PgStore {
         .await
     }
 
-    async fn group_create(&self, group: &Group) -> StoreResult<()> {
+    async fn group_create(&self, group: &Group, superadmin: Uuid) -> StoreResult<()> {
         with_retry("create group", || async {
             let mut conn = self.pool.get().await?;
             let tx = conn.client.transaction().await?;
-            social::group_create(&tx, group).await?;
+            social::group_create(&tx, group, superadmin).await?;
             tx.commit().await?;
             Ok(())
         })

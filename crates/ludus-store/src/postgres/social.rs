@@ -325,14 +325,18 @@ async fn set_role(
     Ok(())
 }
 
-pub(super) async fn group_create(tx: &Transaction<'_>, g: &Group) -> Result<(), Failure> {
-    let creator = tx
+pub(super) async fn group_create(
+    tx: &Transaction<'_>,
+    g: &Group,
+    superadmin: Uuid,
+) -> Result<(), Failure> {
+    let member = tx
         .query_opt(
             "SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE",
-            &[&g.creator_id],
+            &[&superadmin],
         )
         .await?;
-    if creator.is_none() {
+    if member.is_none() {
         return Err(Failure::Fatal(GroupRefusal::UserNotFound.into()));
     }
     tx.execute(
@@ -357,7 +361,7 @@ pub(super) async fn group_create(tx: &Transaction<'_>, g: &Group) -> Result<(), 
         tx,
         g.id,
         &RoleChange {
-            user: g.creator_id,
+            user: superadmin,
             from: None,
             to: Some(GroupRole::Superadmin),
         },

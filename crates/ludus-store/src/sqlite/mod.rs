@@ -436,10 +436,10 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn group_create(&self, group: &Group) -> StoreResult<()> {
+    async fn group_create(&self, group: &Group, superadmin: Uuid) -> StoreResult<()> {
         let group = group.clone();
         self.writer
-            .write(move |conn| social::group_create(conn, &group))
+            .write(move |conn| social::group_create(conn, &group, superadmin))
             .await
     }
 

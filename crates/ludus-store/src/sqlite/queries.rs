@@ -20,6 +20,7 @@ macro_rules! user_columns {
          u.edge_count, u.create_time, u.update_time"
     };
 }
+pub(super) use user_columns;
 const USER_COLUMNS: usize = 17;
 
 /// The columns [`user_from_row`] reads, for other modules' statements.

@@ -18,7 +18,7 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use uuid::Uuid;
 
-use super::queries::{IdText, USER_SELECT, map_err, user_from_row, uuid_at};
+use super::queries::{IdText, USER_SELECT, map_err, user_columns, user_from_row, uuid_at};
 
 const GROUP_COLUMNS: &str = "g.id, g.creator_id, g.name, g.description, g.avatar_url, g.lang_tag, \
      g.metadata, g.open, g.edge_count, g.max_count, g.create_time, g.update_time";
@@ -144,6 +144,30 @@ pub(super) fn friends_change(
     Ok(outcomes)
 }
 
+/// The friends listing with only the clauses it needs: `?2 IS NULL OR …`
+/// guards cost a test per row and keep the planner from seeing the plain
+/// walk of `user_edge_list_idx`. Every variant takes the same six
+/// parameters (user, state, bound state, bound position, bound id, limit).
+///
+/// The limit is `+?6`, not `?6`: SQLite (since 3.47) plans a bare
+/// parameter in `LIMIT` with its bound value and so marks the statement
+/// stale whenever that parameter is bound again, which re-prepared it on
+/// every call (2 % of a 1,000-friend answer). The unary plus keeps the
+/// value out of the plan.
+macro_rules! friends_list_sql {
+    ($($clause:literal),*) => {
+        concat!(
+            "SELECT ",
+            user_columns!(),
+            ", e.state, e.update_time, e.metadata, e.position
+               FROM user_edge e JOIN users u ON u.id = e.destination_id
+              WHERE e.source_id = ?1",
+            $($clause,)*
+            " ORDER BY e.state, e.position, e.destination_id LIMIT +?6"
+        )
+    };
+}
+
 pub(super) fn friends_list(
     conn: &Connection,
     user: Uuid,
@@ -151,40 +175,43 @@ pub(super) fn friends_list(
     after: Option<FriendBound>,
     limit: usize,
 ) -> StoreResult<Vec<Friend>> {
-    let sql = format!(
-        "SELECT {USER_SELECT}, e.state, e.update_time, e.metadata, e.position
-           FROM user_edge e JOIN users u ON u.id = e.destination_id
-          WHERE e.source_id = ?1 AND (?2 IS NULL OR e.state = ?2)
-            AND (e.state, e.position, e.destination_id) > (?3, ?4, ?5)
-          ORDER BY e.state, e.position, e.destination_id LIMIT ?6"
-    );
-    let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
-    let (s, p, id) = match after {
-        Some(b) => (b.state.as_i64(), b.position, b.id.to_string()),
-        None => (-1, i64::MIN, String::new()),
+    let sql = match (state.is_some(), after.is_some()) {
+        (false, false) => friends_list_sql!(),
+        (true, false) => friends_list_sql!(" AND e.state = ?2"),
+        (false, true) => {
+            friends_list_sql!(" AND (e.state, e.position, e.destination_id) > (?3, ?4, ?5)")
+        }
+        (true, true) => friends_list_sql!(
+            " AND e.state = ?2",
+            " AND (e.state, e.position, e.destination_id) > (?3, ?4, ?5)"
+        ),
     };
-    let rows = stmt
-        .query_map(
-            params![
-                IdText::new(user),
-                state.map(FriendState::as_i64),
-                s,
-                p,
-                id,
-                limit as i64
-            ],
-            |row| {
-                Ok(Friend {
-                    user: user_from_row(row)?,
-                    state: friend_state_at(row, 17)?,
-                    update_time: row.get(18)?,
-                    metadata: row.get(19)?,
-                    position: row.get(20)?,
-                })
-            },
-        )
+    let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
+    let (s, p, id) = match after {
+        Some(b) => (b.state.as_i64(), b.position, IdText::new(b.id)),
+        None => (-1, i64::MIN, IdText::new(Uuid::nil())),
+    };
+    let mut rows = stmt
+        .query(params![
+            IdText::new(user),
+            state.map(FriendState::as_i64),
+            s,
+            p,
+            id,
+            limit as i64
+        ])
         .map_err(map_err)?;
-    rows.collect::<Result<_, _>>().map_err(map_err)
+    let mut friends = Vec::with_capacity(limit.min(friend::MAX_LIST_LIMIT + 1));
+    while let Some(row) = rows.next().map_err(map_err)? {
+        friends.push(Friend {
+            user: user_from_row(row).map_err(map_err)?,
+            state: friend_state_at(row, 17).map_err(map_err)?,
+            update_time: row.get(18).map_err(map_err)?,
+            metadata: row.get(19).map_err(map_err)?,
+            position: row.get(20).map_err(map_err)?,
+        });
+    }
+    Ok(friends)
 }
 
 pub(super) fn friends_of_friends(
@@ -298,8 +325,8 @@ fn set_role(conn: &Connection, group: Uuid, change: &RoleChange, now: i64) -> St
     result.map(drop).map_err(map_err)
 }
 
-pub(super) fn group_create(conn: &Connection, g: &Group) -> StoreResult<()> {
-    if !user_exists(conn, g.creator_id)? {
+pub(super) fn group_create(conn: &Connection, g: &Group, superadmin: Uuid) -> StoreResult<()> {
+    if !user_exists(conn, superadmin)? {
         return Err(GroupRefusal::UserNotFound.into());
     }
     let mut stmt = conn
@@ -326,7 +353,7 @@ pub(super) fn group_create(conn: &Connection, g: &Group) -> StoreResult<()> {
         conn,
         g.id,
         &RoleChange {
-            user: g.creator_id,
+            user: superadmin,
             from: None,
             to: Some(GroupRole::Superadmin),
         },

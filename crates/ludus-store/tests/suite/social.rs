@@ -177,6 +177,25 @@ pub(crate) async fn friend_lists_page_by_state_and_follow_user_deletion<B: Backe
         .await
         .unwrap();
     assert_eq!(invites.len(), 3);
+    // A state filter and a bound together (each combination is its own
+    // statement on SQLite): the page after the first invite holds the rest.
+    let rest = store
+        .friends_list(
+            ann,
+            Some(FriendState::InviteSent),
+            Some(FriendBound {
+                state: invites[0].state,
+                position: invites[0].position,
+                id: invites[0].user.id,
+            }),
+            100,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rest.iter().map(|f| f.user.id).collect::<Vec<_>>(),
+        others[3..]
+    );
     // PostgreSQL keeps JSONB, so compare values, not text.
     let metadata: serde_json::Value = serde_json::from_str(&invites[0].metadata).unwrap();
     assert_eq!(metadata, serde_json::json!({"n": 1}));
@@ -266,25 +285,37 @@ pub(crate) async fn groups_create_update_delete<B: Backend>() {
     let (_b, store) = B::store().await;
     let (ann, bob) = (user(&store, "ann").await, user(&store, "bob").await);
     let g = new_group(ann, "Knights", true, 10);
-    store.group_create(&g).await.unwrap();
+    store.group_create(&g, g.creator_id).await.unwrap();
     let stored = group(&store, g.id).await;
     assert_eq!((stored.name.as_str(), stored.edge_count), ("Knights", 1));
     assert_eq!(role(&store, g.id, ann).await, Some(GroupRole::Superadmin));
+    // The recorded creator may be another id (a module's `creator_id`, or
+    // the system user): it is stored as given and gets no membership.
+    let mut crafted = new_group(ludus_core::storage::SYSTEM_USER_ID, "Crafted", true, 10);
+    store.group_create(&crafted, bob).await.unwrap();
+    crafted = group(&store, crafted.id).await;
+    assert_eq!(crafted.creator_id, ludus_core::storage::SYSTEM_USER_ID);
+    assert_eq!(crafted.edge_count, 1);
+    assert_eq!(
+        role(&store, crafted.id, bob).await,
+        Some(GroupRole::Superadmin)
+    );
+    assert_eq!(
+        role(&store, crafted.id, ludus_core::storage::SYSTEM_USER_ID).await,
+        None
+    );
     // Names are unique; an unknown creator is refused; neither writes.
     assert_eq!(
         refused(
             store
-                .group_create(&new_group(bob, "Knights", true, 10))
+                .group_create(&new_group(bob, "Knights", true, 10), bob)
                 .await
         ),
         GroupRefusal::NameInUse
     );
+    let ghosts = new_group(Uuid::new_v4(), "Ghosts", true, 10);
     assert_eq!(
-        refused(
-            store
-                .group_create(&new_group(Uuid::new_v4(), "Ghosts", true, 10))
-                .await
-        ),
+        refused(store.group_create(&ghosts, ghosts.creator_id).await),
         GroupRefusal::UserNotFound
     );
     assert!(
@@ -337,7 +368,7 @@ pub(crate) async fn group_roles_follow_nakamas_rules<B: Backend>() {
         user(&store, "out").await,
     ];
     let g = new_group(boss, "Closed", false, 4);
-    store.group_create(&g).await.unwrap();
+    store.group_create(&g, g.creator_id).await.unwrap();
     let ch = |op, caller: Option<Uuid>, targets: Vec<Uuid>| {
         let store = store.clone();
         async move { store.group_change(g.id, op, caller, &targets, NOW_US).await }
@@ -455,7 +486,7 @@ pub(crate) async fn group_search_filters_and_pages<B: Backend>() {
     ] {
         let mut g = new_group(ann, name, open, 10);
         g.lang_tag = lang.into();
-        store.group_create(&g).await.unwrap();
+        store.group_create(&g, g.creator_id).await.unwrap();
     }
     let names = |gs: Vec<Group>| gs.into_iter().map(|g| g.name).collect::<Vec<_>>();
     let list = |f: GroupFilter| {
@@ -521,7 +552,7 @@ pub(crate) async fn concurrent_joins_never_pass_max_count<B: Backend>() {
     let (_b, store) = B::store().await;
     let owner = user(&store, "owner").await;
     let g = new_group(owner, "Popular", true, 50);
-    store.group_create(&g).await.unwrap();
+    store.group_create(&g, g.creator_id).await.unwrap();
     let mut users = Vec::new();
     for i in 0..100 {
         users.push(user(&store, &format!("joiner{i}")).await);
@@ -573,10 +604,13 @@ pub(crate) async fn deleting_a_user_takes_the_groups_only_they_lead<B: Backend>(
         }
     };
     let solo = new_group(ann, "Solo", true, 10);
-    store.group_create(&solo).await.unwrap();
+    store.group_create(&solo, solo.creator_id).await.unwrap();
     ch(solo.id, GroupOp::Join, bob, bob).await;
     let shared = new_group(ann, "Shared", true, 10);
-    store.group_create(&shared).await.unwrap();
+    store
+        .group_create(&shared, shared.creator_id)
+        .await
+        .unwrap();
     ch(shared.id, GroupOp::Join, bob, bob).await;
     // Member to admin, admin to superadmin: one step each.
     ch(shared.id, GroupOp::Promote, ann, bob).await;
@@ -586,7 +620,7 @@ pub(crate) async fn deleting_a_user_takes_the_groups_only_they_lead<B: Backend>(
         Some(GroupRole::Superadmin)
     );
     let bobs = new_group(bob, "Bobs", true, 10);
-    store.group_create(&bobs).await.unwrap();
+    store.group_create(&bobs, bobs.creator_id).await.unwrap();
     ch(bobs.id, GroupOp::Join, ann, ann).await;
 
     assert!(store.delete_user(ann).await.unwrap());
