@@ -70,10 +70,24 @@ pub(super) async fn release(shared: &Shared) {
     }
 }
 
+/// How long one round trip may take: a node's rewrite of its presences (one
+/// MULTI of every presence it has on the shard) and another's read of it
+/// take longer than the client's 500 ms default under load, and a reply
+/// given up on is a rewrite started again.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(super) fn connection_config() -> redis::AsyncConnectionConfig {
+    redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_response_timeout(Some(RESPONSE_TIMEOUT))
+}
+
 async fn connect(shard: &Shard) -> Option<redis::aio::MultiplexedConnection> {
     match tokio::time::timeout(
         CONNECT_TIMEOUT,
-        shard.client.get_multiplexed_async_connection(),
+        shard
+            .client
+            .get_multiplexed_async_connection_with_config(&connection_config()),
     )
     .await
     {

@@ -451,7 +451,7 @@ impl Cluster {
             let client = redis::Client::open(url.as_str()).map_err(fail)?;
             let conn = tokio::time::timeout(
                 Duration::from_secs(5),
-                client.get_multiplexed_async_connection(),
+                client.get_multiplexed_async_connection_with_config(&link::connection_config()),
             )
             .await
             .map_err(|_| {

@@ -380,11 +380,18 @@ async fn read_snapshot(
     conn: &mut redis::aio::MultiplexedConnection,
     node: &str,
 ) -> Option<Snapshot> {
-    let all: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL")
+    let all: Vec<(Vec<u8>, Vec<u8>)> = match redis::cmd("HGETALL")
         .arg(presence_key(node))
         .query_async(conn)
         .await
-        .ok()?;
+    {
+        Ok(all) => all,
+        Err(error) => {
+            // What is known of the node stays; its next heartbeat reads again.
+            tracing::warn!(%node, %error, "cannot read a node's presences; trying again on its next heartbeat");
+            return None;
+        }
+    };
     let mut head = None;
     let mut presences = Vec::with_capacity(all.len());
     for (field, value) in all {
