@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum, value_parser};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum, value_parser};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workload {
@@ -102,7 +102,10 @@ pub const SOCKETS_PER_SOURCE: usize = 10_000;
     disable_version_flag = true,
     disable_help_subcommand = true,
     subcommand_value_name = "WORKLOAD",
-    subcommand_help_heading = "Workloads"
+    subcommand_help_heading = "Workloads",
+    after_help = "Every workload takes the same flags (`ludus bench WORKLOAD --help`). \
+        Several servers (the nodes of a cluster, on one database): repeat --target, \
+        or give a comma list; virtual user i talks to target i mod N."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -149,9 +152,12 @@ enum WorkloadCommand {
 /// The flags every workload takes.
 #[derive(Debug, Args)]
 struct Flags {
-    /// Server base URL
-    #[arg(long, default_value = "http://127.0.0.1:7350", value_parser = parse_target)]
-    target: Target,
+    /// Server base URL. Repeat it (or give a comma list) to spread the
+    /// virtual users over several servers, such as the nodes of a cluster:
+    /// user i talks to target i mod N, sign-in and socket alike
+    #[arg(long = "target", default_value = "http://127.0.0.1:7350", value_parser = parse_target,
+          value_delimiter = ',', action = ArgAction::Append)]
+    targets: Vec<Target>,
     /// Server key for sign-in
     #[arg(long, default_value = "defaultkey")]
     server_key: String,
@@ -260,7 +266,10 @@ struct Sources(Vec<IpAddr>);
 #[derive(Debug, Clone)]
 pub struct Options {
     pub workload: Workload,
-    pub target: SocketAddr,
+    /// The servers, in `--target` order; virtual users take them in turn
+    /// (`Options::target`).
+    pub targets: Vec<SocketAddr>,
+    /// The `--target` URLs as given, comma-separated, for the report.
     pub target_text: String,
     pub server_key: String,
     pub concurrency: usize,
@@ -324,9 +333,13 @@ impl Options {
         };
         let concurrency = f.concurrency as usize;
         let sources_given = f.sources.is_some();
+        let loopback = f
+            .targets
+            .iter()
+            .all(|t| t.addr.ip().is_loopback() && t.addr.is_ipv4());
         let sources = match f.sources {
             Some(Sources(list)) => list,
-            None if f.target.addr.ip().is_loopback() && f.target.addr.is_ipv4() => {
+            None if loopback => {
                 // One source address has about 28,000 ephemeral ports towards
                 // one target, and Linux hands out one parity first: past
                 // about 14,000 sockets every connect scans the port range in
@@ -340,10 +353,16 @@ impl Options {
             }
             None => vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
         };
+        let target_text = f
+            .targets
+            .iter()
+            .map(|t| t.text.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
         Ok(Options {
             workload,
-            target: f.target.addr,
-            target_text: f.target.text,
+            targets: f.targets.iter().map(|t| t.addr).collect(),
+            target_text,
             server_key: f.server_key,
             concurrency,
             duration: f.duration,
@@ -377,6 +396,20 @@ impl Options {
             svg: f.svg,
             quiet: f.quiet,
         })
+    }
+
+    /// The server virtual user `i` talks to: the targets in turn, so users
+    /// 0, N, 2N… go to the first of N targets, 1, N+1… to the second.
+    pub fn target(&self, i: usize) -> SocketAddr {
+        self.targets[i % self.targets.len()]
+    }
+
+    /// The source address of virtual user `i`. Users are counted per target
+    /// (`i / N`), so every target sees every source address: with three
+    /// targets and three addresses, target and address taken both as
+    /// `i mod 3` would tie each address to one target.
+    pub fn source(&self, i: usize) -> IpAddr {
+        self.sources[(i / self.targets.len()) % self.sources.len()]
     }
 
     /// Whether the workload drives the realtime socket.
@@ -505,13 +538,13 @@ mod tests {
         let o = Options::parse(&args("register")).unwrap();
         assert_eq!(o.workload, Workload::Register);
         assert_eq!(o.concurrency, 64);
-        assert_eq!(o.target.port(), 7350);
+        assert_eq!(o.target(0).port(), 7350);
         assert_eq!(o.duration, Duration::from_secs(30));
         let o = Options::parse(&args(
             "rpc --target http://127.0.0.1:9000 --concurrency=8 --rpc-id ping --sources 3",
         ))
         .unwrap();
-        assert_eq!(o.target.port(), 9000);
+        assert_eq!(o.target(0).port(), 9000);
         assert_eq!(o.concurrency, 8);
         assert_eq!(o.rpc_id, "ping");
         assert_eq!(o.sources.len(), 3);
@@ -591,6 +624,9 @@ mod tests {
         assert!(help.contains("--in-flight"), "{help}");
         let help = error("--help").to_string();
         assert!(help.contains("fanout"), "{help}");
+        assert!(help.contains("repeat --target"), "{help}");
+        let help = error("ccu --help").to_string();
+        assert!(help.contains("target i mod N"), "{help}");
     }
 
     #[test]
@@ -610,6 +646,90 @@ mod tests {
         assert!(error("echo --format xml").to_string().contains("protobuf"));
         let o = Options::parse(&args("echo --format protobuf")).unwrap();
         assert_eq!(o.format, Format::Protobuf);
+    }
+
+    #[test]
+    fn one_target_keeps_every_user_on_it() {
+        let o = Options::parse(&args(
+            "ccu --concurrency 25000 --target http://127.0.0.1:9000",
+        ))
+        .unwrap();
+        assert_eq!(o.targets.len(), 1);
+        assert_eq!(o.target_text, "http://127.0.0.1:9000");
+        assert!((0..100).all(|i| o.target(i).port() == 9000));
+        // Sources in turn by user index, as before several targets.
+        let sources: Vec<IpAddr> = (0..6).map(|i| o.source(i)).collect();
+        let expected: Vec<IpAddr> = [1, 2, 3, 1, 2, 3]
+            .map(|d| IpAddr::V4(Ipv4Addr::new(127, 0, 0, d)))
+            .to_vec();
+        assert_eq!(sources, expected);
+    }
+
+    #[test]
+    fn several_targets_take_users_in_turn() {
+        let o = Options::parse(&args(
+            "ccu --concurrency 30000 --target http://127.0.0.1:7350 \
+             --target http://127.0.0.1:7351,http://127.0.0.1:7352",
+        ))
+        .unwrap();
+        let ports: Vec<u16> = (0..7).map(|i| o.target(i).port()).collect();
+        assert_eq!(ports, [7350, 7351, 7352, 7350, 7351, 7352, 7350]);
+        assert_eq!(
+            o.target_text,
+            "http://127.0.0.1:7350,http://127.0.0.1:7351,http://127.0.0.1:7352"
+        );
+        // Even shares: 30,000 users, 10,000 per target.
+        let mut per_target = std::collections::HashMap::<u16, usize>::new();
+        for i in 0..o.concurrency {
+            *per_target.entry(o.target(i).port()).or_default() += 1;
+        }
+        assert!(per_target.values().all(|&n| n == 10_000), "{per_target:?}");
+        // Three automatic sources and three targets: every target sees
+        // every source address, each pair a ninth of the users.
+        assert_eq!(o.sources.len(), 3);
+        let mut pairs = std::collections::HashMap::<(u16, IpAddr), usize>::new();
+        for i in 0..o.concurrency {
+            *pairs.entry((o.target(i).port(), o.source(i))).or_default() += 1;
+        }
+        assert_eq!(pairs.len(), 9);
+        assert!(
+            pairs
+                .values()
+                .all(|&n| n == 30_000 / 9 || n == 30_000 / 9 + 1)
+        );
+    }
+
+    /// The rooms of `fanout` go by user index too (`i mod rooms`): with a
+    /// room count that is no multiple of the targets, each room has members
+    /// on every target, so every message crosses nodes.
+    #[test]
+    fn fanout_rooms_span_the_targets() {
+        let o = Options::parse(&args(
+            "fanout --concurrency 10000 --rooms 1000 --sources 1 \
+             --target http://127.0.0.1:7350,http://127.0.0.1:7351,http://127.0.0.1:7352",
+        ))
+        .unwrap();
+        for room in [0, 1, 999] {
+            let ports: std::collections::BTreeSet<u16> = (room..o.concurrency)
+                .step_by(o.rooms)
+                .map(|i| o.target(i).port())
+                .collect();
+            assert_eq!(ports.len(), 3, "room {room}");
+        }
+    }
+
+    #[test]
+    fn targets_outside_loopback_get_one_source() {
+        let o = Options::parse(&args(
+            "ccu --concurrency 25000 --target http://127.0.0.1:7350,http://10.0.0.1:7350",
+        ))
+        .unwrap();
+        assert_eq!(o.sources, [IpAddr::V4(Ipv4Addr::LOCALHOST)]);
+        assert!(
+            error("ccu --target http://127.0.0.1:1,https://x")
+                .to_string()
+                .contains("http://")
+        );
     }
 
     #[test]

@@ -63,8 +63,8 @@ pub async fn seed_logins(opts: &Options, tag: &str) -> Result<(), String> {
     for vu in 0..opts.concurrency.min(opts.users) {
         let (next, auth, tag) = (next.clone(), auth.clone(), tag.to_owned());
         let (addr, source, timeout, users) = (
-            opts.target,
-            opts.sources[vu % opts.sources.len()],
+            opts.target(vu),
+            opts.source(vu),
             opts.timeout,
             opts.users as u64,
         );
@@ -143,8 +143,7 @@ async fn virtual_user(
         let delay = opts.ramp.mul_f64(vu as f64 / opts.concurrency as f64);
         tokio::time::sleep_until((start + delay).into()).await;
     }
-    let source = opts.sources[vu % opts.sources.len()];
-    let mut conn = Conn::new(opts.target, Some(source), opts.timeout);
+    let mut conn = Conn::new(opts.target(vu), Some(opts.source(vu)), opts.timeout);
     let key_auth = basic(&opts.server_key);
     // Workloads with a session sign in once, outside the measurement.
     let signed_in = matches!(

@@ -133,7 +133,7 @@ async fn call(
 pub async fn seed(opts: &Options) -> Result<Seeded, String> {
     let tag = &opts.tag;
     let prefix = format!("social-{tag}-");
-    let mut conn = Conn::new(opts.target, Some(opts.sources[0]), opts.timeout);
+    let mut conn = Conn::new(opts.target(0), Some(opts.source(0)), opts.timeout);
     let (hub, hub_id) = sign_in(&mut conn, opts, &format!("{prefix}hub")).await?;
     let big = format!("{prefix}big");
     let found = call(
@@ -194,11 +194,7 @@ pub async fn seed(opts: &Options) -> Result<Seeded, String> {
         );
         let hub_id = hub_id.clone();
         tasks.push(tokio::spawn(async move {
-            let mut conn = Conn::new(
-                opts.target,
-                Some(opts.sources[w % opts.sources.len()]),
-                opts.timeout,
-            );
+            let mut conn = Conn::new(opts.target(w), Some(opts.source(w)), opts.timeout);
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= users {
@@ -224,7 +220,7 @@ pub async fn seed(opts: &Options) -> Result<Seeded, String> {
     // The hub accepts every invite, 50 at a time, on a new connection with
     // a new session: seeding may outlast the server's idle keep-alive and
     // the token's expiry (Nakama's default is 60 s).
-    let mut conn = Conn::new(opts.target, Some(opts.sources[0]), opts.timeout);
+    let mut conn = Conn::new(opts.target(0), Some(opts.source(0)), opts.timeout);
     let (hub, _) = sign_in(&mut conn, opts, &format!("{}hub", seed.prefix)).await?;
     let invited = std::mem::take(&mut *friends.lock().unwrap_or_else(|e| e.into_inner()));
     for chunk in invited.chunks(50) {
@@ -239,11 +235,7 @@ pub async fn seed(opts: &Options) -> Result<Seeded, String> {
     for w in 0..workers {
         let (next, seed, opts) = (next.clone(), seed.clone(), Arc::new(opts.clone()));
         tasks.push(tokio::spawn(async move {
-            let mut conn = Conn::new(
-                opts.target,
-                Some(opts.sources[w % opts.sources.len()]),
-                opts.timeout,
-            );
+            let mut conn = Conn::new(opts.target(w), Some(opts.source(w)), opts.timeout);
             let owner = format!("{}owner{w}", seed.prefix);
             let (mut bearer, _) = sign_in(&mut conn, &opts, &owner).await?;
             let mut created = 0u64;
@@ -270,7 +262,7 @@ pub async fn seed(opts: &Options) -> Result<Seeded, String> {
         t.await.map_err(|e| e.to_string())??;
     }
     // A fresh session for the measured requests, for the same reason.
-    let mut conn = Conn::new(opts.target, Some(opts.sources[0]), opts.timeout);
+    let mut conn = Conn::new(opts.target(0), Some(opts.source(0)), opts.timeout);
     let (hub, _) = sign_in(&mut conn, opts, &format!("{}hub", seed.prefix)).await?;
     Ok(Seeded { hub, ..seed })
 }

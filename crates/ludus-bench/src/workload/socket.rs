@@ -40,7 +40,7 @@ pub async fn run(
     start: Instant,
 ) -> (Recorder, u64, u64) {
     let mut tasks = Vec::with_capacity(opts.concurrency);
-    let pool = Arc::new(HttpPool::default());
+    let pool = Arc::new(HttpPool::new(opts.targets.len()));
     for i in 0..opts.concurrency {
         let (opts, tag, progress, pool) =
             (opts.clone(), tag.clone(), progress.clone(), pool.clone());
@@ -62,27 +62,36 @@ pub async fn run(
 }
 
 /// Keep-alive HTTP connections shared by the users' sign-ins and RPC
-/// calls. One connection per user would leave a TIME_WAIT port behind for
-/// every socket (half of one address's ports in a 14,000-socket run, and
-/// slow connects as the kernel searches for a free one).
-#[derive(Default)]
+/// calls, one pool per target (a user signs in on the server its socket
+/// goes to). One connection per user would leave a TIME_WAIT port behind
+/// for every socket (half of one address's ports in a 14,000-socket run,
+/// and slow connects as the kernel searches for a free one).
 struct HttpPool {
-    idle: std::sync::Mutex<Vec<Conn>>,
+    idle: Vec<std::sync::Mutex<Vec<Conn>>>,
 }
 
-/// Idle pooled connections kept at most.
+/// Idle pooled connections kept at most, over all targets.
 const POOL_MAX: usize = 256;
 
 impl HttpPool {
-    fn take(&self, opts: &Options) -> Conn {
-        let pooled = self.idle.lock().ok().and_then(|mut v| v.pop());
-        // Never bound to a source address: these are few and short-lived.
-        pooled.unwrap_or_else(|| Conn::new(opts.target, None, opts.timeout))
+    fn new(targets: usize) -> HttpPool {
+        HttpPool {
+            idle: (0..targets).map(|_| Default::default()).collect(),
+        }
     }
 
-    fn give(&self, conn: Conn) {
-        if let Ok(mut v) = self.idle.lock()
-            && v.len() < POOL_MAX
+    /// A connection to virtual user `i`'s target.
+    fn take(&self, opts: &Options, i: usize) -> Conn {
+        let idle = &self.idle[i % self.idle.len()];
+        let pooled = idle.lock().ok().and_then(|mut v| v.pop());
+        // Never bound to a source address: these are few and short-lived.
+        pooled.unwrap_or_else(|| Conn::new(opts.target(i), None, opts.timeout))
+    }
+
+    /// Gives back a connection taken for virtual user `i`.
+    fn give(&self, conn: Conn, i: usize) {
+        if let Ok(mut v) = self.idle[i % self.idle.len()].lock()
+            && v.len() < POOL_MAX.div_ceil(self.idle.len())
         {
             v.push(conn);
         }
@@ -183,7 +192,7 @@ impl<'a> Vu<'a> {
         auth: &str,
         body: &[u8],
     ) -> Result<crate::http::Response, crate::http::HttpError> {
-        let mut conn = self.pool.take(self.opts);
+        let mut conn = self.pool.take(self.opts, self.i);
         let (before_in, before_out) = (conn.bytes_in, conn.bytes_out);
         let mut r = conn.request("POST", path, Some(auth), body).await;
         // A pooled connection the server closed while it sat idle: once
@@ -201,7 +210,7 @@ impl<'a> Vu<'a> {
         sec.bytes_in += conn.bytes_in - before_in;
         sec.bytes_out += conn.bytes_out - before_out;
         if r.is_ok() {
-            self.pool.give(conn);
+            self.pool.give(conn, self.i);
         }
         r
     }
@@ -211,7 +220,7 @@ impl<'a> Vu<'a> {
     /// ports on loopback); binding first would take a port per socket from
     /// a single pool, TIME_WAIT ones included.
     fn source(&self) -> Option<std::net::IpAddr> {
-        (self.opts.sources.len() > 1).then(|| self.opts.sources[self.i % self.opts.sources.len()])
+        (self.opts.sources.len() > 1).then(|| self.opts.source(self.i))
     }
 
     /// When this user starts: evenly over `--ramp`, or at `--rate` users/s
@@ -282,15 +291,20 @@ impl<'a> Vu<'a> {
             }
         };
         let path = format!("/ws?token={token}&format={}", self.opts.format.name());
-        let conn = ws::connect(self.opts.target, self.source(), &path, self.opts.timeout)
-            .await
-            .map_err(|e| {
-                if matches!(e, WsError::Status(401)) {
-                    // The token may have expired: sign in again next time.
-                    self.token = None;
-                }
-                e.kind()
-            })?;
+        let conn = ws::connect(
+            self.opts.target(self.i),
+            self.source(),
+            &path,
+            self.opts.timeout,
+        )
+        .await
+        .map_err(|e| {
+            if matches!(e, WsError::Status(401)) {
+                // The token may have expired: sign in again next time.
+                self.token = None;
+            }
+            e.kind()
+        })?;
         self.seen_in = 0;
         self.seen_out = 0;
         Ok(conn)
