@@ -84,6 +84,9 @@ pub struct GroupUpdate {
     pub metadata: Option<String>,
     pub open: Option<bool>,
     pub max_count: Option<i32>,
+    /// Server calls only (`nk.group_update`), as Nakama: the creator
+    /// recorded on the group.
+    pub creator_id: Option<uuid::Uuid>,
 }
 
 impl GroupUpdate {

@@ -360,7 +360,7 @@ fn install_groups(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resul
                 group_id,
                 user_id,
                 name,
-                _creator_id,
+                creator_id,
                 lang_tag,
                 description,
                 avatar_url,
@@ -370,6 +370,7 @@ fn install_groups(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resul
             ): GroupUpdateArgs| {
                 let id = uuid_arg(1, &group_id, "group ID")?;
                 let caller = opt_uuid(2, user_id, "user ID")?;
+                let creator_id = opt_uuid(4, creator_id, "creator ID")?;
                 let update = GroupUpdate {
                     name: non_empty(name),
                     description: non_empty(description),
@@ -381,6 +382,7 @@ fn install_groups(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resul
                     max_count: max_count
                         .filter(|m| *m != 0)
                         .map(|m| m.clamp(-1, i32::MAX.into()) as i32),
+                    creator_id,
                 };
                 run(&s, "error while trying to update group", async {
                     s.services.social()?.update_group(caller, id, update).await

@@ -69,6 +69,7 @@ pub(super) async fn update(
         metadata: None,
         open: req.open.as_ref().map(|v| v.value),
         max_count: None,
+        creator_id: None,
     };
     state
         .social

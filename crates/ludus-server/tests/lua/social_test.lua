@@ -54,6 +54,8 @@ rpc("lua_social", function(ctx, payload)
   -- The third argument is the recorded creator; the first user is the
   -- superadmin either way (nil above: the system user is the creator).
   local crafted = nk.group_create(me, "Lua Crafted", cat)
+  -- nk.group_update's fourth argument records a new creator (server only).
+  nk.group_update(crafted.id, nil, nil, bob)
   local crafted_got = nk.groups_get_id({ crafted.id })
   local crafted_members = nk.group_users_list(crafted.id, 10)
   local bad_creator_ok, bad_creator_err = pcall(nk.group_create, me, "Lua Bad", "not-an-id")

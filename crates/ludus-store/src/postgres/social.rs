@@ -390,7 +390,8 @@ pub(super) async fn group_update(
         "UPDATE groups g SET name = coalesce($2, name), description = coalesce($3, description),
                 avatar_url = coalesce($4, avatar_url), lang_tag = coalesce($5, lang_tag),
                 metadata = coalesce($6::text::jsonb, metadata), open = coalesce($7, open),
-                max_count = coalesce($8, max_count), update_time = $9
+                max_count = coalesce($8, max_count), update_time = $9,
+                creator_id = coalesce($10, creator_id)
           WHERE id = $1 RETURNING {GROUP_COLUMNS}"
     );
     let row = tx
@@ -406,6 +407,7 @@ pub(super) async fn group_update(
                 &u.open,
                 &u.max_count,
                 &(now_us / 1_000_000),
+                &u.creator_id,
             ],
         )
         .await?;

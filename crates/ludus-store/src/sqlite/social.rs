@@ -382,7 +382,8 @@ pub(super) fn group_update(
             "UPDATE groups SET name = coalesce(?2, name), description = coalesce(?3, description),
                     avatar_url = coalesce(?4, avatar_url), lang_tag = coalesce(?5, lang_tag),
                     metadata = coalesce(?6, metadata), open = coalesce(?7, open),
-                    max_count = coalesce(?8, max_count), update_time = ?9
+                    max_count = coalesce(?8, max_count), update_time = ?9,
+                    creator_id = coalesce(?10, creator_id)
               WHERE id = ?1",
         )
         .map_err(map_err)?;
@@ -395,7 +396,8 @@ pub(super) fn group_update(
         u.metadata,
         u.open.map(i64::from),
         u.max_count,
-        now_us / 1_000_000
+        now_us / 1_000_000,
+        u.creator_id.map(IdText::new)
     ])
     .map_err(map_err)?;
     load_group(conn, id)?.ok_or_else(|| StoreError::Backend("updated group vanished".into()))
