@@ -18,7 +18,7 @@ use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, RuntimeError};
 use crate::localcache::LocalCache;
 use crate::lua::{LuaRuntime, LuaShared};
-use crate::native::{Handlers, NativeCall, NativeModule};
+use crate::native::{Handlers, NativeCall, NativeModule, TournamentHook};
 use crate::services::RuntimeServices;
 
 /// Prefix of realtime hook names, so `channeljoin` (realtime) and REST names
@@ -590,20 +590,14 @@ impl ludus_core::leaderboard_service::ScheduleHooks for Runtime {
         end: i64,
         reset: i64,
     ) {
-        for hook in &self.native.tournament_end {
-            hook(
-                self.native_call(CallContext::new(ExecutionMode::TournamentEnd)),
-                t.clone(),
-                end,
-                reset,
-            )
-            .await;
-        }
-        let value = crate::lua::nk_leaderboard::tournament_json(t);
-        self.schedule_call(
+        let hooks = &self.native.tournament_end;
+        self.tournament_hook(
+            hooks,
             "tournament_end",
             ExecutionMode::TournamentEnd,
-            vec![value, Value::from(end), Value::from(reset)],
+            t,
+            end,
+            reset,
         )
         .await;
     }
@@ -614,9 +608,34 @@ impl ludus_core::leaderboard_service::ScheduleHooks for Runtime {
         end: i64,
         reset: i64,
     ) {
-        for hook in &self.native.tournament_reset {
+        let hooks = &self.native.tournament_reset;
+        self.tournament_hook(
+            hooks,
+            "tournament_reset",
+            ExecutionMode::TournamentReset,
+            t,
+            end,
+            reset,
+        )
+        .await;
+    }
+}
+
+impl Runtime {
+    /// A tournament's end or reset: the native hooks, then the Lua one
+    /// registered under `key`.
+    async fn tournament_hook(
+        &self,
+        hooks: &[TournamentHook],
+        key: &str,
+        mode: ExecutionMode,
+        t: &ludus_core::leaderboard_service::TournamentView,
+        end: i64,
+        reset: i64,
+    ) {
+        for hook in hooks {
             hook(
-                self.native_call(CallContext::new(ExecutionMode::TournamentReset)),
+                self.native_call(CallContext::new(mode)),
                 t.clone(),
                 end,
                 reset,
@@ -624,16 +643,10 @@ impl ludus_core::leaderboard_service::ScheduleHooks for Runtime {
             .await;
         }
         let value = crate::lua::nk_leaderboard::tournament_json(t);
-        self.schedule_call(
-            "tournament_reset",
-            ExecutionMode::TournamentReset,
-            vec![value, Value::from(end), Value::from(reset)],
-        )
-        .await;
+        self.schedule_call(key, mode, vec![value, Value::from(end), Value::from(reset)])
+            .await;
     }
-}
 
-impl Runtime {
     async fn schedule_call(&self, key: &str, mode: ExecutionMode, args: Vec<Value>) {
         let Some(lua) = self.lua.as_ref() else {
             return;

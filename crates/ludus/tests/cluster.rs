@@ -5,49 +5,23 @@
 //! leave within the lease, the others carry on); a Redis restart (service
 //! back within 5 s); and two Redis shards.
 
+mod common;
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::request;
 use futures_util::{SinkExt as _, StreamExt as _};
 use ludus_testkit::RedisServer;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 use tokio_tungstenite::tungstenite::Message;
 
 /// The lease the nodes run with: a dead node's presences leave within it
 /// (plus a heartbeat).
 const LEASE_MS: u64 = 3_000;
-
-async fn request(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    auth: &str,
-    body: &Value,
-) -> Option<(u16, Value)> {
-    let mut conn = TcpStream::connect(addr).await.ok()?;
-    let body = if body.is_null() {
-        String::new()
-    } else {
-        body.to_string()
-    };
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    conn.write_all(head.as_bytes()).await.ok()?;
-    conn.write_all(body.as_bytes()).await.ok()?;
-    let mut raw = Vec::new();
-    conn.read_to_end(&mut raw).await.ok()?;
-    let text = String::from_utf8(raw).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, serde_json::from_str(body).unwrap_or(Value::Null)))
-}
 
 /// One node: a `ludus serve` process.
 struct Node {

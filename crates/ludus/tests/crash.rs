@@ -3,56 +3,24 @@
 //! kill is there, with the acknowledged version, after a restart on the same
 //! database (SQLite in the data folder, and PostgreSQL).
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::request;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
 const WRITERS: usize = 8;
 /// Acknowledged writes to wait for before the kill.
 const ACKED_BEFORE_KILL: usize = 300;
 
-/// One HTTP/1.1 request on a connection of its own; `None` when the server
-/// is gone.
-async fn request(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    auth: &str,
-    body: &Value,
-) -> Option<(u16, Value)> {
-    let mut conn = TcpStream::connect(addr).await.ok()?;
-    let body = body.to_string();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    conn.write_all(head.as_bytes()).await.ok()?;
-    conn.write_all(body.as_bytes()).await.ok()?;
-    let mut raw = Vec::new();
-    conn.read_to_end(&mut raw).await.ok()?;
-    let text = String::from_utf8(raw).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, serde_json::from_str(body).unwrap_or(Value::Null)))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Starts `ludus serve` and waits until it answers.
 async fn serve(data_dir: &Path, database: Option<&str>) -> (Child, SocketAddr) {
-    let port = free_port();
+    let port = ludus_testkit::free_port();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ludus"));
     cmd.arg("serve")
         .arg("--data_dir")

@@ -15,6 +15,8 @@ use super::{ALL, ClusterError, Op, PRESENCE, Shard, Shared};
 use crate::Realtime;
 use crate::codec::{self, Encoded, Format};
 use crate::outbound::CloseReason;
+use crate::stream::Stream;
+use crate::tracker::Presence;
 
 /// Most ops sent in one round trip.
 const BATCH: usize = 512;
@@ -135,14 +137,8 @@ pub(super) async fn write(
             match op {
                 Op::Track(stream, presence) => {
                     seq += 1;
-                    pipe.hset(
-                        &key,
-                        wire::snapshot_field(&stream, presence.session_id).as_ref(),
-                        wire::snapshot_value(&stream, &presence).as_ref(),
-                    )
-                    .ignore();
-                    pipe.hset(&key, "#", format!("{}:{seq}", shared.epoch))
-                        .ignore();
+                    hash_presence(&mut pipe, &key, &stream, &presence);
+                    hash_head(&mut pipe, &key, shared.epoch, seq);
                     let event = Wire::Track {
                         node: shared.node.clone(),
                         epoch: shared.epoch,
@@ -156,8 +152,7 @@ pub(super) async fn write(
                     seq += 1;
                     pipe.hdel(&key, wire::snapshot_field(&stream, session).as_ref())
                         .ignore();
-                    pipe.hset(&key, "#", format!("{}:{seq}", shared.epoch))
-                        .ignore();
+                    hash_head(&mut pipe, &key, shared.epoch, seq);
                     let event = Wire::Untrack {
                         node: shared.node.clone(),
                         epoch: shared.epoch,
@@ -216,21 +211,30 @@ fn resync(
         .own_presences(|s| shared.stream_shard(s) == index);
     pipe.del(key).ignore();
     for (stream, p) in &own {
-        pipe.hset(
-            key,
-            wire::snapshot_field(stream, p.session_id).as_ref(),
-            wire::snapshot_value(stream, p).as_ref(),
-        )
-        .ignore();
+        hash_presence(pipe, key, stream, p);
     }
-    pipe.hset(key, "#", format!("{}:{seq}", shared.epoch))
-        .ignore();
+    hash_head(pipe, key, shared.epoch, seq);
     pipe.pexpire(key, shared.config.lease_ms as i64).ignore();
     let event = Wire::Resync {
         node: shared.node.clone(),
         epoch: shared.epoch,
     };
     pipe.publish(PRESENCE, event.encode().as_ref()).ignore();
+}
+
+/// One presence in the node's hash.
+fn hash_presence(pipe: &mut redis::Pipeline, key: &str, stream: &Stream, p: &Presence) {
+    pipe.hset(
+        key,
+        wire::snapshot_field(stream, p.session_id).as_ref(),
+        wire::snapshot_value(stream, p).as_ref(),
+    )
+    .ignore();
+}
+
+/// The hash's head, `epoch:seq`: the last change its presences include.
+fn hash_head(pipe: &mut redis::Pipeline, key: &str, epoch: u64, seq: u64) {
+    pipe.hset(key, "#", format!("{epoch}:{seq}")).ignore();
 }
 
 /// Listens to one shard: messages for this node's sessions are delivered
