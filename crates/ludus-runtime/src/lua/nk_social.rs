@@ -370,7 +370,8 @@ fn install_groups(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resul
             ): GroupUpdateArgs| {
                 let id = uuid_arg(1, &group_id, "group ID")?;
                 let caller = opt_uuid(2, user_id, "user ID")?;
-                let creator_id = opt_uuid(4, creator_id, "creator ID")?;
+                // The nil id changes nothing, as in Nakama.
+                let creator_id = opt_uuid(4, creator_id, "creator ID")?.filter(|c| !c.is_nil());
                 let update = GroupUpdate {
                     name: non_empty(name),
                     description: non_empty(description),

@@ -56,6 +56,8 @@ rpc("lua_social", function(ctx, payload)
   local crafted = nk.group_create(me, "Lua Crafted", cat)
   -- nk.group_update's fourth argument records a new creator (server only).
   nk.group_update(crafted.id, nil, nil, bob)
+  -- The nil id leaves it as it is, as in Nakama.
+  nk.group_update(crafted.id, nil, nil, "00000000-0000-0000-0000-000000000000", "en")
   local crafted_got = nk.groups_get_id({ crafted.id })
   local crafted_members = nk.group_users_list(crafted.id, 10)
   local bad_creator_ok, bad_creator_err = pcall(nk.group_create, me, "Lua Bad", "not-an-id")
