@@ -471,6 +471,32 @@ impl AccountService {
         Ok(())
     }
 
+    /// Bans users, as Nakama's `BanUsers`: they cannot sign in or refresh
+    /// (`disable_time` is set) and every token they hold now is revoked, on
+    /// every node. Closing their sockets is the realtime layer's part.
+    /// Unknown ids are skipped.
+    pub async fn ban_users(&self, ids: &[Uuid]) -> Result<(), ApiError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let now = unix_now();
+        self.store.set_users_banned(ids, Some(now)).await?;
+        for &user in ids {
+            self.revocations.revoke_user(user, now);
+            self.publish(Revoked::User { user, cutoff: now });
+        }
+        Ok(())
+    }
+
+    /// Lifts bans: the users may sign in again (the tokens revoked by the
+    /// ban stay revoked, as in Nakama).
+    pub async fn unban_users(&self, ids: &[Uuid]) -> Result<(), ApiError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        Ok(self.store.set_users_banned(ids, None).await?)
+    }
+
     pub async fn account(&self, user: Uuid) -> Result<Account, ApiError> {
         self.store
             .get_account(user)

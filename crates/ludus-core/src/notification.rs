@@ -29,6 +29,8 @@ pub const CODE_FRIEND_REMOVE: i32 = -9;
 /// Nakama's code of the notice a socket gets when `session.single_socket`
 /// replaces it.
 pub const CODE_SINGLE_SOCKET: i32 = -7;
+/// Nakama's code of the notice a banned user's sockets get before they close.
+pub const CODE_USER_BANNED: i32 = -8;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notification {

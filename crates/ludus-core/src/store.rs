@@ -169,6 +169,11 @@ pub trait Store: Send + Sync + 'static {
     /// Records that every token of a user issued at or before `cutoff` is revoked.
     async fn revoke_user_sessions(&self, user: Uuid, cutoff: i64) -> StoreResult<()>;
 
+    /// Bans users as of `at` (their `disable_time`, and every token they
+    /// hold revoked as in [`Store::revoke_user_sessions`]) or, with `None`,
+    /// lifts their bans; one transaction. Unknown ids are skipped.
+    async fn set_users_banned(&self, ids: &[Uuid], at: Option<i64>) -> StoreResult<()>;
+
     /// Revocations still in force at `now`; expired ones may be purged.
     async fn load_revocations(&self, now: i64) -> StoreResult<Revocations>;
 

@@ -33,6 +33,9 @@ pub trait Bus: Send + Sync + 'static {
     /// `message` for the sessions on `stream` that are connected to `node`
     /// (not this one), except `skip`.
     fn to_stream(&self, node: &str, stream: &Stream, skip: Option<Uuid>, message: &Arc<Encoded>);
+    /// `message` for the sessions on `stream` on every other node (a
+    /// stream whose presences stay on their node, [`Stream::is_node_local`]).
+    fn to_stream_everywhere(&self, stream: &Stream, skip: Option<Uuid>, message: &Arc<Encoded>);
     /// `message` for `sessions`, all connected to `node` (not this one).
     fn to_sessions(&self, node: &str, sessions: &[Uuid], message: &Arc<Encoded>);
     /// `message` for the sessions following `user`'s status on every other
@@ -43,6 +46,8 @@ pub trait Bus: Send + Sync + 'static {
     fn session_added(&self, user: Uuid, session: Uuid);
     /// Asks whichever node holds `session` to close it.
     fn disconnect(&self, session: Uuid, reason: CloseReason);
+    /// `users` were banned: every other node closes their sockets.
+    fn users_banned(&self, users: &[Uuid]);
     /// Asks `node` (which owns what the call names) and waits at most
     /// `timeout` for its answer.
     fn call(&self, node: &str, call: NodeCall, timeout: Duration) -> ReplyFuture;
@@ -119,10 +124,12 @@ impl Bus for LocalBus {
     fn tracked(&self, _: &Stream, _: &Presence) {}
     fn untracked(&self, _: &Stream, _: Uuid) {}
     fn to_stream(&self, _: &str, _: &Stream, _: Option<Uuid>, _: &Arc<Encoded>) {}
+    fn to_stream_everywhere(&self, _: &Stream, _: Option<Uuid>, _: &Arc<Encoded>) {}
     fn to_sessions(&self, _: &str, _: &[Uuid], _: &Arc<Encoded>) {}
     fn to_followers(&self, _: Uuid, _: &Arc<Encoded>) {}
     fn session_added(&self, _: Uuid, _: Uuid) {}
     fn disconnect(&self, _: Uuid, _: CloseReason) {}
+    fn users_banned(&self, _: &[Uuid]) {}
     fn call(&self, node: &str, _: NodeCall, _: Duration) -> ReplyFuture {
         let error = not_in_cluster(node);
         Box::pin(async move { Err(error) })

@@ -167,6 +167,17 @@ impl Hub {
         here
     }
 
+    /// Closes every socket of banned users, on every node, each told first
+    /// with Nakama's notice -8.
+    pub fn close_banned(&self, users: &[Uuid]) {
+        for &user in users {
+            self.sessions.close_banned(user);
+        }
+        if !users.is_empty() {
+            self.router.bus().users_banned(users);
+        }
+    }
+
     /// Asks every session to close (shutdown).
     pub fn disconnect_all(&self, reason: CloseReason) {
         self.sessions.disconnect_all(reason)
@@ -178,7 +189,7 @@ impl Hub {
     /// the change to announce.
     pub(crate) fn track(&self, stream: &Stream, presence: Presence) -> Announce {
         let outcome = self.tracker.track(stream, presence.clone());
-        if outcome != TrackOutcome::Unchanged {
+        if outcome != TrackOutcome::Unchanged && !stream.is_node_local() {
             self.router.bus().tracked(stream, &presence);
         }
         Announce {
@@ -191,7 +202,9 @@ impl Hub {
     /// Takes a session off a stream; the presence it had, to announce.
     pub(crate) fn untrack(&self, session: Uuid, stream: &Stream) -> Option<Presence> {
         let gone = self.tracker.untrack(session, stream)?;
-        self.router.bus().untracked(stream, session);
+        if !stream.is_node_local() {
+            self.router.bus().untracked(stream, session);
+        }
         Some(gone)
     }
 
@@ -263,7 +276,7 @@ impl Hub {
     /// Takes a session off every stream (it disconnected).
     pub(crate) fn untrack_all(&self, session: Uuid) -> Vec<(Stream, Presence)> {
         let gone = self.tracker.untrack_all(session);
-        for (stream, _) in &gone {
+        for (stream, _) in gone.iter().filter(|(s, _)| !s.is_node_local()) {
             self.router.bus().untracked(stream, session);
         }
         gone
@@ -332,25 +345,26 @@ impl Hub {
     }
 
     /// Replaces what is known of another node's presences on the streams
-    /// `which` accepts; answers the ones that are gone.
+    /// `which` accepts; answers what changed.
     pub(crate) fn remote_replace(
         &self,
         node: &str,
         which: impl Fn(&Stream) -> bool,
         now: Vec<(Stream, Presence)>,
-    ) -> Vec<(Stream, Presence)> {
+    ) -> crate::tracker::Replaced {
         self.tracker.replace_node(node, which, now)
     }
 
     /// This node's own presences on the streams `which` accepts (what it
     /// re-announces after the bus reconnects).
     pub(crate) fn own_presences(&self, which: impl Fn(&Stream) -> bool) -> Vec<(Stream, Presence)> {
-        self.tracker.of_node(&self.node, which)
+        self.tracker
+            .of_node(&self.node, |s| !s.is_node_local() && which(s))
     }
 
     /// Forgets every presence of a node that is gone; answers them.
     pub(crate) fn remote_node_gone(&self, node: &str) -> Vec<(Stream, Presence)> {
-        self.tracker.replace_node(node, |_| true, Vec::new())
+        self.tracker.replace_node(node, |_| true, Vec::new()).gone
     }
 
     /// A message another node sent for `stream`'s sessions here.
@@ -377,6 +391,13 @@ impl Hub {
     pub(crate) fn remote_session_added(&self, user: Uuid) {
         if self.single_socket {
             self.sessions.replace_user(user);
+        }
+    }
+
+    /// Another node banned users: their sockets here close.
+    pub(crate) fn remote_banned(&self, users: &[Uuid]) {
+        for &user in users {
+            self.sessions.close_banned(user);
         }
     }
 

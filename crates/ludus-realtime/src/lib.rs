@@ -348,6 +348,33 @@ impl Realtime {
         }
     }
 
+    /// Another node's presences as read again from Redis after changes of
+    /// it were missed (a gap in its numbering, or the bus was down): the
+    /// matches here see what joined and left, and with `announce` this
+    /// node's sessions are told too (the events that node sent while the
+    /// bus was down were lost; on a first read there is nothing to catch up).
+    pub(crate) fn presences_reconciled(&self, changes: crate::tracker::Replaced, announce: bool) {
+        router::local_only(|| {
+            for (stream, p) in &changes.joined {
+                if announce {
+                    self.announce(stream, std::slice::from_ref(p), &[]);
+                }
+                self.remote_joined(stream, p);
+            }
+            if announce {
+                for (stream, now, old) in &changes.updated {
+                    self.announce(stream, std::slice::from_ref(now), std::slice::from_ref(old));
+                }
+            }
+            for (stream, p) in &changes.gone {
+                if announce {
+                    self.announce(stream, &[], std::slice::from_ref(p));
+                }
+                self.remote_left(stream, p);
+            }
+        });
+    }
+
     /// Announces a change the hub made, through the stream's feature.
     pub(crate) fn emit(&self, announce: Announce) {
         let (joins, leaves) = announce.changes();

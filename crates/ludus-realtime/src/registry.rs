@@ -186,6 +186,20 @@ impl SessionRegistry {
         replaced
     }
 
+    /// Tells each session of a banned user so, then closes it.
+    pub fn close_banned(&self, user: Uuid) {
+        let sessions = self.sessions_of(user);
+        if sessions.is_empty() {
+            return;
+        }
+        let notice = Encoded::new(banned_notice(user));
+        for s in sessions {
+            tracing::info!(session_id = %s.id(), user_id = %user, "closing the socket of a banned user");
+            let _ = s.send(&notice);
+            s.close(CloseReason::Disconnect);
+        }
+    }
+
     /// Removes a session; false when it was not registered.
     pub fn remove(&self, id: Uuid) -> bool {
         let mut inner = self.lock();
@@ -255,14 +269,28 @@ impl SessionRegistry {
 /// Nakama's notification to a socket that `session.single_socket` replaces:
 /// code -7, subject `single_socket`, from the system, not persistent.
 fn single_socket_notice(user: Uuid) -> ludus_proto::realtime::Envelope {
-    use ludus_core::notification::{CODE_SINGLE_SOCKET, Notification};
+    system_notice(
+        user,
+        "single_socket",
+        ludus_core::notification::CODE_SINGLE_SOCKET,
+    )
+}
+
+/// Nakama's notification to the sockets of a user being banned: code -8,
+/// subject `banned`, from the system, not persistent.
+fn banned_notice(user: Uuid) -> ludus_proto::realtime::Envelope {
+    system_notice(user, "banned", ludus_core::notification::CODE_USER_BANNED)
+}
+
+fn system_notice(user: Uuid, subject: &str, code: i32) -> ludus_proto::realtime::Envelope {
+    use ludus_core::notification::Notification;
     use ludus_proto::realtime::envelope::Message;
     let notice = Notification {
         id: Uuid::new_v4(),
         user_id: user,
-        subject: "single_socket".into(),
+        subject: subject.into(),
         content: "{}".into(),
-        code: CODE_SINGLE_SOCKET,
+        code,
         sender_id: Uuid::nil(),
         create_time_us: ludus_core::unix_now_us(),
         persistent: false,

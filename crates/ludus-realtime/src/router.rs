@@ -70,6 +70,14 @@ impl StreamRouter {
     /// Sends to every presence on `stream` (hidden ones too), except `skip`.
     pub(crate) fn send_to_stream(&self, stream: &Stream, envelope: Envelope, skip: Option<Uuid>) {
         let (local, remote) = self.tracker.targets(stream, &self.node, skip);
+        if stream.is_node_local() && self.bus.clustered() && !LOCAL_ONLY.with(Cell::get) {
+            // Other nodes' presences on it are not known here: every node
+            // delivers to its own.
+            let message = Arc::new(Encoded::new(envelope));
+            self.deliver_local(&local, &message);
+            self.bus.to_stream_everywhere(stream, skip, &message);
+            return;
+        }
         let remote_too = !remote.is_empty() && !LOCAL_ONLY.with(Cell::get);
         if local.is_empty() && !remote_too {
             return;

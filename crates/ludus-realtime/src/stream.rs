@@ -3,7 +3,7 @@
 //! presences on and routes messages through.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use uuid::Uuid;
 
@@ -84,8 +84,28 @@ impl Stream {
             mode,
             subject,
             subcontext,
-            label: Arc::from(label),
+            label: shared_str(label),
         }
+    }
+
+    /// Whether the stream's presences stay on their node: a user's
+    /// notification stream is one hidden presence per socket that nobody
+    /// lists, so a cluster does not copy it to every node (which would make
+    /// every idle socket cost memory on every node); what is sent to it goes
+    /// to every node instead.
+    pub fn is_node_local(&self) -> bool {
+        self.mode == StreamMode::Notifications
+    }
+}
+
+/// `text` as shared text; the empty text (most labels and statuses) is one
+/// allocation for the whole process rather than one per stream or presence.
+pub(crate) fn shared_str(text: &str) -> Arc<str> {
+    static EMPTY: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from(""));
+    if text.is_empty() {
+        EMPTY.clone()
+    } else {
+        Arc::from(text)
     }
 }
 

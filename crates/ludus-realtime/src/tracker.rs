@@ -32,7 +32,7 @@ impl Default for PresenceMeta {
             format: Format::Json,
             hidden: false,
             persistence: false,
-            status: Arc::from(""),
+            status: crate::stream::shared_str(""),
         }
     }
 }
@@ -86,10 +86,95 @@ pub enum TrackOutcome {
     Updated(Presence),
 }
 
+/// The presences on one stream. Most streams hold one presence (a user's
+/// notification or status stream), so that one is kept inline: a map of its
+/// own would cost about 400 bytes more per socket.
+enum Members {
+    One(Presence),
+    Many(HashMap<Uuid, Presence>),
+}
+
+impl Members {
+    fn get(&self, session: &Uuid) -> Option<&Presence> {
+        match self {
+            Members::One(p) => (p.session_id == *session).then_some(p),
+            Members::Many(m) => m.get(session),
+        }
+    }
+
+    /// Puts `presence` in; answers the one it replaced.
+    fn insert(&mut self, presence: Presence) -> Option<Presence> {
+        match self {
+            Members::One(p) if p.session_id == presence.session_id => {
+                Some(std::mem::replace(p, presence))
+            }
+            Members::One(p) => {
+                let mut m = HashMap::with_capacity(2);
+                m.insert(p.session_id, p.clone());
+                m.insert(presence.session_id, presence);
+                *self = Members::Many(m);
+                None
+            }
+            Members::Many(m) => m.insert(presence.session_id, presence),
+        }
+    }
+
+    /// Takes `session` out; a stream left empty must be dropped by the
+    /// caller (`is_empty`).
+    fn remove(&mut self, session: &Uuid) -> Option<Presence> {
+        match self {
+            Members::One(p) if p.session_id == *session => {
+                // Left as a tombstone the caller removes at once.
+                let gone = p.clone();
+                *self = Members::Many(HashMap::new());
+                Some(gone)
+            }
+            Members::One(_) => None,
+            Members::Many(m) => {
+                let gone = m.remove(session)?;
+                if m.len() == 1
+                    && let Some(last) = std::mem::take(m).into_values().next()
+                {
+                    *self = Members::One(last);
+                }
+                Some(gone)
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Members::One(_) => 1,
+            Members::Many(m) => m.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Presence> {
+        let (one, many) = match self {
+            Members::One(p) => (Some(p), None),
+            Members::Many(m) => (None, Some(m.values())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+}
+
 #[derive(Default)]
 struct Inner {
-    by_stream: HashMap<Stream, HashMap<Uuid, Presence>>,
+    by_stream: HashMap<Stream, Members>,
     by_session: HashMap<Uuid, Vec<Stream>>,
+}
+
+/// What [`PresenceTracker::replace_node`] changed.
+#[derive(Debug, Default)]
+pub(crate) struct Replaced {
+    pub(crate) joined: Vec<(Stream, Presence)>,
+    /// The presence now, and the one it replaced (its metadata changed).
+    pub(crate) updated: Vec<(Stream, Presence, Presence)>,
+    pub(crate) gone: Vec<(Stream, Presence)>,
 }
 
 #[derive(Default)]
@@ -116,8 +201,16 @@ impl PresenceTracker {
     pub(crate) fn track(&self, stream: &Stream, presence: Presence) -> TrackOutcome {
         let mut inner = self.lock();
         let session = presence.session_id;
-        let members = inner.by_stream.entry(stream.clone()).or_default();
-        let outcome = match members.insert(session, presence.clone()) {
+        let outcome = match inner.by_stream.entry(stream.clone()) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Members::One(presence.clone()));
+                None
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                o.get_mut().insert(presence.clone())
+            }
+        };
+        let outcome = match outcome {
             None => TrackOutcome::Joined,
             Some(old) if old == presence => TrackOutcome::Unchanged,
             Some(old) => TrackOutcome::Updated(old),
@@ -175,7 +268,7 @@ impl PresenceTracker {
             .by_stream
             .get(stream)
             .map(|m| {
-                m.values()
+                m.iter()
                     .filter(|p| include_hidden || !p.meta.hidden)
                     .cloned()
                     .collect()
@@ -188,7 +281,7 @@ impl PresenceTracker {
         self.lock()
             .by_stream
             .get(stream)
-            .map(|m| m.keys().copied().collect())
+            .map(|m| m.iter().map(|p| p.session_id).collect())
             .unwrap_or_default()
     }
 
@@ -197,7 +290,7 @@ impl PresenceTracker {
     }
 
     pub(crate) fn count(&self, stream: &Stream) -> usize {
-        self.lock().by_stream.get(stream).map_or(0, HashMap::len)
+        self.lock().by_stream.get(stream).map_or(0, Members::len)
     }
 
     /// Whether a session is on a stream.
@@ -205,7 +298,7 @@ impl PresenceTracker {
         self.lock()
             .by_stream
             .get(stream)
-            .is_some_and(|m| m.contains_key(&session))
+            .is_some_and(|m| m.get(&session).is_some())
     }
 
     /// Up to `limit` streams of one mode, with their presence counts.
@@ -233,12 +326,13 @@ impl PresenceTracker {
         };
         let mut local = Vec::with_capacity(members.len());
         let mut remote: Vec<Arc<str>> = Vec::new();
-        for (session, p) in members {
+        for p in members.iter() {
+            let session = p.session_id;
             if &*p.node == node {
-                if Some(*session) != skip {
-                    local.push(*session);
+                if Some(session) != skip {
+                    local.push(session);
                 }
-            } else if Some(*session) != skip && !remote.iter().any(|n| n == &p.node) {
+            } else if Some(session) != skip && !remote.iter().any(|n| n == &p.node) {
                 remote.push(p.node.clone());
             }
         }
@@ -264,7 +358,7 @@ impl PresenceTracker {
             if !which(stream) {
                 continue;
             }
-            for p in members.values() {
+            for p in members.iter() {
                 if &*p.node == node {
                     out.push((stream.clone(), p.clone()));
                 }
@@ -274,29 +368,32 @@ impl PresenceTracker {
     }
 
     /// Replaces what is known of `node`'s presences on the streams `which`
-    /// accepts by `now` (a snapshot of another node); answers the ones that
-    /// are gone.
+    /// accepts by `now` (a snapshot of another node); answers what changed.
     pub(crate) fn replace_node(
         &self,
         node: &str,
         which: impl Fn(&Stream) -> bool,
         now: Vec<(Stream, Presence)>,
-    ) -> Vec<(Stream, Presence)> {
+    ) -> Replaced {
         let old = self.of_node(node, &which);
         let keep: std::collections::HashSet<(&Stream, Uuid)> =
             now.iter().map(|(s, p)| (s, p.session_id)).collect();
-        let mut gone = Vec::new();
+        let mut changes = Replaced::default();
         for (stream, p) in old {
             if !keep.contains(&(&stream, p.session_id))
                 && let Some(p) = self.untrack(p.session_id, &stream)
             {
-                gone.push((stream, p));
+                changes.gone.push((stream, p));
             }
         }
         for (stream, p) in now {
-            self.track(&stream, p);
+            match self.track(&stream, p.clone()) {
+                TrackOutcome::Joined => changes.joined.push((stream, p)),
+                TrackOutcome::Updated(old) => changes.updated.push((stream, p, old)),
+                TrackOutcome::Unchanged => {}
+            }
         }
-        gone
+        changes
     }
 
     /// Streams one session is on.
@@ -336,6 +433,43 @@ mod tests {
         assert_eq!(t.untrack(session, &s), Some(busy));
         assert_eq!(t.count(&s), 0);
         assert!(t.streams_of(session).is_empty());
+    }
+
+    #[test]
+    fn a_stream_goes_from_one_member_to_many_and_back() {
+        let t = PresenceTracker::new();
+        let s = Stream::new(StreamMode::ChatRoom, Uuid::nil(), Uuid::nil(), "room");
+        let (one, two, three) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        assert_eq!(t.track(&s, presence(one, "", false)), TrackOutcome::Joined);
+        // An update of the only member stays one member.
+        assert!(matches!(
+            t.track(&s, presence(one, "away", false)),
+            TrackOutcome::Updated(_)
+        ));
+        assert_eq!(t.count(&s), 1);
+        assert_eq!(t.track(&s, presence(two, "", false)), TrackOutcome::Joined);
+        assert_eq!(t.track(&s, presence(three, "", true)), TrackOutcome::Joined);
+        assert_eq!(t.count(&s), 3);
+        assert_eq!(t.list(&s, false).len(), 2);
+        let mut ids = t.session_ids(&s);
+        ids.sort();
+        let mut want = vec![one, two, three];
+        want.sort();
+        assert_eq!(ids, want);
+        assert!(t.untrack(two, &s).is_some());
+        assert!(t.untrack(two, &s).is_none());
+        assert!(t.untrack(one, &s).is_some());
+        // Down to one member again: it is still found, and the last leave
+        // drops the stream.
+        assert!(t.contains(&s, three));
+        assert!(!t.contains(&s, one));
+        assert_eq!(t.get(three, &s).map(|p| p.session_id), Some(three));
+        assert!(t.untrack(one, &s).is_none());
+        assert!(t.untrack(three, &s).is_some());
+        assert_eq!(t.count(&s), 0);
+        assert!(t.lock().by_stream.is_empty());
+        assert_eq!(t.track(&s, presence(two, "", false)), TrackOutcome::Joined);
+        assert_eq!(t.list(&s, false)[0].session_id, two);
     }
 
     #[test]

@@ -162,6 +162,16 @@ impl RuntimeServices for ServerServices {
         self.accounts.unlink(user_id, identity).await
     }
 
+    async fn users_ban(&self, ids: Vec<Uuid>) -> Result<(), ApiError> {
+        self.accounts.ban_users(&ids).await?;
+        self.realtime.hub().close_banned(&ids);
+        Ok(())
+    }
+
+    async fn users_unban(&self, ids: Vec<Uuid>) -> Result<(), ApiError> {
+        self.accounts.unban_users(&ids).await
+    }
+
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError> {
         self.http.request(request).await
     }

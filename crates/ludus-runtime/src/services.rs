@@ -128,6 +128,20 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_realtime())
     }
 
+    /// Bans users (`nk.users_ban_id`): they cannot sign in, every token they
+    /// hold is revoked and their sockets close on every node, each told
+    /// first with Nakama's notice -8. Unknown ids are skipped.
+    async fn users_ban(&self, ids: Vec<Uuid>) -> Result<(), ApiError> {
+        let _ = ids;
+        Err(no_accounts())
+    }
+
+    /// Lifts bans (`nk.users_unban_id`); revoked tokens stay revoked.
+    async fn users_unban(&self, ids: Vec<Uuid>) -> Result<(), ApiError> {
+        let _ = ids;
+        Err(no_accounts())
+    }
+
     /// Closes a session's socket; unknown sessions are ignored.
     fn session_disconnect(&self, session_id: Uuid, reason: i32) -> Result<(), ApiError> {
         let _ = (session_id, reason);

@@ -43,6 +43,13 @@ impl RedisServer {
         self.spawn();
     }
 
+    /// Starts a killed server again on the same port, empty.
+    pub fn start_again(&mut self) {
+        if self.child.is_none() {
+            self.spawn();
+        }
+    }
+
     fn spawn(&mut self) {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])

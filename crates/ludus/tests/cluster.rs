@@ -122,6 +122,12 @@ impl Ws {
         }
     }
 
+    /// Forgets every push received so far.
+    async fn drain(&mut self) {
+        self.pending.clear();
+        while self.read(Duration::from_millis(200)).await.is_some() {}
+    }
+
     /// The next frame within `within`; `None` on timeout or close.
     async fn read(&mut self, within: Duration) -> Option<Value> {
         let deadline = tokio::time::Instant::now() + within;
@@ -267,6 +273,15 @@ async fn three_nodes_share_presence_messages_and_survive_faults() {
     let mut wa = Ws::connect(a.addr, &ta).await;
     let mut wb = Ws::connect(b.addr, &tb).await;
     let mut wc = Ws::connect(c.addr, &tc).await;
+
+    // A socket's notification stream stays on its node: node a's hash holds
+    // its head and ann's status presence, nothing for her notifications.
+    let deadline = Instant::now() + SHORT;
+    while hlen(&urls[0], "ludus:p:node-a") < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hlen(&urls[0], "ludus:p:node-a"), 2);
 
     // --- a chat room across nodes -------------------------------------------
     let room = join_room(&mut wa, "lobby").await;
@@ -470,7 +485,7 @@ async fn three_nodes_share_presence_messages_and_survive_faults() {
         "no message crossed nodes within 5 s of the Redis restart"
     );
     // Presences were announced again: a newcomer on b sees cat (on a).
-    let (td, _) = sign_in(b.addr, "dan").await;
+    let (td, ud) = sign_in(b.addr, "dan").await;
     let mut wd = Ws::connect(b.addr, &td).await;
     let deadline = Instant::now() + SHORT;
     loop {
@@ -486,7 +501,40 @@ async fn three_nodes_share_presence_messages_and_survive_faults() {
             .await;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+
+    // --- changes made while Redis is down reach the other nodes as events ---
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    wc2.drain().await;
+    redis.kill();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    wd.call(json!({"channel_leave": {"channel_id": channel}}))
+        .await;
+    let (te, ue) = sign_in(b.addr, "eve").await;
+    let mut we = Ws::connect(b.addr, &te).await;
+    join_room(&mut we, "lobby").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    redis.start_again();
+    let back = Instant::now();
+    wc2.expect("dan's leave on a, made while Redis was down", SHORT, |v| {
+        has_user(&v["channel_presence_event"]["leaves"], &ud)
+    })
+    .await;
+    wc2.expect("eve's join on a, made while Redis was down", SHORT, |v| {
+        has_user(&v["channel_presence_event"]["joins"], &ue)
+    })
+    .await;
+    assert!(back.elapsed() < SHORT, "{:?}", back.elapsed());
     drop((a, b));
+}
+
+/// `HLEN key` on a Redis, 0 when it cannot be read.
+fn hlen(url: &str, key: &str) -> usize {
+    std::process::Command::new("redis-cli")
+        .args(["-u", url, "HLEN", key])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -905,6 +953,44 @@ async fn parties_span_nodes() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
+    // A ban on node a: the user's socket on node b is told and closed, and
+    // node b refuses the user's token, within a second.
+    let (tv, uv) = sign_in(b.addr, "pv").await;
+    let mut wv = Ws::connect(b.addr, &tv).await;
+    // The socket is up (its session answers) before the ban.
+    wv.call(json!({"ping": {}})).await;
+    let banned = Instant::now();
+    assert_eq!(rpc(a.addr, &ta, "ban_user", json!(uv)).await, "ok");
+    wv.expect("the ban notice on b", SHORT, |v| {
+        v["notifications"]["notifications"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n["code"] == json!(-8)))
+    })
+    .await;
+    while !wv.closed && banned.elapsed() < SHORT {
+        wv.read(Duration::from_millis(100)).await;
+    }
+    assert!(wv.closed, "the banned user's socket on node b was closed");
+    let bearer_v = format!("Bearer {tv}");
+    loop {
+        let (status, _) = request(b.addr, "GET", "/v2/account", &bearer_v, &Value::Null)
+            .await
+            .unwrap();
+        if status == 401 {
+            break;
+        }
+        assert!(
+            banned.elapsed() < SHORT,
+            "node b still takes the banned token"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        banned.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        banned.elapsed()
+    );
+
     // A party on node a, joined from node b.
     let party = wa
         .call(json!({"party_create": {"open": true, "max_size": 4}}))
@@ -923,6 +1009,53 @@ async fn parties_span_nodes() {
         has_user(&v["party_presence_event"]["joins"], &ub)
     })
     .await;
+
+    // nk.party_list lists the parties of every node, in one order every node
+    // shares: node b sees node a's party with both members; a second party,
+    // on node b, follows it, and a page's cursor works on either node.
+    let (tq, _) = sign_in(b.addr, "pq").await;
+    let mut wq = Ws::connect(b.addr, &tq).await;
+    let second = wq
+        .call(
+            json!({"party_create": {"open": false, "max_size": 3, "label": "{\"mode\":\"duo\"}"}}),
+        )
+        .await;
+    let second_id = second["party"]["party_id"].as_str().unwrap().to_owned();
+    assert!(second_id.ends_with(".p-b"), "{second}");
+    let deadline = Instant::now() + SHORT;
+    let listed = loop {
+        let out = rpc(b.addr, &tb, "list_parties", json!({"limit": 10})).await;
+        let out: Value = serde_json::from_str(&out).unwrap();
+        let ids: Vec<&str> = out["parties"]
+            .as_array()
+            .map(|p| p.iter().filter_map(|p| p["party_id"].as_str()).collect())
+            .unwrap_or_default();
+        if ids == [id.as_str(), second_id.as_str()] {
+            break out;
+        }
+        assert!(Instant::now() < deadline, "node b lists {out}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(listed["parties"][0]["size"], json!(2), "{listed}");
+    assert_eq!(listed["parties"][0]["maxSize"], json!(4), "{listed}");
+    assert_eq!(listed["parties"][1]["open"], json!(false), "{listed}");
+    assert_eq!(listed["cursor"], json!(""), "{listed}");
+    let first = rpc(a.addr, &ta, "list_parties", json!({"limit": 1})).await;
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(first["parties"][0]["party_id"], json!(id), "{first}");
+    let cursor = first["cursor"].as_str().unwrap().to_owned();
+    assert!(!cursor.is_empty(), "{first}");
+    let next = rpc(
+        b.addr,
+        &tb,
+        "list_parties",
+        json!({"limit": 1, "cursor": cursor}),
+    )
+    .await;
+    let next: Value = serde_json::from_str(&next).unwrap();
+    assert_eq!(next["parties"][0]["party_id"], json!(second_id), "{next}");
+    assert_eq!(next["cursor"], json!(""), "{next}");
+    drop(wq);
     wb.expect("b hears its own join", SHORT, |v| {
         has_user(&v["party_presence_event"]["joins"], &ub)
     })

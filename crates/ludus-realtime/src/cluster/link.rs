@@ -330,6 +330,19 @@ fn deliver(shared: &Arc<Shared>, realtime: &Arc<Realtime>, w: Wire) -> Option<Wi
                 hub.remote_to_stream(&stream, skip, &message);
             }
         }
+        Wire::ToStreamAll {
+            node,
+            stream,
+            skip,
+            envelope,
+        } => {
+            if node != shared.node
+                && hub.count(&stream) > 0
+                && let Some(message) = decode(&envelope)
+            {
+                hub.remote_to_stream(&stream, skip, &message);
+            }
+        }
         Wire::ToSessions { sessions, envelope } => {
             if let Some(message) = decode(&envelope) {
                 hub.remote_to_sessions(&sessions, &message);
@@ -349,6 +362,11 @@ fn deliver(shared: &Arc<Shared>, realtime: &Arc<Realtime>, w: Wire) -> Option<Wi
         Wire::SessionAdded { node, user, .. } => {
             if node != shared.node {
                 hub.remote_session_added(user);
+            }
+        }
+        Wire::Banned { node, users } => {
+            if node != shared.node {
+                hub.remote_banned(&users);
             }
         }
         Wire::Disconnect { session, reason } => {

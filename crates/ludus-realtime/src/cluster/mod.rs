@@ -289,6 +289,21 @@ impl Bus for RedisBus {
             .send(Op::Publish(node_channel(node), payload));
     }
 
+    fn to_stream_everywhere(&self, stream: &Stream, skip: Option<Uuid>, message: &Arc<Encoded>) {
+        let Some(envelope) = message.bytes(Format::Protobuf) else {
+            return;
+        };
+        let key = wire::stream_key(stream);
+        let payload = Wire::ToStreamAll {
+            node: self.0.node.clone(),
+            stream: stream.clone(),
+            skip,
+            envelope,
+        }
+        .encode();
+        self.0.shard_of(&key).send(Op::Publish(ALL.into(), payload));
+    }
+
     fn to_sessions(&self, node: &str, sessions: &[Uuid], message: &Arc<Encoded>) {
         let (Some(first), Some(envelope)) = (sessions.first(), message.bytes(Format::Protobuf))
         else {
@@ -405,6 +420,15 @@ impl Bus for RedisBus {
         self.0
             .shard_of(user.as_bytes())
             .send(Op::Publish(ALL.into(), payload));
+    }
+
+    fn users_banned(&self, users: &[Uuid]) {
+        let payload = Wire::Banned {
+            node: self.0.node.clone(),
+            users: users.to_vec(),
+        }
+        .encode();
+        self.0.shards[0].send(Op::Publish(ALL.into(), payload));
     }
 
     fn disconnect(&self, session: Uuid, reason: CloseReason) {

@@ -53,6 +53,9 @@ struct ShardState {
     loading: Option<Vec<(u64, Change)>>,
     /// The node rewrote its presences while a read was under way.
     again: bool,
+    /// A snapshot was applied before: a later one catches up on changes
+    /// whose events this node's sessions missed.
+    synced: bool,
 }
 
 #[derive(Debug)]
@@ -163,6 +166,15 @@ impl Replica {
         if node == self.shared.node {
             return;
         }
+        let change = match change {
+            // Every presence of a node shares the one copy of its name.
+            Change::Track(stream, mut presence) => {
+                self.peer(&node, epoch);
+                presence.node = self.name_of(&node);
+                Change::Track(stream, presence)
+            }
+            untrack => untrack,
+        };
         let state = &mut self.peer(&node, epoch).shards[shard];
         if let Some(held) = &mut state.loading {
             held.push((seq, change));
@@ -181,6 +193,13 @@ impl Replica {
                 self.fetch(shard, node);
             }
         }
+    }
+
+    /// The replica's own copy of a known node's name.
+    fn name_of(&self, node: &Arc<str>) -> Arc<str> {
+        self.peers
+            .get_key_value(node)
+            .map_or_else(|| node.clone(), |(name, _)| name.clone())
     }
 
     fn apply(&self, change: Change) {
@@ -246,16 +265,19 @@ impl Replica {
         let state = &mut peer.shards[shard];
         let held = state.loading.take().unwrap_or_default();
         let again = std::mem::take(&mut state.again);
+        let synced = state.synced;
         let in_shard = |s: &Stream| shared.stream_shard(s) == shard;
         match read {
-            Some(snap) if snap.epoch == epoch => {
-                let gone = self
+            Some(mut snap) if snap.epoch == epoch => {
+                let name = self.name_of(&node);
+                for (_, p) in &mut snap.presences {
+                    p.node = name.clone();
+                }
+                let changes = self
                     .realtime
                     .hub()
                     .remote_replace(&node, in_shard, snap.presences);
-                for (stream, p) in &gone {
-                    self.realtime.remote_left(stream, p);
-                }
+                self.realtime.presences_reconciled(changes, synced);
                 let mut last = snap.seq;
                 let mut rest = held.into_iter();
                 for (seq, change) in rest.by_ref() {
@@ -276,6 +298,7 @@ impl Replica {
                 }
                 let state = &mut self.peers.get_mut(&node).expect("peer").shards[shard];
                 state.seq = Some(last);
+                state.synced = true;
                 if again {
                     self.read(shard, node);
                 }

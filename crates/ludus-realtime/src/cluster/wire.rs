@@ -53,6 +53,14 @@ pub(crate) enum Wire {
         skip: Option<Uuid>,
         envelope: Bytes,
     },
+    /// An envelope (protobuf) for the sessions on a node-local `stream`
+    /// ([`Stream::is_node_local`]) of every node but `node`, which sent it.
+    ToStreamAll {
+        node: Arc<str>,
+        stream: Stream,
+        skip: Option<Uuid>,
+        envelope: Bytes,
+    },
     /// An envelope (protobuf) for sessions of the node it is sent to.
     ToSessions {
         sessions: Vec<Uuid>,
@@ -69,6 +77,11 @@ pub(crate) enum Wire {
         node: Arc<str>,
         user: Uuid,
         session: Uuid,
+    },
+    /// `node` banned `users`: close their sockets wherever they are.
+    Banned {
+        node: Arc<str>,
+        users: Vec<Uuid>,
     },
     /// Close `session` wherever it is.
     Disconnect {
@@ -113,6 +126,8 @@ const REPLY: u8 = 11;
 const CAST: u8 = 12;
 const TICKETS: u8 = 13;
 const BROADCAST: u8 = 14;
+const TO_STREAM_ALL: u8 = 15;
+const BANNED: u8 = 16;
 
 const CALL_MATCH_JOIN: u8 = 1;
 const CALL_MATCH_SIGNAL: u8 = 2;
@@ -172,6 +187,18 @@ impl Wire {
                 put_id(&mut w, skip.unwrap_or(Uuid::nil()));
                 put_bytes(&mut w, envelope);
             }
+            Wire::ToStreamAll {
+                node,
+                stream,
+                skip,
+                envelope,
+            } => {
+                w.put_u8(TO_STREAM_ALL);
+                put_str(&mut w, node);
+                put_stream(&mut w, stream);
+                put_id(&mut w, skip.unwrap_or(Uuid::nil()));
+                put_bytes(&mut w, envelope);
+            }
             Wire::ToSessions { sessions, envelope } => {
                 w.put_u8(TO_SESSIONS);
                 w.put_u32_le(sessions.len() as u32);
@@ -179,6 +206,14 @@ impl Wire {
                     put_id(&mut w, *s);
                 }
                 put_bytes(&mut w, envelope);
+            }
+            Wire::Banned { node, users } => {
+                w.put_u8(BANNED);
+                put_str(&mut w, node);
+                w.put_u32_le(users.len() as u32);
+                for u in users {
+                    put_id(&mut w, *u);
+                }
             }
             Wire::ToFollowers {
                 node,
@@ -331,6 +366,12 @@ impl Wire {
                 skip: Some(r.id()?).filter(|id| !id.is_nil()),
                 envelope: Bytes::copy_from_slice(r.bytes()?),
             },
+            TO_STREAM_ALL => Wire::ToStreamAll {
+                node: r.str()?,
+                stream: r.stream()?,
+                skip: Some(r.id()?).filter(|id| !id.is_nil()),
+                envelope: Bytes::copy_from_slice(r.bytes()?),
+            },
             TO_SESSIONS => {
                 let n = r.u32()? as usize;
                 if n > r.0.len() / 16 {
@@ -344,6 +385,18 @@ impl Wire {
                     sessions,
                     envelope: Bytes::copy_from_slice(r.bytes()?),
                 }
+            }
+            BANNED => {
+                let node = r.str()?;
+                let n = r.u32()? as usize;
+                if n > r.0.len() / 16 {
+                    return None;
+                }
+                let mut users = Vec::with_capacity(n);
+                for _ in 0..n {
+                    users.push(r.id()?);
+                }
+                Wire::Banned { node, users }
             }
             TO_FOLLOWERS => Wire::ToFollowers {
                 node: r.str()?,
@@ -632,7 +685,9 @@ impl<'a> Reader<'a> {
     }
 
     fn str(&mut self) -> Option<Arc<str>> {
-        Some(Arc::from(std::str::from_utf8(self.bytes()?).ok()?))
+        Some(crate::stream::shared_str(
+            std::str::from_utf8(self.bytes()?).ok()?,
+        ))
     }
 
     fn stream(&mut self) -> Option<Stream> {
@@ -719,6 +774,12 @@ mod tests {
                 skip: None,
                 envelope: Bytes::new(),
             },
+            Wire::ToStreamAll {
+                node: "b".into(),
+                stream: Stream::notifications(p.user_id),
+                skip: None,
+                envelope: Bytes::from_static(b"\x0a\x01y"),
+            },
             Wire::ToSessions {
                 sessions: vec![Uuid::new_v4(), Uuid::new_v4()],
                 envelope: Bytes::from_static(b"abc"),
@@ -736,6 +797,10 @@ mod tests {
             Wire::Disconnect {
                 session: p.session_id,
                 reason: 19,
+            },
+            Wire::Banned {
+                node: "c".into(),
+                users: vec![p.user_id, Uuid::new_v4()],
             },
             Wire::Call {
                 from: "b".into(),

@@ -7,7 +7,7 @@
 //! see them. The socket glue (`party/mod.rs`) turns effects into presence
 //! tracking and pushes; the book never sends anything.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use uuid::Uuid;
 
@@ -19,8 +19,9 @@ use crate::tracker::Presence;
 /// One party's state.
 #[derive(Debug, Clone)]
 pub(crate) struct Party {
-    /// Creation order, for stable listing pages.
-    seq: u64,
+    /// Creation time in µs, unique on this node: the listing order, which
+    /// a cluster's nodes share (ties between nodes go by party id).
+    pub(crate) created_us: u64,
     pub(crate) open: bool,
     pub(crate) hidden: bool,
     pub(crate) max_size: usize,
@@ -105,6 +106,7 @@ impl Effect {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Listed {
     pub(crate) id: Uuid,
+    pub(crate) created_us: u64,
     pub(crate) open: bool,
     pub(crate) hidden: bool,
     pub(crate) max_size: usize,
@@ -130,11 +132,12 @@ pub(crate) struct PartyBook {
     settings: PartySettings,
     single_party: bool,
     parties: HashMap<Uuid, Party>,
-    /// Creation order → party, for listing.
-    order: BTreeMap<u64, Uuid>,
+    /// (creation time, party), for listing.
+    order: BTreeSet<(u64, Uuid)>,
     /// Session → parties it is in or has asked to join.
     by_session: HashMap<Uuid, Vec<Uuid>>,
-    next_seq: u64,
+    /// The last creation time given out.
+    last_created_us: u64,
 }
 
 impl PartyBook {
@@ -187,7 +190,7 @@ impl PartyBook {
     /// Forgets a party and every session's link to it.
     fn remove_party(&mut self, id: Uuid) -> Option<Party> {
         let party = self.parties.remove(&id)?;
-        self.order.remove(&party.seq);
+        self.order.remove(&(party.created_us, id));
         for p in party.members.iter().chain(&party.requests) {
             self.unlink(p.session_id, id);
         }
@@ -234,13 +237,13 @@ impl PartyBook {
             }
         };
         self.check_room(leader.session_id)?;
-        let seq = self.next_seq;
-        self.next_seq += 1;
+        let created_us = (ludus_core::unix_now_us().max(0) as u64).max(self.last_created_us + 1);
+        self.last_created_us = created_us;
         let session = leader.session_id;
         self.parties.insert(
             id,
             Party {
-                seq,
+                created_us,
                 open,
                 hidden,
                 max_size,
@@ -250,7 +253,7 @@ impl PartyBook {
                 requests: Vec::new(),
             },
         );
-        self.order.insert(seq, id);
+        self.order.insert((created_us, id));
         self.link(session, id);
         let mut effects = vec![Effect::Joined {
             party: id,
@@ -542,45 +545,39 @@ impl PartyBook {
         });
     }
 
-    /// Live parties in creation order: open or closed only when `open` says
-    /// so, hidden ones only with `show_hidden`, matching `query` on the JSON
-    /// label. `after` is the cursor a previous page returned.
+    /// Live parties in creation order after `after` (the last one of a
+    /// previous page), at most `limit`: open or closed only when `open`
+    /// says so, hidden ones only with `show_hidden`, matching `query` on
+    /// the JSON label. Answers whether more follow.
     pub(crate) fn list(
         &self,
         limit: usize,
-        open: Option<bool>,
-        show_hidden: bool,
-        query: Option<&Query>,
-        after: Option<u64>,
-    ) -> (Vec<Listed>, Option<String>) {
+        filter: &ListFilter<'_>,
+        after: Option<(u64, Uuid)>,
+    ) -> (Vec<Listed>, bool) {
         if limit == 0 {
-            return (Vec::new(), None);
+            return (Vec::new(), false);
         }
-        let start = after.map_or(0, |a| a.saturating_add(1));
+        let range = match after {
+            Some(a) => self
+                .order
+                .range((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)),
+            None => self.order.range(..),
+        };
         let mut page = Vec::with_capacity(limit.min(100));
-        let mut next = None;
-        let mut last = None;
-        for (seq, id) in self.order.range(start..) {
+        for (created_us, id) in range {
             let Some(p) = self.parties.get(id) else {
                 continue;
             };
-            if open.is_some_and(|o| o != p.open) || (p.hidden && !show_hidden) {
+            if !filter.accepts(p.open, p.hidden, &p.label) {
                 continue;
             }
-            if let Some(q) = query {
-                let label = serde_json::from_str::<serde_json::Value>(&p.label)
-                    .unwrap_or(serde_json::Value::Null);
-                if q.score(&serde_json::json!({ "label": label })).is_none() {
-                    continue;
-                }
-            }
             if page.len() == limit {
-                next = last.map(|l: u64| l.to_string());
-                break;
+                return (page, true);
             }
-            last = Some(*seq);
             page.push(Listed {
                 id: *id,
+                created_us: *created_us,
                 open: p.open,
                 hidden: p.hidden,
                 max_size: p.max_size,
@@ -592,7 +589,33 @@ impl PartyBook {
                 },
             });
         }
-        (page, next)
+        (page, false)
+    }
+}
+
+/// Which parties a listing wants.
+#[derive(Debug, Default)]
+pub(crate) struct ListFilter<'a> {
+    /// Only open (or only closed) parties.
+    pub(crate) open: Option<bool>,
+    pub(crate) show_hidden: bool,
+    /// Searched on `{"label": <the JSON label>}`.
+    pub(crate) query: Option<&'a Query>,
+}
+
+impl ListFilter<'_> {
+    pub(crate) fn accepts(&self, open: bool, hidden: bool, label: &str) -> bool {
+        if self.open.is_some_and(|o| o != open) || (hidden && !self.show_hidden) {
+            return false;
+        }
+        match self.query {
+            Some(q) => {
+                let label = serde_json::from_str::<serde_json::Value>(label)
+                    .unwrap_or(serde_json::Value::Null);
+                q.score(&serde_json::json!({ "label": label })).is_some()
+            }
+            None => true,
+        }
     }
 }
 
@@ -805,13 +828,20 @@ mod tests {
         let mut b = book();
         let l = member("l");
         let ids: Vec<Uuid> = (0..3).map(|i| new_party(&mut b, &l, i != 1, 4)).collect();
-        let (page, next) = b.list(2, None, false, None, None);
+        let all = ListFilter::default();
+        let (page, more) = b.list(2, &all, None);
         assert_eq!(page.iter().map(|p| p.id).collect::<Vec<_>>(), ids[..2]);
-        let after = next.unwrap().parse().unwrap();
-        let (rest, end) = b.list(2, None, false, None, Some(after));
+        assert!(more);
+        assert!(page[0].created_us < page[1].created_us, "{page:?}");
+        let after = (page[1].created_us, page[1].id);
+        let (rest, more) = b.list(2, &all, Some(after));
         assert_eq!(rest.iter().map(|p| p.id).collect::<Vec<_>>(), ids[2..]);
-        assert!(end.is_none());
-        let (open, _) = b.list(10, Some(true), false, None, None);
+        assert!(!more);
+        let open = ListFilter {
+            open: Some(true),
+            ..ListFilter::default()
+        };
+        let (open, _) = b.list(10, &open, None);
         assert_eq!(open.len(), 2);
         assert_eq!(open[0].label, "{}");
     }

@@ -38,7 +38,7 @@ use crate::tracker::Presence;
 
 mod book;
 
-use book::{Effect, PartyBook, not_found};
+use book::{Effect, ListFilter, PartyBook, not_found};
 
 /// Longest party label, in bytes (Nakama's limit).
 pub(crate) const MAX_LABEL_LEN: usize = 2048;
@@ -63,6 +63,18 @@ impl Default for PartySettings {
             max_per_session: 32,
         }
     }
+}
+
+/// Where the parties of every node are listed for the others: mode 7,
+/// subject the largest uuid (no party has it).
+fn index_stream() -> Stream {
+    Stream::new(StreamMode::Party, Uuid::max(), Uuid::nil(), "")
+}
+
+/// A listing cursor, `<creation µs>:<party id>` of the page's last party.
+fn parse_cursor(cursor: &str) -> Option<(u64, Uuid)> {
+    let (key, id) = cursor.split_once(':')?;
+    Some((key.parse().ok()?, Uuid::parse_str(id).ok()?))
 }
 
 /// A live party as a listing shows it.
@@ -312,6 +324,7 @@ impl Parties {
                         let _ = self.hub.untrack_anywhere(*member, &stream);
                     }
                     tracing::debug!(party_id = %self.party_id(party), closed, "party ended");
+                    self.index(book, party);
                     party
                 }
             };
@@ -351,6 +364,7 @@ impl Parties {
         let reply = self
             .party_wire(id, &book, &me)
             .expect("the party was just created");
+        self.index(&book, id);
         self.apply(&book, effects);
         tracing::debug!(party_id = %reply.party_id, session_id = %me.session_id, "party created");
         Ok(reply)
@@ -439,6 +453,7 @@ impl Parties {
         let id = self.parse_id(&req.party_id)?;
         let mut book = self.lock();
         let members = book.update(id, me.session_id, &req.label, req.open, req.hidden)?;
+        self.index(&book, id);
         let update = PartyUpdate {
             party_id: self.party_id(id),
             ..req
@@ -555,25 +570,108 @@ impl Parties {
         };
         let after = match cursor {
             "" => None,
-            c => Some(c.parse::<u64>().map_err(|_| {
+            c => Some(parse_cursor(c).ok_or_else(|| {
                 RtError::bad_input("invalid cursor, pass the one the previous page returned")
             })?),
         };
-        let (page, next) = self
-            .lock()
-            .list(limit, open, show_hidden, query.as_ref(), after);
-        let page = page
+        let filter = ListFilter {
+            open,
+            show_hidden,
+            query: query.as_ref(),
+        };
+        let (local, mut more) = self.lock().list(limit, &filter, after);
+        let mut page: Vec<(u64, Uuid, PartyInfo)> = local
             .into_iter()
-            .map(|p| PartyInfo {
-                party_id: self.party_id(p.id),
-                open: p.open,
-                hidden: p.hidden,
-                max_size: p.max_size,
-                size: p.size,
-                label: p.label,
+            .map(|p| {
+                let info = PartyInfo {
+                    party_id: self.party_id(p.id),
+                    open: p.open,
+                    hidden: p.hidden,
+                    max_size: p.max_size,
+                    size: p.size,
+                    label: p.label,
+                };
+                (p.created_us, p.id, info)
             })
             .collect();
-        Ok((page, next))
+        // Other nodes' parties, from the index their nodes keep.
+        page.extend(
+            self.remote_listings()
+                .into_iter()
+                .filter(|(key, id, info)| {
+                    after.is_none_or(|a| (*key, *id) > a)
+                        && filter.accepts(info.open, info.hidden, &info.label)
+                }),
+        );
+        page.sort_by_key(|(key, id, _)| (*key, *id));
+        if page.len() > limit {
+            page.truncate(limit);
+            more = true;
+        }
+        let next = match page.last() {
+            Some((key, id, _)) if more => Some(format!("{key}:{id}")),
+            _ => None,
+        };
+        Ok((page.into_iter().map(|(_, _, info)| info).collect(), next))
+    }
+
+    /// Puts a party of this node (or its new flags and label) on the index
+    /// stream, where the other nodes of a cluster list it: a hidden presence
+    /// whose session is the party, its status the label, its username the
+    /// creation time, flags and size limit. A party that ended leaves it.
+    fn index(&self, book: &PartyBook, id: Uuid) {
+        let Some(party) = book.get(id) else {
+            let _ = self.hub.untrack(id, &index_stream());
+            return;
+        };
+        let mut p = Presence::new(
+            Uuid::nil(),
+            id,
+            Arc::from(format!(
+                "{}|{}|{}|{}",
+                party.created_us,
+                u8::from(party.open),
+                u8::from(party.hidden),
+                party.max_size
+            )),
+            self.hub.node().clone(),
+        );
+        p.meta.hidden = true;
+        p.meta.status = Arc::from(if party.label.is_empty() {
+            "{}"
+        } else {
+            party.label.as_str()
+        });
+        // Nobody is told: the index is read, never announced.
+        let _ = self.hub.track(&index_stream(), p);
+    }
+
+    /// Parties of other nodes, from the index stream: (creation time, id,
+    /// listing).
+    fn remote_listings(&self) -> Vec<(u64, Uuid, PartyInfo)> {
+        let here = self.hub.node().clone();
+        self.hub
+            .presences(&index_stream(), true)
+            .into_iter()
+            .filter(|p| p.node != here)
+            .filter_map(|p| {
+                let mut parts = p.username.split('|');
+                let created_us: u64 = parts.next()?.parse().ok()?;
+                let open = parts.next()? == "1";
+                let hidden = parts.next()? == "1";
+                let max_size = parts.next()?.parse().ok()?;
+                let stream = Stream::new(StreamMode::Party, p.session_id, Uuid::nil(), &p.node);
+                let info = PartyInfo {
+                    party_id: format!("{}.{}", p.session_id, p.node),
+                    open,
+                    hidden,
+                    max_size,
+                    size: self.hub.count(&stream),
+                    label: p.meta.status.to_string(),
+                };
+                Some((created_us, p.session_id, info))
+            })
+            .collect()
     }
 
     /// Sends a party presence event (the visible joins and leaves) to the

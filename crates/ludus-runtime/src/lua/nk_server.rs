@@ -166,6 +166,23 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
             users_table(lua, &users)
         })?,
     )?;
+    for (name, ban) in [("users_ban_id", true), ("users_unban_id", false)] {
+        let s = shared.clone();
+        nk.set(
+            name,
+            lua.create_function(move |_, ids: LuaValue| {
+                let ids = user_id_list(ids)?;
+                if ids.is_empty() {
+                    return Ok(());
+                }
+                if ban {
+                    block_on(&s, s.services.users_ban(ids))
+                } else {
+                    block_on(&s, s.services.users_unban(ids))
+                }
+            })?,
+        )?;
+    }
     install_links(lua, shared, nk)?;
     let s = shared.clone();
     nk.set(
@@ -376,6 +393,31 @@ pub(super) fn user_table(lua: &Lua, user: &User) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 16)?;
     fill_user(lua, &t, user)?;
     Ok(t)
+}
+
+/// The user ids of `nk.users_ban_id` and `nk.users_unban_id`, refused with
+/// Nakama's messages.
+fn user_id_list(ids: LuaValue) -> mlua::Result<Vec<Uuid>> {
+    let LuaValue::Table(t) = ids else {
+        return Err(mlua::Error::runtime(
+            "bad argument #1: invalid user id list",
+        ));
+    };
+    let mut out = Vec::new();
+    for v in t.sequence_values::<LuaValue>() {
+        let id = match v? {
+            LuaValue::String(s) if !s.as_bytes().is_empty() => s.to_str()?.to_owned(),
+            _ => {
+                return Err(mlua::Error::runtime(
+                    "bad argument #1: each user id must be a string",
+                ));
+            }
+        };
+        out.push(Uuid::parse_str(&id).map_err(|_| {
+            mlua::Error::runtime("bad argument #1: each user id must be a valid id string")
+        })?);
+    }
+    Ok(out)
 }
 
 fn users_table(lua: &Lua, users: &[User]) -> mlua::Result<Table> {

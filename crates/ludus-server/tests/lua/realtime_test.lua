@@ -38,6 +38,15 @@ rpc("rt_disconnect_reason", function(ctx, payload)
   return ok and "ok" or tostring(err)
 end)
 
+-- payload: {"ids": [...], "unban": bool}: nk.users_ban_id (or
+-- nk.users_unban_id); answers "ok" or the error.
+rpc("rt_ban", function(ctx, payload)
+  local args = nk.json_decode(payload)
+  local f = args.unban and nk.users_unban_id or nk.users_ban_id
+  local ok, err = pcall(f, args.ids)
+  return ok and "ok" or tostring(err)
+end)
+
 rpc("rt_stream_join", function(ctx, payload)
   local joined = nk.stream_user_join(ctx.user_id, ctx.session_id, LOBBY, false, true, payload)
   local again = nk.stream_user_join(ctx.user_id, ctx.session_id, LOBBY, false, true, payload)

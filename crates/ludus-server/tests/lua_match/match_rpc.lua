@@ -45,3 +45,16 @@ nk.register_rpc(function(context, payload)
   nk.session_disconnect(payload)
   return "ok"
 end, "disconnect_session")
+
+-- nk.users_ban_id for a user who may be connected to another node.
+nk.register_rpc(function(context, payload)
+  nk.users_ban_id({ payload })
+  return "ok"
+end, "ban_user")
+
+-- nk.party_list, one page: payload {"limit": n, "cursor": "..."}.
+nk.register_rpc(function(context, payload)
+  local args = nk.json_decode(payload)
+  local parties, cursor = nk.party_list(args.limit, nil, nil, nil, args.cursor)
+  return nk.json_encode({ parties = parties, cursor = cursor or "" })
+end, "list_parties")

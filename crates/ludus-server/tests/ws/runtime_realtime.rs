@@ -18,6 +18,7 @@ both_backends!(
     lua_notifications_reach_sockets_and_store,
     lua_chat_messages_and_channel_ids,
     lua_session_disconnect_closes_the_socket,
+    lua_users_ban_id_closes_sockets_and_refuses_sign_in,
     lua_streams_join_send_update_kick_close,
     rt_hooks_rewrite_reject_and_observe_channel_messages
 );
@@ -188,6 +189,89 @@ async fn lua_session_disconnect_closes_the_socket(backend: Backend) {
     // An unknown session is not an error, as in Nakama.
     let unknown = uuid::Uuid::new_v4().to_string();
     assert_eq!(call(&mut a, "rt_disconnect", &unknown).await, "ok");
+}
+
+async fn lua_users_ban_id_closes_sockets_and_refuses_sign_in(backend: Backend) {
+    let server = lua_server(backend).await;
+    let (a_token, _, _) = user(&server, "rtb1-ban-admin").await;
+    let (b_token, b_id, _) = user(&server, "rtb2-ban-victim").await;
+    let (_, c_id, _) = user(&server, "rtb3-ban-bystander").await;
+    let mut a = WsClient::connect(&server, &a_token, Fmt::Json).await;
+    let mut b1 = WsClient::connect(&server, &b_token, Fmt::Protobuf).await;
+    let mut b2 = WsClient::connect(&server, &b_token, Fmt::Json).await;
+    let sign_in = || {
+        server.post_key(
+            "/v2/account/authenticate/device",
+            json!({"id": "rtb2-ban-victim"}),
+        )
+    };
+
+    // Bad lists are refused and ban nobody.
+    for (ids, want) in [
+        (json!("nope"), "invalid user id list"),
+        (json!([b_id, 7]), "each user id must be a string"),
+        (
+            json!([b_id, "not-a-uuid"]),
+            "each user id must be a valid id string",
+        ),
+    ] {
+        let said = call(&mut a, "rt_ban", &json!({"ids": ids}).to_string()).await;
+        assert!(said.contains(want), "{said}");
+    }
+    assert_eq!(sign_in().await.status, 200, "nobody was banned");
+    assert_eq!(call(&mut a, "rt_ban", r#"{"ids": []}"#).await, "ok");
+
+    // Every socket of the banned user is told (Nakama's notice -8), then closed.
+    let args = json!({"ids": [b_id, uuid::Uuid::new_v4().to_string()]}).to_string();
+    assert_eq!(call(&mut a, "rt_ban", &args).await, "ok");
+    for b in [&mut b1, &mut b2] {
+        let Some(Message::Notifications(n)) = b.push().await.message else {
+            panic!("expected the ban notice")
+        };
+        assert_eq!(n.notifications.len(), 1);
+        assert_eq!(n.notifications[0].code, -8);
+        assert_eq!(n.notifications[0].subject, "banned");
+        assert!(!n.notifications[0].persistent);
+        let (code, _, _) = b.closed_with_reason().await;
+        assert_eq!(code, Some(CloseCode::Normal));
+    }
+    // Its tokens are revoked and it cannot sign in; others are untouched.
+    let r = server.get_bearer("/v2/account", &b_token).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    let r = sign_in().await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("user account banned"),
+        "{}",
+        r.body
+    );
+    assert_eq!(server.get_bearer("/v2/account", &a_token).await.status, 200);
+    let bystander = server
+        .post_key(
+            "/v2/account/authenticate/device",
+            json!({"id": "rtb3-ban-bystander"}),
+        )
+        .await;
+    assert_eq!(bystander.status, 200, "{}", bystander.body);
+    assert_eq!(crate::support::user_id(&bystander.body), c_id);
+
+    // Lifted: a new sign-in works; the tokens the ban revoked stay revoked.
+    let args = json!({"ids": [b_id], "unban": true}).to_string();
+    assert_eq!(call(&mut a, "rt_ban", &args).await, "ok");
+    let r = sign_in().await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let fresh = crate::support::token(&r.body);
+    let account = server.get_bearer("/v2/account", &fresh).await;
+    assert_eq!(account.status, 200, "{}", account.body);
+    assert!(
+        account.body.get("disable_time").is_none(),
+        "{}",
+        account.body
+    );
+    assert_eq!(server.get_bearer("/v2/account", &b_token).await.status, 401);
 }
 
 async fn lua_streams_join_send_update_kick_close(backend: Backend) {

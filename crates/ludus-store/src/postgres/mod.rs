@@ -331,6 +331,27 @@ impl Store for PgStore {
         .await
     }
 
+    async fn set_users_banned(&self, ids: &[Uuid], at: Option<i64>) -> StoreResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        with_retry("ban users", || async {
+            let mut conn = self.pool.get().await?;
+            let (ban, cutoff) = (
+                conn.stmt(Stmt::BanUsers).clone(),
+                conn.stmt(Stmt::RevokeBanned).clone(),
+            );
+            let tx = conn.client.transaction().await?;
+            tx.execute(&ban, &[&ids, &at]).await?;
+            if let Some(at) = at {
+                tx.execute(&cutoff, &[&ids, &at]).await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn load_revocations(&self, now: i64) -> StoreResult<Revocations> {
         with_retry("load revocations", || async {
             let conn = self.pool.get().await?;

@@ -83,6 +83,8 @@ pub(super) enum Stmt {
     GetUsers,
     RevokeToken,
     RevokeUser,
+    BanUsers,
+    RevokeBanned,
     PurgeTokens,
     LoadTokens,
     LoadCutoffs,
@@ -122,7 +124,7 @@ pub(super) enum Stmt {
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 49] = [
+    const ALL: [Stmt; 51] = [
         Stmt::FindByDevice,
         Stmt::FindByCustom,
         Stmt::FindByEmail,
@@ -137,6 +139,8 @@ impl Stmt {
         Stmt::GetUsers,
         Stmt::RevokeToken,
         Stmt::RevokeUser,
+        Stmt::BanUsers,
+        Stmt::RevokeBanned,
         Stmt::PurgeTokens,
         Stmt::LoadTokens,
         Stmt::LoadCutoffs,
@@ -246,6 +250,13 @@ impl Stmt {
             }
             Stmt::RevokeUser => {
                 "INSERT INTO user_session_cutoff (user_id, cutoff) VALUES ($1, $2)
+                 ON CONFLICT (user_id)
+                 DO UPDATE SET cutoff = greatest(user_session_cutoff.cutoff, excluded.cutoff)"
+            }
+            Stmt::BanUsers => "UPDATE users SET disable_time = $2 WHERE id = ANY($1)",
+            Stmt::RevokeBanned => {
+                "INSERT INTO user_session_cutoff (user_id, cutoff)
+                 SELECT id, $2 FROM users WHERE id = ANY($1)
                  ON CONFLICT (user_id)
                  DO UPDATE SET cutoff = greatest(user_session_cutoff.cutoff, excluded.cutoff)"
             }

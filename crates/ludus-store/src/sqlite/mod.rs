@@ -208,6 +208,13 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn set_users_banned(&self, ids: &[Uuid], at: Option<i64>) -> StoreResult<()> {
+        let ids = ids.to_vec();
+        self.writer
+            .write(move |conn| queries::set_users_banned(conn, &ids, at))
+            .await
+    }
+
     async fn load_revocations(&self, now: i64) -> StoreResult<Revocations> {
         self.writer
             .write(move |conn| queries::load_revocations(conn, now))

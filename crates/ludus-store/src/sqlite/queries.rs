@@ -383,6 +383,26 @@ pub(super) fn revoke_user_sessions(conn: &Connection, user: Uuid, cutoff: i64) -
         .map_err(map_err)
 }
 
+/// Bans (or, with `None`, unbans) users; on the writer, so one transaction.
+pub(super) fn set_users_banned(
+    conn: &Connection,
+    ids: &[Uuid],
+    at: Option<i64>,
+) -> StoreResult<()> {
+    let mut stmt = conn
+        .prepare_cached("UPDATE users SET disable_time = ?2 WHERE id = ?1")
+        .map_err(map_err)?;
+    for id in ids {
+        let updated = stmt
+            .execute(params![IdText::new(*id), at])
+            .map_err(map_err)?;
+        if let (1.., Some(at)) = (updated, at) {
+            revoke_user_sessions(conn, *id, at)?;
+        }
+    }
+    Ok(())
+}
+
 /// Purges expired token revocations and returns the rest; runs on the writer.
 pub(super) fn load_revocations(conn: &Connection, now: i64) -> StoreResult<Revocations> {
     let purged = conn

@@ -159,6 +159,7 @@ macro_rules! store_test_suite {
             revocations::revoked_tokens_load_until_they_expire,
             revocations::revoking_twice_keeps_the_later_expiry,
             revocations::session_cutoffs_keep_the_latest_and_outlive_the_user,
+            revocations::bans_set_disable_time_and_revoke_in_one_go,
             chat::messages_page_both_ways_by_time_then_id,
             chat::only_the_sender_updates_or_removes_a_message,
             chat::notifications_list_delete_and_go_with_their_user,

@@ -100,3 +100,46 @@ pub(crate) async fn session_cutoffs_keep_the_latest_and_outlive_the_user<B: Back
     );
     store.close().await;
 }
+
+pub(crate) async fn bans_set_disable_time_and_revoke_in_one_go<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let banned = new_user("banned", device("device-0000001"));
+    let other = new_user("other", device("device-0000002"));
+    store.create_user(banned.clone()).await.unwrap();
+    store.create_user(other.clone()).await.unwrap();
+    let unknown = uuid::Uuid::new_v4();
+    store
+        .set_users_banned(&[banned.id, unknown], Some(500))
+        .await
+        .unwrap();
+    let auth = store.find_user_auth(banned.id).await.unwrap().unwrap();
+    assert_eq!(auth.disable_time, Some(500));
+    let account = store.get_account(banned.id).await.unwrap().unwrap();
+    assert_eq!(account.disable_time, Some(500));
+    // Only the banned user: no cutoff for the unknown id, nothing for others.
+    assert_eq!(
+        store.load_revocations(0).await.unwrap().users,
+        [(banned.id, 500)]
+    );
+    let other_auth = store.find_user_auth(other.id).await.unwrap().unwrap();
+    assert_eq!(other_auth.disable_time, None);
+    // A later ban moves the cutoff forward, never back.
+    store
+        .set_users_banned(&[banned.id], Some(400))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load_revocations(0).await.unwrap().users,
+        [(banned.id, 500)]
+    );
+    // Lifting the ban clears disable_time and keeps the revocation.
+    store.set_users_banned(&[banned.id], None).await.unwrap();
+    let auth = store.find_user_auth(banned.id).await.unwrap().unwrap();
+    assert_eq!(auth.disable_time, None);
+    assert_eq!(
+        store.load_revocations(0).await.unwrap().users,
+        [(banned.id, 500)]
+    );
+    store.set_users_banned(&[], Some(600)).await.unwrap();
+    store.close().await;
+}
