@@ -215,6 +215,10 @@ struct Flags {
     /// Socket message format
     #[arg(long, value_enum, default_value_t = Format::Json)]
     format: Format,
+    /// Sockets connect with `status=true` (appear online: one status
+    /// presence per user, which every node of a cluster keeps)
+    #[arg(long)]
+    status: bool,
     /// RPC payload size in bytes
     #[arg(long, default_value_t = 40, value_parser = value_parser!(u64).range(0..=1_048_576))]
     payload_size: u64,
@@ -294,6 +298,8 @@ pub struct Options {
     pub echo_rpc: Option<String>,
     pub tick_floor: Duration,
     pub format: Format,
+    /// Sockets appear online (`/ws?status=true`).
+    pub status: bool,
     pub leaderboard_op: LeaderboardOp,
     pub leaderboard_id: String,
     pub score_max: u64,
@@ -382,6 +388,7 @@ impl Options {
             echo_rpc: f.echo_rpc,
             tick_floor: f.tick_floor,
             format: f.format,
+            status: f.status,
             leaderboard_op: f.leaderboard_op,
             leaderboard_id: f.leaderboard_id,
             score_max: f.score_max,

@@ -68,38 +68,63 @@ fn rpc(port: u16, id: &str) -> (u16, String) {
 }
 
 /// Starts `ludus` with the hostile module and `flags`; answers once it
-/// accepts connections.
+/// serves its health check. A port another process took between
+/// `free_port` and the bind (tests and other runs share the machine) makes
+/// the server exit at start: it is started again on another port.
 fn start(dir: &std::path::Path, flags: &[&str]) -> (Server, u16) {
     let modules = dir.join("modules");
     std::fs::create_dir_all(&modules).unwrap();
     std::fs::write(modules.join("hostile.lua"), MODULE).unwrap();
-    let port = free_port();
-    let mut server = Server(
-        Command::new(env!("CARGO_BIN_EXE_ludus"))
-            .arg("--data_dir")
-            .arg(dir.join("data"))
-            .arg("--runtime.path")
-            .arg(&modules)
-            .args(["--socket.port", &port.to_string(), "--logger.level", "warn"])
-            .args(flags)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            server.0.try_wait().unwrap().is_none(),
-            "the server exited while starting"
+    for _ in 0..3 {
+        let port = free_port();
+        let mut server = Server(
+            Command::new(env!("CARGO_BIN_EXE_ludus"))
+                .arg("--data_dir")
+                .arg(dir.join("data"))
+                .arg("--runtime.path")
+                .arg(&modules)
+                .args(["--socket.port", &port.to_string(), "--logger.level", "warn"])
+                .args(flags)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
         );
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+        let started = Instant::now();
+        loop {
+            if server.0.try_wait().unwrap().is_some() {
+                break;
+            }
+            if healthy(port) {
+                return (server, port);
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
-    (server, port)
+    panic!("the server exited while starting, three times")
+}
+
+/// Whether a server on `port` answers `GET /healthcheck` with 200.
+fn healthy(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    if write!(
+        stream,
+        "GET /healthcheck HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.starts_with("HTTP/1.1 200")
 }
 
 #[test]

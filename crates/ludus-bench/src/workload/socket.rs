@@ -290,7 +290,11 @@ impl<'a> Vu<'a> {
                 t
             }
         };
-        let path = format!("/ws?token={token}&format={}", self.opts.format.name());
+        let path = format!(
+            "/ws?token={token}&format={}{}",
+            self.opts.format.name(),
+            if self.opts.status { "&status=true" } else { "" }
+        );
         let conn = ws::connect(
             self.opts.target(self.i),
             self.source(),
