@@ -69,6 +69,11 @@ fn mistakes_are_named_and_fail() {
         ("bench echo --threads 100", "100"),
         ("bench echo --duration 5y", "unknown unit"),
         ("bench fly", "fly"),
+        // A cluster on the embedded SQLite is refused before anything starts.
+        (
+            "serve --cluster.redis redis://127.0.0.1:1",
+            "a cluster needs PostgreSQL",
+        ),
     ] {
         let out = ludus(args);
         assert!(!out.status.success(), "{args} should fail");
