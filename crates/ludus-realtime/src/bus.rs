@@ -38,6 +38,9 @@ pub trait Bus: Send + Sync + 'static {
     fn to_stream_everywhere(&self, stream: &Stream, skip: Option<Uuid>, message: &Arc<Encoded>);
     /// `message` for `sessions`, all connected to `node` (not this one).
     fn to_sessions(&self, node: &str, sessions: &[Uuid], message: &Arc<Encoded>);
+    /// `message` for `sessions`, wherever they are (their node is not
+    /// known here): every other node delivers to those it has.
+    fn to_sessions_everywhere(&self, sessions: &[Uuid], message: &Arc<Encoded>);
     /// `message` for the sessions following `user`'s status on every other
     /// node (follows are kept where the follower is connected).
     fn to_followers(&self, user: Uuid, message: &Arc<Encoded>);
@@ -126,6 +129,7 @@ impl Bus for LocalBus {
     fn to_stream(&self, _: &str, _: &Stream, _: Option<Uuid>, _: &Arc<Encoded>) {}
     fn to_stream_everywhere(&self, _: &Stream, _: Option<Uuid>, _: &Arc<Encoded>) {}
     fn to_sessions(&self, _: &str, _: &[Uuid], _: &Arc<Encoded>) {}
+    fn to_sessions_everywhere(&self, _: &[Uuid], _: &Arc<Encoded>) {}
     fn to_followers(&self, _: Uuid, _: &Arc<Encoded>) {}
     fn session_added(&self, _: Uuid, _: Uuid) {}
     fn disconnect(&self, _: Uuid, _: CloseReason) {}

@@ -98,6 +98,7 @@ impl StreamRouter {
         }
         let message = Arc::new(Encoded::new(envelope));
         let mut elsewhere: Vec<(Arc<str>, Vec<Uuid>)> = Vec::new();
+        let mut unknown = Vec::new();
         for id in sessions {
             if let Some(session) = self.sessions.get(*id) {
                 // A full queue closes that session; the others carry on.
@@ -107,6 +108,8 @@ impl StreamRouter {
                     Some((_, ids)) => ids.push(*id),
                     None => elsewhere.push((node, vec![*id])),
                 }
+            } else {
+                unknown.push(*id);
             }
         }
         if LOCAL_ONLY.with(Cell::get) {
@@ -114,6 +117,11 @@ impl StreamRouter {
         }
         for (node, ids) in elsewhere {
             self.bus.to_sessions(&node, &ids, &message);
+        }
+        // A session on no replicated stream (an idle socket of another node
+        // has only its node-local notification stream): every node is asked.
+        if !unknown.is_empty() && self.bus.clustered() {
+            self.bus.to_sessions_everywhere(&unknown, &message);
         }
     }
 

@@ -128,6 +128,18 @@ impl Ws {
         while self.read(Duration::from_millis(200)).await.is_some() {}
     }
 
+    /// A socket that does not appear online (`status` not set).
+    async fn connect_quiet(addr: SocketAddr, token: &str) -> Ws {
+        let url = format!("ws://{addr}/ws?token={token}&format=json");
+        let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("ws");
+        Ws {
+            ws,
+            pending: VecDeque::new(),
+            cid: 0,
+            closed: false,
+        }
+    }
+
     /// The next frame within `within`; `None` on timeout or close.
     async fn read(&mut self, within: Duration) -> Option<Value> {
         let deadline = tokio::time::Instant::now() + within;
@@ -1166,6 +1178,53 @@ async fn parties_span_nodes() {
             .is_none(),
         "a kicked member on another node no longer hears the group"
     );
+
+    // Sockets without `status=true` have no presence other nodes know of
+    // (their notification stream stays on their node): a matchmaker match
+    // and a closed party's answers still reach them on the other node.
+    let (tm, um) = sign_in(a.addr, "pm").await;
+    let (tn, un) = sign_in(b.addr, "pn").await;
+    let mut wm = Ws::connect_quiet(a.addr, &tm).await;
+    let mut wn = Ws::connect_quiet(b.addr, &tn).await;
+    let ticket = json!({"matchmaker_add": {"min_count": 2, "max_count": 2,
+        "query": "+properties.mode:quiet", "string_properties": {"mode": "quiet"}}});
+    assert!(wm.call(ticket.clone()).await["matchmaker_ticket"].is_object());
+    assert!(wn.call(ticket).await["matchmaker_ticket"].is_object());
+    for (who, ws) in [("a", &mut wm), ("b", &mut wn)] {
+        let got = ws
+            .expect(
+                &format!("the quiet match on {who}"),
+                Duration::from_secs(8),
+                |v| {
+                    v["matchmaker_matched"]["users"]
+                        .as_array()
+                        .is_some_and(|u| u.len() == 2)
+                },
+            )
+            .await;
+        let users = got["matchmaker_matched"]["users"].to_string();
+        assert!(users.contains(&um) && users.contains(&un), "{got}");
+    }
+    let closed = wm
+        .call(json!({"party_create": {"open": false, "max_size": 2}}))
+        .await;
+    let closed_id = closed["party"]["party_id"].as_str().unwrap().to_owned();
+    let asked = wn
+        .call(json!({"party_join": {"party_id": closed_id}}))
+        .await;
+    assert!(asked.get("error").is_none(), "{asked}");
+    let request = wm
+        .expect("the join request on a", SHORT, |v| {
+            v["party_join_request"]["party_id"] == json!(closed_id)
+        })
+        .await;
+    let presence = request["party_join_request"]["presences"][0].clone();
+    wm.call(json!({"party_accept": {"party_id": closed_id, "presence": presence}}))
+        .await;
+    wn.expect("the party, once accepted, on b", SHORT, |v| {
+        v["party"]["party_id"] == json!(closed_id)
+    })
+    .await;
 
     // Node b dies: its member leaves the party on node a within the lease,
     // and a becomes the leader again.

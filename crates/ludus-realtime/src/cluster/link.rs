@@ -348,6 +348,18 @@ fn deliver(shared: &Arc<Shared>, realtime: &Arc<Realtime>, w: Wire) -> Option<Wi
                 hub.remote_to_sessions(&sessions, &message);
             }
         }
+        Wire::ToSessionsAll {
+            node,
+            sessions,
+            envelope,
+        } => {
+            if node != shared.node
+                && sessions.iter().any(|s| hub.session(*s).is_some())
+                && let Some(message) = decode(&envelope)
+            {
+                hub.remote_to_sessions(&sessions, &message);
+            }
+        }
         Wire::ToFollowers {
             node,
             user,

@@ -319,6 +319,22 @@ impl Bus for RedisBus {
             .send(Op::Publish(node_channel(node), payload));
     }
 
+    fn to_sessions_everywhere(&self, sessions: &[Uuid], message: &Arc<Encoded>) {
+        let (Some(first), Some(envelope)) = (sessions.first(), message.bytes(Format::Protobuf))
+        else {
+            return;
+        };
+        let payload = Wire::ToSessionsAll {
+            node: self.0.node.clone(),
+            sessions: sessions.to_vec(),
+            envelope,
+        }
+        .encode();
+        self.0
+            .shard_of(first.as_bytes())
+            .send(Op::Publish(ALL.into(), payload));
+    }
+
     fn to_followers(&self, user: Uuid, message: &Arc<Encoded>) {
         let Some(envelope) = message.bytes(Format::Protobuf) else {
             return;

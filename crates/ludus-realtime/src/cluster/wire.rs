@@ -66,6 +66,13 @@ pub(crate) enum Wire {
         sessions: Vec<Uuid>,
         envelope: Bytes,
     },
+    /// An envelope (protobuf) for whichever of `sessions` each node but
+    /// `node` (the sender) has.
+    ToSessionsAll {
+        node: Arc<str>,
+        sessions: Vec<Uuid>,
+        envelope: Bytes,
+    },
     /// An envelope (protobuf) for the sessions following `user`.
     ToFollowers {
         node: Arc<str>,
@@ -128,6 +135,7 @@ const TICKETS: u8 = 13;
 const BROADCAST: u8 = 14;
 const TO_STREAM_ALL: u8 = 15;
 const BANNED: u8 = 16;
+const TO_SESSIONS_ALL: u8 = 17;
 
 const CALL_MATCH_JOIN: u8 = 1;
 const CALL_MATCH_SIGNAL: u8 = 2;
@@ -201,6 +209,19 @@ impl Wire {
             }
             Wire::ToSessions { sessions, envelope } => {
                 w.put_u8(TO_SESSIONS);
+                w.put_u32_le(sessions.len() as u32);
+                for s in sessions {
+                    put_id(&mut w, *s);
+                }
+                put_bytes(&mut w, envelope);
+            }
+            Wire::ToSessionsAll {
+                node,
+                sessions,
+                envelope,
+            } => {
+                w.put_u8(TO_SESSIONS_ALL);
+                put_str(&mut w, node);
                 w.put_u32_le(sessions.len() as u32);
                 for s in sessions {
                     put_id(&mut w, *s);
@@ -382,6 +403,22 @@ impl Wire {
                     sessions.push(r.id()?);
                 }
                 Wire::ToSessions {
+                    sessions,
+                    envelope: Bytes::copy_from_slice(r.bytes()?),
+                }
+            }
+            TO_SESSIONS_ALL => {
+                let node = r.str()?;
+                let n = r.u32()? as usize;
+                if n > r.0.len() / 16 {
+                    return None;
+                }
+                let mut sessions = Vec::with_capacity(n);
+                for _ in 0..n {
+                    sessions.push(r.id()?);
+                }
+                Wire::ToSessionsAll {
+                    node,
                     sessions,
                     envelope: Bytes::copy_from_slice(r.bytes()?),
                 }
@@ -797,6 +834,11 @@ mod tests {
             Wire::Disconnect {
                 session: p.session_id,
                 reason: 19,
+            },
+            Wire::ToSessionsAll {
+                node: "a".into(),
+                sessions: vec![Uuid::new_v4()],
+                envelope: Bytes::from_static(b"def"),
             },
             Wire::Banned {
                 node: "c".into(),
