@@ -11,8 +11,8 @@
 //! whole-second timestamps are written here, which is all the domain
 //! records carry.
 
-use ludus_core::friend::FriendPage;
-use ludus_core::model::User;
+use ludus_core::friend::{FriendPage, FriendRef, FriendSink};
+use ludus_core::model::UserRef;
 use uuid::Uuid;
 
 /// Seconds of 0001-01-01T00:00:00Z, the earliest instant protojson writes.
@@ -29,47 +29,98 @@ pub(crate) struct OutOfRange(i64);
 /// `FriendList` of `page`, as `api::FriendList` of `convert::friend_list`
 /// writes it.
 pub(crate) fn friend_list(page: &FriendPage) -> Result<Vec<u8>, OutOfRange> {
-    let mut w = Writer::with_capacity(friend_list_capacity(page));
-    let mut list = Obj::open(&mut w);
-    if !page.friends.is_empty() {
-        list.key("friends");
-        list.w.out.push(b'[');
-        for (i, f) in page.friends.iter().enumerate() {
-            if i > 0 {
-                list.w.out.push(b',');
-            }
-            let mut friend = Obj::open(list.w);
-            friend.key("user");
-            user(friend.w, &f.user)?;
-            // `state` is an `Int32Value`: present, so written even when 0.
-            friend.key("state");
-            write_int(&mut friend.w.out, f.state.as_i64());
-            friend.timestamp("update_time", f.update_time)?;
-            friend.str("metadata", &f.metadata);
-            friend.close();
-        }
-        list.w.out.push(b']');
+    let mut list = FriendListWriter::new(page.friends.len());
+    for f in &page.friends {
+        list.push(&f.view());
     }
-    list.str("cursor", page.cursor.as_deref().unwrap_or_default());
-    list.close();
-    Ok(w.out)
+    list.finish(page.cursor.as_deref())
+}
+
+/// A `FriendList` written friend by friend as the store reads them (the
+/// [`FriendSink`] of `GET /v2/friend`), then closed with the page's cursor
+/// by [`Self::finish`]: the same bytes as [`friend_list`] of the page.
+pub(crate) struct FriendListWriter {
+    w: Writer,
+    friends: usize,
+    /// The first time that could not be written, which fails the answer.
+    error: Option<OutOfRange>,
+}
+
+impl FriendListWriter {
+    /// Room for `expected` friends (each about 400 bytes, plus its strings
+    /// beyond the usual), so a whole list is written without regrowing.
+    pub(crate) fn new(expected: usize) -> Self {
+        FriendListWriter {
+            w: Writer::with_capacity(32 + expected * 448),
+            friends: 0,
+            error: None,
+        }
+    }
+
+    fn friend(&mut self, f: &FriendRef<'_>) -> Result<(), OutOfRange> {
+        let out = &mut self.w.out;
+        if self.friends == 0 {
+            out.extend_from_slice(b"{\"friends\":[");
+        } else {
+            out.push(b',');
+        }
+        self.friends += 1;
+        let mut friend = Obj::open(&mut self.w);
+        friend.key("user");
+        user(friend.w, &f.user)?;
+        // `state` is an `Int32Value`: present, so written even when 0.
+        friend.key("state");
+        write_int(&mut friend.w.out, f.state.as_i64());
+        friend.timestamp("update_time", f.update_time)?;
+        friend.str("metadata", f.metadata);
+        friend.close();
+        Ok(())
+    }
+
+    /// The whole answer: the friends pushed, then `cursor`.
+    pub(crate) fn finish(mut self, cursor: Option<&str>) -> Result<Vec<u8>, OutOfRange> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let out = &mut self.w.out;
+        if self.friends == 0 {
+            out.push(b'{');
+        } else {
+            out.push(b']');
+        }
+        let mut list = Obj {
+            w: &mut self.w,
+            empty: self.friends == 0,
+        };
+        list.str("cursor", cursor.unwrap_or_default());
+        list.close();
+        Ok(self.w.out)
+    }
+}
+
+impl FriendSink for FriendListWriter {
+    fn push(&mut self, friend: &FriendRef<'_>) {
+        if self.error.is_none() {
+            self.error = self.friend(friend).err();
+        }
+    }
 }
 
 /// `api::User` of `convert::user`.
-fn user(w: &mut Writer, u: &User) -> Result<(), OutOfRange> {
+fn user(w: &mut Writer, u: &UserRef<'_>) -> Result<(), OutOfRange> {
     let mut o = Obj::open(w);
     o.uuid("id", u.id);
-    o.str("username", &u.username);
-    o.str("display_name", &u.display_name);
-    o.str("avatar_url", &u.avatar_url);
-    o.str("lang_tag", &u.lang_tag);
-    o.str("location", &u.location);
-    o.str("timezone", &u.timezone);
-    o.str("metadata", &u.metadata);
-    o.str("facebook_id", &u.facebook_id);
-    o.str("google_id", &u.google_id);
-    o.str("gamecenter_id", &u.gamecenter_id);
-    o.str("steam_id", &u.steam_id);
+    o.str("username", u.username);
+    o.str("display_name", u.display_name);
+    o.str("avatar_url", u.avatar_url);
+    o.str("lang_tag", u.lang_tag);
+    o.str("location", u.location);
+    o.str("timezone", u.timezone);
+    o.str("metadata", u.metadata);
+    o.str("facebook_id", u.facebook_id);
+    o.str("google_id", u.google_id);
+    o.str("gamecenter_id", u.gamecenter_id);
+    o.str("steam_id", u.steam_id);
     if u.online {
         o.key("online");
         o.w.out.extend_from_slice(b"true");
@@ -80,38 +131,10 @@ fn user(w: &mut Writer, u: &User) -> Result<(), OutOfRange> {
     }
     o.timestamp("create_time", u.create_time)?;
     o.timestamp("update_time", u.update_time)?;
-    o.str("facebook_instant_game_id", &u.facebook_instant_game_id);
-    o.str("apple_id", &u.apple_id);
+    o.str("facebook_instant_game_id", u.facebook_instant_game_id);
+    o.str("apple_id", u.apple_id);
     o.close();
     Ok(())
-}
-
-/// Enough bytes for the page unless its strings need many escapes, so the
-/// buffer is allocated once instead of doubling through 400 KB.
-fn friend_list_capacity(page: &FriendPage) -> usize {
-    // Names, punctuation, the id and three timestamps of one friend.
-    const FIXED: usize = 400;
-    let strings = |u: &User| {
-        u.username.len()
-            + u.display_name.len()
-            + u.avatar_url.len()
-            + u.lang_tag.len()
-            + u.location.len()
-            + u.timezone.len()
-            + u.metadata.len()
-            + u.facebook_id.len()
-            + u.google_id.len()
-            + u.gamecenter_id.len()
-            + u.steam_id.len()
-            + u.facebook_instant_game_id.len()
-            + u.apple_id.len()
-    };
-    let friends: usize = page
-        .friends
-        .iter()
-        .map(|f| FIXED + strings(&f.user) + f.metadata.len())
-        .sum();
-    32 + friends + page.cursor.as_ref().map_or(0, String::len)
 }
 
 /// The answer being written, and the date of the last timestamp: a
@@ -320,6 +343,7 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use ludus_core::friend::{Friend, FriendState};
+    use ludus_core::model::User;
     use ludus_proto::Timestamp;
 
     use super::*;

@@ -5,7 +5,9 @@
 
 use std::borrow::Cow;
 
-use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use ludus_core::model::{
+    Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth, UserRef,
+};
 use ludus_core::store::{StoreError, StoreResult};
 use ludus_core::token::TokenKind;
 use rusqlite::types::{ToSqlOutput, Type, ValueRef};
@@ -80,6 +82,37 @@ pub(super) fn user_from_row(row: &Row<'_>) -> rusqlite::Result<User> {
         location: row.get(5)?,
         timezone: row.get(6)?,
         metadata: row.get(7)?,
+        facebook_id: text(8)?,
+        google_id: text(9)?,
+        gamecenter_id: text(10)?,
+        steam_id: text(11)?,
+        facebook_instant_game_id: text(12)?,
+        apple_id: text(13)?,
+        edge_count: row.get(14)?,
+        online: false,
+        create_time: row.get(15)?,
+        update_time: row.get(16)?,
+    })
+}
+
+/// The user of a row in [`user_columns`] order, borrowing its strings from
+/// the row (valid until the statement steps again).
+pub(super) fn user_ref_from_row<'r>(row: &'r Row<'_>) -> rusqlite::Result<UserRef<'r>> {
+    let text = |i: usize| -> rusqlite::Result<&'r str> {
+        match row.get_ref(i)? {
+            ValueRef::Null => Ok(""),
+            v => Ok(v.as_str()?),
+        }
+    };
+    Ok(UserRef {
+        id: uuid_at(row, 0)?,
+        username: text(1)?,
+        display_name: text(2)?,
+        avatar_url: text(3)?,
+        lang_tag: text(4)?,
+        location: text(5)?,
+        timezone: text(6)?,
+        metadata: text(7)?,
         facebook_id: text(8)?,
         google_id: text(9)?,
         gamecenter_id: text(10)?,

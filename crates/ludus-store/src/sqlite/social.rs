@@ -6,8 +6,8 @@
 //! concurrent joins. `edge_count` columns are kept by triggers.
 
 use ludus_core::friend::{
-    self, Edge, EdgeWrite, Friend, FriendBound, FriendOfFriend, FriendOp, FriendOutcome,
-    FriendState,
+    self, Edge, EdgeWrite, FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendRef,
+    FriendSink, FriendState,
 };
 use ludus_core::group::{
     self, Group, GroupFilter, GroupOp, GroupRefusal, GroupRole, GroupSnapshot, GroupUpdate,
@@ -18,7 +18,9 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use uuid::Uuid;
 
-use super::queries::{IdText, USER_SELECT, map_err, user_columns, user_from_row, uuid_at};
+use super::queries::{
+    IdText, USER_SELECT, map_err, user_columns, user_from_row, user_ref_from_row, uuid_at,
+};
 
 const GROUP_COLUMNS: &str = "g.id, g.creator_id, g.name, g.description, g.avatar_url, g.lang_tag, \
      g.metadata, g.open, g.edge_count, g.max_count, g.create_time, g.update_time";
@@ -168,13 +170,14 @@ macro_rules! friends_list_sql {
     };
 }
 
-pub(super) fn friends_list(
+pub(super) fn friends_list_into(
     conn: &Connection,
     user: Uuid,
     state: Option<FriendState>,
     after: Option<FriendBound>,
     limit: usize,
-) -> StoreResult<Vec<Friend>> {
+    sink: &mut dyn FriendSink,
+) -> StoreResult<()> {
     let sql = match (state.is_some(), after.is_some()) {
         (false, false) => friends_list_sql!(),
         (true, false) => friends_list_sql!(" AND e.state = ?2"),
@@ -201,17 +204,20 @@ pub(super) fn friends_list(
             limit as i64
         ])
         .map_err(map_err)?;
-    let mut friends = Vec::with_capacity(limit.min(friend::MAX_LIST_LIMIT + 1));
     while let Some(row) = rows.next().map_err(map_err)? {
-        friends.push(Friend {
-            user: user_from_row(row).map_err(map_err)?,
+        let friend = FriendRef {
+            user: user_ref_from_row(row).map_err(map_err)?,
             state: friend_state_at(row, 17).map_err(map_err)?,
             update_time: row.get(18).map_err(map_err)?,
-            metadata: row.get(19).map_err(map_err)?,
+            metadata: row
+                .get_ref(19)
+                .and_then(|v| Ok(v.as_str()?))
+                .map_err(map_err)?,
             position: row.get(20).map_err(map_err)?,
-        });
+        };
+        sink.push(&friend);
     }
-    Ok(friends)
+    Ok(())
 }
 
 pub(super) fn friends_of_friends(
