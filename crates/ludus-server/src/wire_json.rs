@@ -66,13 +66,13 @@ impl FriendListWriter {
         }
         self.friends += 1;
         let mut friend = Obj::open(&mut self.w);
-        friend.key("user");
+        friend.key(key!("user"));
         user(friend.w, &f.user)?;
         // `state` is an `Int32Value`: present, so written even when 0.
-        friend.key("state");
+        friend.key(key!("state"));
         write_int(&mut friend.w.out, f.state.as_i64());
-        friend.timestamp("update_time", f.update_time)?;
-        friend.str("metadata", f.metadata);
+        friend.timestamp(key!("update_time"), f.update_time)?;
+        friend.str(key!("metadata"), f.metadata);
         friend.close();
         Ok(())
     }
@@ -92,7 +92,7 @@ impl FriendListWriter {
             w: &mut self.w,
             empty: self.friends == 0,
         };
-        list.str("cursor", cursor.unwrap_or_default());
+        list.str(key!("cursor"), cursor.unwrap_or_default());
         list.close();
         Ok(self.w.out)
     }
@@ -109,40 +109,43 @@ impl FriendSink for FriendListWriter {
 /// `api::User` of `convert::user`.
 fn user(w: &mut Writer, u: &UserRef<'_>) -> Result<(), OutOfRange> {
     let mut o = Obj::open(w);
-    o.uuid("id", u.id);
-    o.str("username", u.username);
-    o.str("display_name", u.display_name);
-    o.str("avatar_url", u.avatar_url);
-    o.str("lang_tag", u.lang_tag);
-    o.str("location", u.location);
-    o.str("timezone", u.timezone);
-    o.str("metadata", u.metadata);
-    o.str("facebook_id", u.facebook_id);
-    o.str("google_id", u.google_id);
-    o.str("gamecenter_id", u.gamecenter_id);
-    o.str("steam_id", u.steam_id);
+    o.uuid(key!("id"), u.id);
+    o.str(key!("username"), u.username);
+    o.str(key!("display_name"), u.display_name);
+    o.str(key!("avatar_url"), u.avatar_url);
+    o.str(key!("lang_tag"), u.lang_tag);
+    o.str(key!("location"), u.location);
+    o.str(key!("timezone"), u.timezone);
+    o.str(key!("metadata"), u.metadata);
+    o.str(key!("facebook_id"), u.facebook_id);
+    o.str(key!("google_id"), u.google_id);
+    o.str(key!("gamecenter_id"), u.gamecenter_id);
+    o.str(key!("steam_id"), u.steam_id);
     if u.online {
-        o.key("online");
+        o.key(key!("online"));
         o.w.out.extend_from_slice(b"true");
     }
     if u.edge_count != 0 {
-        o.key("edge_count");
+        o.key(key!("edge_count"));
         write_int(&mut o.w.out, u.edge_count.into());
     }
-    o.timestamp("create_time", u.create_time)?;
-    o.timestamp("update_time", u.update_time)?;
-    o.str("facebook_instant_game_id", u.facebook_instant_game_id);
-    o.str("apple_id", u.apple_id);
+    o.timestamp(key!("create_time"), u.create_time)?;
+    o.timestamp(key!("update_time"), u.update_time)?;
+    o.str(key!("facebook_instant_game_id"), u.facebook_instant_game_id);
+    o.str(key!("apple_id"), u.apple_id);
     o.close();
     Ok(())
 }
 
-/// The answer being written, and the date of the last timestamp: a
-/// listing's times mostly fall on a few days, so the calendar arithmetic
-/// runs once per day rather than three times per row.
+/// The answer being written, and the last timestamp and its date: a
+/// listing's times mostly fall on a few days, often on the same second
+/// (a user's creation and last update, users made together), so the
+/// calendar arithmetic runs once per day and the clock's once per second
+/// rather than three times per row.
 struct Writer {
     out: Vec<u8>,
     last_day: Option<(i64, [u8; 10])>,
+    last_time: Option<(i64, [u8; 22])>,
 }
 
 impl Writer {
@@ -150,12 +153,27 @@ impl Writer {
         Writer {
             out: Vec::with_capacity(bytes),
             last_day: None,
+            last_time: None,
         }
     }
 
     /// `"YYYY-MM-DDTHH:MM:SSZ"` of whole seconds since the epoch, as
     /// protojson writes a timestamp without a fraction.
     fn timestamp(&mut self, unix_seconds: i64) -> Result<(), OutOfRange> {
+        let text = match self.last_time {
+            Some((last, text)) if last == unix_seconds => text,
+            _ => {
+                let text = self.timestamp_text(unix_seconds)?;
+                self.last_time = Some((unix_seconds, text));
+                text
+            }
+        };
+        self.out.extend_from_slice(&text);
+        Ok(())
+    }
+
+    /// What [`Self::timestamp`] writes, quotes included.
+    fn timestamp_text(&mut self, unix_seconds: i64) -> Result<[u8; 22], OutOfRange> {
         if !(MIN_SECONDS..=MAX_SECONDS).contains(&unix_seconds) {
             return Err(OutOfRange(unix_seconds));
         }
@@ -169,16 +187,23 @@ impl Writer {
             }
         };
         let second = unix_seconds.rem_euclid(86_400);
-        let mut time = *b"T00:00:00Z\"";
-        time[1..3].copy_from_slice(&two_digits(second / 3600));
-        time[4..6].copy_from_slice(&two_digits(second / 60 % 60));
-        time[7..9].copy_from_slice(&two_digits(second % 60));
-        self.out.push(b'"');
-        self.out.extend_from_slice(&date);
-        self.out.extend_from_slice(&time);
-        Ok(())
+        let mut text = *b"\"0000-00-00T00:00:00Z\"";
+        text[1..11].copy_from_slice(&date);
+        text[12..14].copy_from_slice(&two_digits(second / 3600));
+        text[15..17].copy_from_slice(&two_digits(second / 60 % 60));
+        text[18..20].copy_from_slice(&two_digits(second % 60));
+        Ok(text)
     }
 }
+
+/// `"name":`, a field's name as written, made once at compile time. Names
+/// are proto field names, which need no escapes.
+macro_rules! key {
+    ($name:literal) => {
+        concat!("\"", $name, "\":")
+    };
+}
+use key;
 
 /// One JSON object being written: puts the commas between its fields.
 struct Obj<'a> {
@@ -192,30 +217,28 @@ impl<'a> Obj<'a> {
         Obj { w, empty: true }
     }
 
-    /// `"name":`, after a comma unless it is the first field. Names are
-    /// proto field names, which need no escapes.
-    fn key(&mut self, name: &str) {
+    /// A field's name as [`key!`] writes it, after a comma unless it is
+    /// the first field.
+    fn key(&mut self, quoted: &str) {
         let out = &mut self.w.out;
         if !self.empty {
             out.push(b',');
         }
         self.empty = false;
-        out.push(b'"');
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\":");
+        out.extend_from_slice(quoted.as_bytes());
     }
 
     /// A string field, left out when empty (proto3's zero value).
-    fn str(&mut self, name: &str, value: &str) {
+    fn str(&mut self, quoted: &str, value: &str) {
         if !value.is_empty() {
-            self.key(name);
+            self.key(quoted);
             write_str(&mut self.w.out, value);
         }
     }
 
     /// An id as its lower-case hyphenated text.
-    fn uuid(&mut self, name: &str, id: Uuid) {
-        self.key(name);
+    fn uuid(&mut self, quoted: &str, id: Uuid) {
+        self.key(quoted);
         let mut text = [0u8; 36];
         id.hyphenated().encode_lower(&mut text);
         let out = &mut self.w.out;
@@ -225,8 +248,8 @@ impl<'a> Obj<'a> {
     }
 
     /// A `Timestamp` field that is set: whole seconds since the epoch.
-    fn timestamp(&mut self, name: &str, unix_seconds: i64) -> Result<(), OutOfRange> {
-        self.key(name);
+    fn timestamp(&mut self, quoted: &str, unix_seconds: i64) -> Result<(), OutOfRange> {
+        self.key(quoted);
         self.w.timestamp(unix_seconds)
     }
 
@@ -414,6 +437,12 @@ mod tests {
         }
 
         fn user(&mut self) -> User {
+            // Often the same second twice, as a user never updated.
+            let create_time = self.time();
+            let update_time = match self.below(2) {
+                0 => create_time,
+                _ => self.time(),
+            };
             User {
                 id: Uuid::from_u64_pair(self.next(), self.next()),
                 username: self.text(),
@@ -436,8 +465,8 @@ mod tests {
                     _ => self.next() as i32,
                 },
                 online: self.below(2) == 0,
-                create_time: self.time(),
-                update_time: self.time(),
+                create_time,
+                update_time,
             }
         }
 
@@ -502,8 +531,9 @@ mod tests {
             MAX_SECONDS - 86_400,
             MAX_SECONDS,
         ];
-        // One writer throughout too, so the cached day is checked against
-        // times before, after and on it.
+        // One writer throughout too, so the cached day and second are
+        // checked against times before, after and on them (each time
+        // twice: the second one comes from the cache).
         let mut w = Writer::with_capacity(0);
         let near = (0..2000).map(|i| 1_700_000_000 + i * 977);
         for s in edges
@@ -513,9 +543,11 @@ mod tests {
         {
             let theirs = Timestamp::from_unix_seconds(s).to_rfc3339().unwrap();
             assert_eq!(rfc3339(s).unwrap(), theirs, "{s}");
-            w.out.clear();
-            w.timestamp(s).unwrap();
-            assert_eq!(w.out, format!("\"{theirs}\"").into_bytes(), "{s}");
+            for _ in 0..2 {
+                w.out.clear();
+                w.timestamp(s).unwrap();
+                assert_eq!(w.out, format!("\"{theirs}\"").into_bytes(), "{s}");
+            }
         }
     }
 
