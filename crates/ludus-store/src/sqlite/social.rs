@@ -235,7 +235,7 @@ pub(super) fn friends_of_friends(
             AND NOT EXISTS (SELECT 1 FROM user_edge m
                              WHERE m.source_id = ?1 AND m.destination_id = f2.destination_id AND m.state = 0)
             AND (f2.source_id, f2.destination_id) > (?2, ?3)
-          ORDER BY f2.source_id, f2.destination_id LIMIT ?4"
+          ORDER BY f2.source_id, f2.destination_id LIMIT +?4"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let (r, u) = after.map_or((String::new(), String::new()), |(r, u)| {
@@ -546,7 +546,7 @@ fn groups_list_sql(f: &GroupFilter) -> (String, Vec<rusqlite::types::Value>) {
     };
     args.push(V::Integer(f.limit as i64));
     (
-        format!("SELECT {GROUP_COLUMNS} FROM groups g {filter} ORDER BY g.name LIMIT ?"),
+        format!("SELECT {GROUP_COLUMNS} FROM groups g {filter} ORDER BY g.name LIMIT +?"),
         args,
     )
 }
@@ -561,7 +561,7 @@ pub(super) fn groups_list(conn: &Connection, f: &GroupFilter) -> StoreResult<Vec
 }
 
 pub(super) fn groups_random(conn: &Connection, count: usize) -> StoreResult<Vec<Group>> {
-    let sql = format!("SELECT {GROUP_COLUMNS} FROM groups g ORDER BY random() LIMIT ?1");
+    let sql = format!("SELECT {GROUP_COLUMNS} FROM groups g ORDER BY random() LIMIT +?1");
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let rows = stmt
         .query_map([count as i64], group_from_row)
@@ -585,7 +585,7 @@ pub(super) fn group_users(
            FROM group_edge e JOIN users u ON u.id = e.user_id
           WHERE e.group_id = ?1 AND (?2 IS NULL OR e.state = ?2)
             AND (e.state, e.user_id) > (?3, ?4)
-          ORDER BY e.state, e.user_id LIMIT ?5"
+          ORDER BY e.state, e.user_id LIMIT +?5"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let (r, id) = bound_params(after);
@@ -621,7 +621,7 @@ pub(super) fn user_groups(
            FROM group_edge e JOIN groups g ON g.id = e.group_id
           WHERE e.user_id = ?1 AND (?2 IS NULL OR e.state = ?2)
             AND (e.state, e.group_id) > (?3, ?4)
-          ORDER BY e.state, e.group_id LIMIT ?5"
+          ORDER BY e.state, e.group_id LIMIT +?5"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let (r, id) = bound_params(after);
