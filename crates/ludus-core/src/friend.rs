@@ -7,12 +7,14 @@
 //! number of edges they own, so every insert and delete moves exactly one
 //! count.
 
+use std::any::Any;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::model::User;
+use crate::model::{User, UserRef};
 
 /// Most friends one listing page may hold (Nakama's bound).
 pub const MAX_LIST_LIMIT: usize = 1000;
@@ -235,6 +237,69 @@ pub struct Friend {
     pub position: i64,
 }
 
+impl Friend {
+    /// This friend, borrowed.
+    pub fn view(&self) -> FriendRef<'_> {
+        FriendRef {
+            user: self.user.view(),
+            state: self.state,
+            update_time: self.update_time,
+            metadata: &self.metadata,
+            position: self.position,
+        }
+    }
+}
+
+/// A [`Friend`] as a store reads it, its strings borrowed from the row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FriendRef<'a> {
+    pub user: UserRef<'a>,
+    pub state: FriendState,
+    /// Seconds since the UNIX epoch of the edge's last change.
+    pub update_time: i64,
+    /// A JSON object.
+    pub metadata: &'a str,
+    /// When the edge was made (microseconds); the listing order within a state.
+    pub position: i64,
+}
+
+impl FriendRef<'_> {
+    pub fn to_friend(&self) -> Friend {
+        Friend {
+            user: self.user.to_user(),
+            state: self.state,
+            update_time: self.update_time,
+            metadata: self.metadata.to_owned(),
+            position: self.position,
+        }
+    }
+
+    /// Where a listing that ends with this friend resumes.
+    pub fn bound(&self) -> FriendBound {
+        FriendBound {
+            state: self.state,
+            position: self.position,
+            id: self.user.id,
+        }
+    }
+}
+
+/// Where the rows of a friends listing go, one at a time and in order, while
+/// the store still holds them: a whole list is 1,000 users, and writing each
+/// one out from the row costs far less than owning its strings first. A
+/// sink moves to the thread that reads the rows and back (`Any`, so the
+/// caller gets its own type back; see [`crate::store::friends_into`]).
+pub trait FriendSink: Any + Send {
+    fn push(&mut self, friend: &FriendRef<'_>);
+}
+
+/// The owned friends, for callers that keep the list (modules, hooks).
+impl FriendSink for Vec<Friend> {
+    fn push(&mut self, friend: &FriendRef<'_>) {
+        Vec::push(self, friend.to_friend());
+    }
+}
+
 /// Where a friends listing resumes: strictly after this in (state, position, id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FriendBound {
@@ -266,14 +331,15 @@ fn invalid_cursor() -> ApiError {
     ApiError::invalid("cursor is invalid, list again without one")
 }
 
-/// The cursor after `last` in `user`'s friends listing with `filter`.
-pub fn cursor_after(user: Uuid, filter: Option<FriendState>, last: &Friend) -> String {
+/// The cursor after `last` (the bound of the page's last friend) in
+/// `user`'s friends listing with `filter`.
+pub fn cursor_after(user: Uuid, filter: Option<FriendState>, last: &FriendBound) -> String {
     let filter = filter.map_or(-1, FriendState::as_i64);
     URL_SAFE_NO_PAD.encode(format!(
         "f1|{user}|{filter}|{}|{}|{}",
         last.state.as_i64(),
         last.position,
-        last.user.id
+        last.id
     ))
 }
 
@@ -449,7 +515,7 @@ mod tests {
             metadata: "{}".into(),
             position: 42,
         };
-        let c = cursor_after(user, None, &f);
+        let c = cursor_after(user, None, &f.view().bound());
         assert_eq!(resume(user, None, &c).unwrap().position, 42);
         assert!(resume(user, Some(FriendState::Friend), &c).is_err());
         assert!(resume(Uuid::new_v4(), None, &c).is_err());

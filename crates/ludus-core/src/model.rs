@@ -27,6 +27,82 @@ pub struct User {
     pub update_time: i64,
 }
 
+/// A [`User`] as a store reads it, its strings borrowed from the row: a
+/// listing of a thousand users can be written out without owning them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserRef<'a> {
+    pub id: Uuid,
+    pub username: &'a str,
+    pub display_name: &'a str,
+    pub avatar_url: &'a str,
+    pub lang_tag: &'a str,
+    pub location: &'a str,
+    pub timezone: &'a str,
+    /// A JSON object, `{}` when unset.
+    pub metadata: &'a str,
+    pub facebook_id: &'a str,
+    pub google_id: &'a str,
+    pub gamecenter_id: &'a str,
+    pub steam_id: &'a str,
+    pub facebook_instant_game_id: &'a str,
+    pub apple_id: &'a str,
+    pub edge_count: i32,
+    pub online: bool,
+    pub create_time: i64,
+    pub update_time: i64,
+}
+
+impl UserRef<'_> {
+    pub fn to_user(&self) -> User {
+        User {
+            id: self.id,
+            username: self.username.to_owned(),
+            display_name: self.display_name.to_owned(),
+            avatar_url: self.avatar_url.to_owned(),
+            lang_tag: self.lang_tag.to_owned(),
+            location: self.location.to_owned(),
+            timezone: self.timezone.to_owned(),
+            metadata: self.metadata.to_owned(),
+            facebook_id: self.facebook_id.to_owned(),
+            google_id: self.google_id.to_owned(),
+            gamecenter_id: self.gamecenter_id.to_owned(),
+            steam_id: self.steam_id.to_owned(),
+            facebook_instant_game_id: self.facebook_instant_game_id.to_owned(),
+            apple_id: self.apple_id.to_owned(),
+            edge_count: self.edge_count,
+            online: self.online,
+            create_time: self.create_time,
+            update_time: self.update_time,
+        }
+    }
+}
+
+impl User {
+    /// This user, borrowed.
+    pub fn view(&self) -> UserRef<'_> {
+        UserRef {
+            id: self.id,
+            username: &self.username,
+            display_name: &self.display_name,
+            avatar_url: &self.avatar_url,
+            lang_tag: &self.lang_tag,
+            location: &self.location,
+            timezone: &self.timezone,
+            metadata: &self.metadata,
+            facebook_id: &self.facebook_id,
+            google_id: &self.google_id,
+            gamecenter_id: &self.gamecenter_id,
+            steam_id: &self.steam_id,
+            facebook_instant_game_id: &self.facebook_instant_game_id,
+            apple_id: &self.apple_id,
+            edge_count: self.edge_count,
+            online: self.online,
+            create_time: self.create_time,
+            update_time: self.update_time,
+        }
+    }
+}
+
 /// A user's own view of their account.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Account {

@@ -12,7 +12,10 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::friend::{self, FriendOfFriendPage, FriendOp, FriendOutcome, FriendPage, FriendState};
+use crate::friend::{
+    self, FriendBound, FriendOfFriendPage, FriendOp, FriendOutcome, FriendPage, FriendRef,
+    FriendSink, FriendState,
+};
 use crate::group::{
     self, Group, GroupFilter, GroupOp, GroupPage, GroupRole, GroupUpdate, GroupUserPage, RoleBound,
     RoleChange, UserGroupPage,
@@ -21,7 +24,7 @@ use crate::notification::{
     CODE_FRIEND_ACCEPT, CODE_FRIEND_REMOVE, CODE_FRIEND_REQUEST, CODE_GROUP_ADD,
     CODE_GROUP_JOIN_REQUEST, Notification,
 };
-use crate::store::{Store, StoreError};
+use crate::store::{self, Store, StoreError};
 
 /// Most users or groups one call may name (Nakama bounds these by request
 /// size only; a bound keeps one call one short transaction).
@@ -57,6 +60,30 @@ pub trait SocialPresence: Send + Sync {
         username: String,
         code: i32,
     ) -> Result<(), StoreError>;
+}
+
+/// The sink of one friends page: passes on the first `room` friends with
+/// their `online` flags and notes whether more followed.
+struct FriendPaging<S> {
+    sink: S,
+    presence: Arc<dyn SocialPresence>,
+    room: usize,
+    last: Option<FriendBound>,
+    more: bool,
+}
+
+impl<S: FriendSink> FriendSink for FriendPaging<S> {
+    fn push(&mut self, friend: &FriendRef<'_>) {
+        if self.room == 0 {
+            self.more = true;
+            return;
+        }
+        self.room -= 1;
+        self.last = Some(friend.bound());
+        let mut friend = *friend;
+        friend.user.online = self.presence.is_online(friend.user.id);
+        self.sink.push(&friend);
+    }
 }
 
 /// A group as a caller asks for it.
@@ -357,6 +384,23 @@ impl SocialService {
         state: Option<i32>,
         cursor: &str,
     ) -> Result<FriendPage, ApiError> {
+        let (friends, cursor) = self
+            .list_friends_into(user, limit_value, state, cursor, Vec::new())
+            .await?;
+        Ok(FriendPage { friends, cursor })
+    }
+
+    /// [`Self::list_friends`] pushing the page's friends (with their
+    /// `online` flags) to `sink` as the store reads them; returns the sink
+    /// and the page's cursor.
+    pub async fn list_friends_into<S: FriendSink>(
+        &self,
+        user: Uuid,
+        limit_value: Option<i32>,
+        state: Option<i32>,
+        cursor: &str,
+        sink: S,
+    ) -> Result<(S, Option<String>), ApiError> {
         let limit = limit(limit_value, friend::MAX_LIST_LIMIT, friend::MAX_LIST_LIMIT)?;
         let state = state
             .map(|s| {
@@ -369,20 +413,20 @@ impl SocialService {
             "" => None,
             c => Some(friend::resume(user, state, c)?),
         };
-        let mut friends = self
-            .store
-            .friends_list(user, state, after, limit + 1)
-            .await?;
-        let cursor = if friends.len() > limit {
-            friends.truncate(limit);
-            friends.last().map(|f| friend::cursor_after(user, state, f))
-        } else {
-            None
+        let page = FriendPaging {
+            sink,
+            presence: Arc::clone(&self.presence),
+            room: limit,
+            last: None,
+            more: false,
         };
-        for f in &mut friends {
-            f.user.online = self.presence.is_online(f.user.id);
-        }
-        Ok(FriendPage { friends, cursor })
+        // One row past the page says whether there is a next one.
+        let page = store::friends_into(&*self.store, user, state, after, limit + 1, page).await?;
+        let cursor = match (page.more, page.last) {
+            (true, Some(last)) => Some(friend::cursor_after(user, state, &last)),
+            _ => None,
+        };
+        Ok((page.sink, cursor))
     }
 
     /// A page of the friends of the user's friends; `max` is the caller's

@@ -4,11 +4,15 @@
 //! Every method is one transaction. Backends retry serialization failures
 //! themselves; callers only ever see the outcomes named in [`StoreError`].
 
+use std::any::Any;
+
 use async_trait::async_trait;
 use uuid::Uuid;
 
 use crate::chat::{ChannelKey, ChannelMessage, MessageBound};
-use crate::friend::{Friend, FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendState};
+use crate::friend::{
+    FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
+};
 use crate::group::{
     Group, GroupFilter, GroupOp, GroupRefusal, GroupRole, GroupUpdate, GroupUser, RoleBound,
     RoleChange, UserGroup,
@@ -294,15 +298,18 @@ pub trait Store: Send + Sync + 'static {
         now_us: i64,
     ) -> StoreResult<Vec<(Uuid, FriendOutcome)>>;
 
-    /// Up to `limit` of `user`'s edges (with `state` only, when given),
-    /// ordered by (state, position, friend id), strictly after `after`.
-    async fn friends_list(
+    /// Pushes up to `limit` of `user`'s edges (with `state` only, when
+    /// given), ordered by (state, position, friend id), strictly after
+    /// `after`, to `sink` while their rows are read, and gives the sink back.
+    /// [`friends_into`] is the same for a sink of a known type.
+    async fn friends_list_into(
         &self,
         user: Uuid,
         state: Option<FriendState>,
         after: Option<FriendBound>,
         limit: usize,
-    ) -> StoreResult<Vec<Friend>>;
+        sink: Box<dyn FriendSink>,
+    ) -> StoreResult<Box<dyn FriendSink>>;
 
     /// Up to `limit` friends of `user`'s friends who are neither `user` nor
     /// `user`'s friends, ordered by (referrer, user id), strictly after `after`.
@@ -460,4 +467,22 @@ pub trait Store: Send + Sync + 'static {
 
     /// Finishes pending writes and closes connections.
     async fn close(&self);
+}
+
+/// [`Store::friends_list_into`] with a sink of a known type, given back as
+/// that type (`Vec<Friend>` collects the friends).
+pub async fn friends_into<S: FriendSink>(
+    store: &(impl Store + ?Sized),
+    user: Uuid,
+    state: Option<FriendState>,
+    after: Option<FriendBound>,
+    limit: usize,
+    sink: S,
+) -> StoreResult<S> {
+    let sink: Box<dyn Any> = store
+        .friends_list_into(user, state, after, limit, Box::new(sink))
+        .await?;
+    sink.downcast()
+        .map(|sink| *sink)
+        .map_err(|_| StoreError::Backend("the friends listing gave back another sink".into()))
 }

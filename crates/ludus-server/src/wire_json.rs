@@ -11,8 +11,8 @@
 //! whole-second timestamps are written here, which is all the domain
 //! records carry.
 
-use ludus_core::friend::FriendPage;
-use ludus_core::model::User;
+use ludus_core::friend::{FriendPage, FriendRef, FriendSink};
+use ludus_core::model::UserRef;
 use uuid::Uuid;
 
 /// Seconds of 0001-01-01T00:00:00Z, the earliest instant protojson writes.
@@ -29,97 +29,123 @@ pub(crate) struct OutOfRange(i64);
 /// `FriendList` of `page`, as `api::FriendList` of `convert::friend_list`
 /// writes it.
 pub(crate) fn friend_list(page: &FriendPage) -> Result<Vec<u8>, OutOfRange> {
-    let mut w = Writer::with_capacity(friend_list_capacity(page));
-    let mut list = Obj::open(&mut w);
-    if !page.friends.is_empty() {
-        list.key("friends");
-        list.w.out.push(b'[');
-        for (i, f) in page.friends.iter().enumerate() {
-            if i > 0 {
-                list.w.out.push(b',');
-            }
-            let mut friend = Obj::open(list.w);
-            friend.key("user");
-            user(friend.w, &f.user)?;
-            // `state` is an `Int32Value`: present, so written even when 0.
-            friend.key("state");
-            write_int(&mut friend.w.out, f.state.as_i64());
-            friend.timestamp("update_time", f.update_time)?;
-            friend.str("metadata", &f.metadata);
-            friend.close();
-        }
-        list.w.out.push(b']');
+    let mut list = FriendListWriter::new(page.friends.len());
+    for f in &page.friends {
+        list.push(&f.view());
     }
-    list.str("cursor", page.cursor.as_deref().unwrap_or_default());
-    list.close();
-    Ok(w.out)
+    list.finish(page.cursor.as_deref())
+}
+
+/// A `FriendList` written friend by friend as the store reads them (the
+/// [`FriendSink`] of `GET /v2/friend`), then closed with the page's cursor
+/// by [`Self::finish`]: the same bytes as [`friend_list`] of the page.
+pub(crate) struct FriendListWriter {
+    w: Writer,
+    friends: usize,
+    /// The first time that could not be written, which fails the answer.
+    error: Option<OutOfRange>,
+}
+
+impl FriendListWriter {
+    /// Room for `expected` friends (each about 400 bytes, plus its strings
+    /// beyond the usual), so a whole list is written without regrowing.
+    pub(crate) fn new(expected: usize) -> Self {
+        FriendListWriter {
+            w: Writer::with_capacity(32 + expected * 448),
+            friends: 0,
+            error: None,
+        }
+    }
+
+    fn friend(&mut self, f: &FriendRef<'_>) -> Result<(), OutOfRange> {
+        let out = &mut self.w.out;
+        if self.friends == 0 {
+            out.extend_from_slice(b"{\"friends\":[");
+        } else {
+            out.push(b',');
+        }
+        self.friends += 1;
+        let mut friend = Obj::open(&mut self.w);
+        friend.key(key!("user"));
+        user(friend.w, &f.user)?;
+        // `state` is an `Int32Value`: present, so written even when 0.
+        friend.key(key!("state"));
+        write_int(&mut friend.w.out, f.state.as_i64());
+        friend.timestamp(key!("update_time"), f.update_time)?;
+        friend.str(key!("metadata"), f.metadata);
+        friend.close();
+        Ok(())
+    }
+
+    /// The whole answer: the friends pushed, then `cursor`.
+    pub(crate) fn finish(mut self, cursor: Option<&str>) -> Result<Vec<u8>, OutOfRange> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let out = &mut self.w.out;
+        if self.friends == 0 {
+            out.push(b'{');
+        } else {
+            out.push(b']');
+        }
+        let mut list = Obj {
+            w: &mut self.w,
+            empty: self.friends == 0,
+        };
+        list.str(key!("cursor"), cursor.unwrap_or_default());
+        list.close();
+        Ok(self.w.out)
+    }
+}
+
+impl FriendSink for FriendListWriter {
+    fn push(&mut self, friend: &FriendRef<'_>) {
+        if self.error.is_none() {
+            self.error = self.friend(friend).err();
+        }
+    }
 }
 
 /// `api::User` of `convert::user`.
-fn user(w: &mut Writer, u: &User) -> Result<(), OutOfRange> {
+fn user(w: &mut Writer, u: &UserRef<'_>) -> Result<(), OutOfRange> {
     let mut o = Obj::open(w);
-    o.uuid("id", u.id);
-    o.str("username", &u.username);
-    o.str("display_name", &u.display_name);
-    o.str("avatar_url", &u.avatar_url);
-    o.str("lang_tag", &u.lang_tag);
-    o.str("location", &u.location);
-    o.str("timezone", &u.timezone);
-    o.str("metadata", &u.metadata);
-    o.str("facebook_id", &u.facebook_id);
-    o.str("google_id", &u.google_id);
-    o.str("gamecenter_id", &u.gamecenter_id);
-    o.str("steam_id", &u.steam_id);
+    o.uuid(key!("id"), u.id);
+    o.str(key!("username"), u.username);
+    o.str(key!("display_name"), u.display_name);
+    o.str(key!("avatar_url"), u.avatar_url);
+    o.str(key!("lang_tag"), u.lang_tag);
+    o.str(key!("location"), u.location);
+    o.str(key!("timezone"), u.timezone);
+    o.str(key!("metadata"), u.metadata);
+    o.str(key!("facebook_id"), u.facebook_id);
+    o.str(key!("google_id"), u.google_id);
+    o.str(key!("gamecenter_id"), u.gamecenter_id);
+    o.str(key!("steam_id"), u.steam_id);
     if u.online {
-        o.key("online");
+        o.key(key!("online"));
         o.w.out.extend_from_slice(b"true");
     }
     if u.edge_count != 0 {
-        o.key("edge_count");
+        o.key(key!("edge_count"));
         write_int(&mut o.w.out, u.edge_count.into());
     }
-    o.timestamp("create_time", u.create_time)?;
-    o.timestamp("update_time", u.update_time)?;
-    o.str("facebook_instant_game_id", &u.facebook_instant_game_id);
-    o.str("apple_id", &u.apple_id);
+    o.timestamp(key!("create_time"), u.create_time)?;
+    o.timestamp(key!("update_time"), u.update_time)?;
+    o.str(key!("facebook_instant_game_id"), u.facebook_instant_game_id);
+    o.str(key!("apple_id"), u.apple_id);
     o.close();
     Ok(())
 }
 
-/// Enough bytes for the page unless its strings need many escapes, so the
-/// buffer is allocated once instead of doubling through 400 KB.
-fn friend_list_capacity(page: &FriendPage) -> usize {
-    // Names, punctuation, the id and three timestamps of one friend.
-    const FIXED: usize = 400;
-    let strings = |u: &User| {
-        u.username.len()
-            + u.display_name.len()
-            + u.avatar_url.len()
-            + u.lang_tag.len()
-            + u.location.len()
-            + u.timezone.len()
-            + u.metadata.len()
-            + u.facebook_id.len()
-            + u.google_id.len()
-            + u.gamecenter_id.len()
-            + u.steam_id.len()
-            + u.facebook_instant_game_id.len()
-            + u.apple_id.len()
-    };
-    let friends: usize = page
-        .friends
-        .iter()
-        .map(|f| FIXED + strings(&f.user) + f.metadata.len())
-        .sum();
-    32 + friends + page.cursor.as_ref().map_or(0, String::len)
-}
-
-/// The answer being written, and the date of the last timestamp: a
-/// listing's times mostly fall on a few days, so the calendar arithmetic
-/// runs once per day rather than three times per row.
+/// The answer being written, and the last timestamp and its date: a
+/// listing's times mostly fall on a few days, often on the same second
+/// (a user's creation and last update, users made together), so the
+/// calendar arithmetic runs once per day and the clock's once per second
+/// rather than three times per row.
 struct Writer {
     out: Vec<u8>,
     last_day: Option<(i64, [u8; 10])>,
+    last_time: Option<(i64, [u8; 22])>,
 }
 
 impl Writer {
@@ -127,12 +153,27 @@ impl Writer {
         Writer {
             out: Vec::with_capacity(bytes),
             last_day: None,
+            last_time: None,
         }
     }
 
     /// `"YYYY-MM-DDTHH:MM:SSZ"` of whole seconds since the epoch, as
     /// protojson writes a timestamp without a fraction.
     fn timestamp(&mut self, unix_seconds: i64) -> Result<(), OutOfRange> {
+        let text = match self.last_time {
+            Some((last, text)) if last == unix_seconds => text,
+            _ => {
+                let text = self.timestamp_text(unix_seconds)?;
+                self.last_time = Some((unix_seconds, text));
+                text
+            }
+        };
+        self.out.extend_from_slice(&text);
+        Ok(())
+    }
+
+    /// What [`Self::timestamp`] writes, quotes included.
+    fn timestamp_text(&mut self, unix_seconds: i64) -> Result<[u8; 22], OutOfRange> {
         if !(MIN_SECONDS..=MAX_SECONDS).contains(&unix_seconds) {
             return Err(OutOfRange(unix_seconds));
         }
@@ -146,16 +187,23 @@ impl Writer {
             }
         };
         let second = unix_seconds.rem_euclid(86_400);
-        let mut time = *b"T00:00:00Z\"";
-        time[1..3].copy_from_slice(&two_digits(second / 3600));
-        time[4..6].copy_from_slice(&two_digits(second / 60 % 60));
-        time[7..9].copy_from_slice(&two_digits(second % 60));
-        self.out.push(b'"');
-        self.out.extend_from_slice(&date);
-        self.out.extend_from_slice(&time);
-        Ok(())
+        let mut text = *b"\"0000-00-00T00:00:00Z\"";
+        text[1..11].copy_from_slice(&date);
+        text[12..14].copy_from_slice(&two_digits(second / 3600));
+        text[15..17].copy_from_slice(&two_digits(second / 60 % 60));
+        text[18..20].copy_from_slice(&two_digits(second % 60));
+        Ok(text)
     }
 }
+
+/// `"name":`, a field's name as written, made once at compile time. Names
+/// are proto field names, which need no escapes.
+macro_rules! key {
+    ($name:literal) => {
+        concat!("\"", $name, "\":")
+    };
+}
+use key;
 
 /// One JSON object being written: puts the commas between its fields.
 struct Obj<'a> {
@@ -169,30 +217,28 @@ impl<'a> Obj<'a> {
         Obj { w, empty: true }
     }
 
-    /// `"name":`, after a comma unless it is the first field. Names are
-    /// proto field names, which need no escapes.
-    fn key(&mut self, name: &str) {
+    /// A field's name as [`key!`] writes it, after a comma unless it is
+    /// the first field.
+    fn key(&mut self, quoted: &str) {
         let out = &mut self.w.out;
         if !self.empty {
             out.push(b',');
         }
         self.empty = false;
-        out.push(b'"');
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\":");
+        out.extend_from_slice(quoted.as_bytes());
     }
 
     /// A string field, left out when empty (proto3's zero value).
-    fn str(&mut self, name: &str, value: &str) {
+    fn str(&mut self, quoted: &str, value: &str) {
         if !value.is_empty() {
-            self.key(name);
+            self.key(quoted);
             write_str(&mut self.w.out, value);
         }
     }
 
     /// An id as its lower-case hyphenated text.
-    fn uuid(&mut self, name: &str, id: Uuid) {
-        self.key(name);
+    fn uuid(&mut self, quoted: &str, id: Uuid) {
+        self.key(quoted);
         let mut text = [0u8; 36];
         id.hyphenated().encode_lower(&mut text);
         let out = &mut self.w.out;
@@ -202,8 +248,8 @@ impl<'a> Obj<'a> {
     }
 
     /// A `Timestamp` field that is set: whole seconds since the epoch.
-    fn timestamp(&mut self, name: &str, unix_seconds: i64) -> Result<(), OutOfRange> {
-        self.key(name);
+    fn timestamp(&mut self, quoted: &str, unix_seconds: i64) -> Result<(), OutOfRange> {
+        self.key(quoted);
         self.w.timestamp(unix_seconds)
     }
 
@@ -320,6 +366,7 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use ludus_core::friend::{Friend, FriendState};
+    use ludus_core::model::User;
     use ludus_proto::Timestamp;
 
     use super::*;
@@ -390,6 +437,12 @@ mod tests {
         }
 
         fn user(&mut self) -> User {
+            // Often the same second twice, as a user never updated.
+            let create_time = self.time();
+            let update_time = match self.below(2) {
+                0 => create_time,
+                _ => self.time(),
+            };
             User {
                 id: Uuid::from_u64_pair(self.next(), self.next()),
                 username: self.text(),
@@ -412,8 +465,8 @@ mod tests {
                     _ => self.next() as i32,
                 },
                 online: self.below(2) == 0,
-                create_time: self.time(),
-                update_time: self.time(),
+                create_time,
+                update_time,
             }
         }
 
@@ -478,8 +531,9 @@ mod tests {
             MAX_SECONDS - 86_400,
             MAX_SECONDS,
         ];
-        // One writer throughout too, so the cached day is checked against
-        // times before, after and on it.
+        // One writer throughout too, so the cached day and second are
+        // checked against times before, after and on them (each time
+        // twice: the second one comes from the cache).
         let mut w = Writer::with_capacity(0);
         let near = (0..2000).map(|i| 1_700_000_000 + i * 977);
         for s in edges
@@ -489,9 +543,11 @@ mod tests {
         {
             let theirs = Timestamp::from_unix_seconds(s).to_rfc3339().unwrap();
             assert_eq!(rfc3339(s).unwrap(), theirs, "{s}");
-            w.out.clear();
-            w.timestamp(s).unwrap();
-            assert_eq!(w.out, format!("\"{theirs}\"").into_bytes(), "{s}");
+            for _ in 0..2 {
+                w.out.clear();
+                w.timestamp(s).unwrap();
+                assert_eq!(w.out, format!("\"{theirs}\"").into_bytes(), "{s}");
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 
 use axum::extract::State;
 use axum::response::Response;
+use ludus_core::friend;
 use ludus_proto::api;
 use ludus_proto::pbjson_types::Int32Value;
 
@@ -16,7 +17,7 @@ use crate::error::HttpError;
 use crate::extract::{QueryParams, Session};
 use crate::runtime::{self, ClientAddr};
 use crate::state::AppState;
-use crate::wire_json;
+use crate::wire_json::{self, FriendListWriter};
 
 pub(super) async fn list(
     State(state): State<AppState>,
@@ -31,22 +32,34 @@ pub(super) async fn list(
         cursor: query.get("cursor").unwrap_or_default().to_owned(),
     };
     let req = runtime::before(&state, API, Some(&caller), client, req).await?;
+    let limit = req.limit.as_ref().map(|l| l.value);
+    let filter = req.state.as_ref().map(|s| s.value);
+    if !state.runtime.has_after(API) {
+        // Written from the store's rows as they are read (a whole list is
+        // 1,000 users): no friend is ever owned.
+        let expected = limit.map_or(friend::MAX_LIST_LIMIT, |l| {
+            usize::try_from(l).map_or(1, |l| l.clamp(1, friend::MAX_LIST_LIMIT))
+        });
+        let (list, cursor) = state
+            .social
+            .list_friends_into(
+                caller.user_id,
+                limit,
+                filter,
+                &req.cursor,
+                FriendListWriter::new(expected),
+            )
+            .await?;
+        return Ok(encoded_json(list.finish(cursor.as_deref())));
+    }
+    // An after hook sees the wire types, so the page is owned first.
     let page = state
         .social
-        .list_friends(
-            caller.user_id,
-            req.limit.as_ref().map(|l| l.value),
-            req.state.as_ref().map(|s| s.value),
-            &req.cursor,
-        )
+        .list_friends(caller.user_id, limit, filter, &req.cursor)
         .await?;
-    // Written straight from the page (a whole list is 1,000 users); the
-    // wire types are built only for an after hook to see.
     let body = wire_json::friend_list(&page);
-    if state.runtime.has_after(API) {
-        let list = convert::friend_list(page);
-        runtime::after(&state, API, Some(&caller), client, &list, &req).await;
-    }
+    let list = convert::friend_list(page);
+    runtime::after(&state, API, Some(&caller), client, &list, &req).await;
     Ok(encoded_json(body))
 }
 

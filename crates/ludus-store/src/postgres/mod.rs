@@ -19,14 +19,16 @@ mod storage;
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::friend::{
-    Friend, FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendState,
+    FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
 };
 use ludus_core::group::{
     Group, GroupFilter, GroupOp, GroupRole, GroupUpdate, GroupUser, RoleBound, RoleChange,
     UserGroup,
 };
 use ludus_core::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutcome};
-use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use ludus_core::model::{
+    Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth, UserRef,
+};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
 use ludus_core::storage::{ListQuery, ObjectId, StorageObject};
@@ -36,6 +38,7 @@ use ludus_core::store::{
 };
 use ludus_core::token::TokenKind;
 use ludus_core::wallet::{LedgerBound, LedgerEntry};
+use tokio_postgres::types::{FromSql, Type};
 use tokio_postgres::{Config, Row};
 use uuid::Uuid;
 
@@ -169,6 +172,56 @@ fn user_from_row(row: &Row) -> Result<User, tokio_postgres::Error> {
         create_time: row.try_get(15)?,
         update_time: row.try_get(16)?,
     })
+}
+
+/// The user of a row in `user_columns!` order, borrowing its strings from
+/// the row; `metadata` comes as `jsonb` (see [`JsonbText`]).
+fn user_ref_from_row(row: &Row) -> Result<UserRef<'_>, tokio_postgres::Error> {
+    let text = |i: usize| -> Result<&str, tokio_postgres::Error> {
+        Ok(row.try_get::<_, Option<&str>>(i)?.unwrap_or_default())
+    };
+    Ok(UserRef {
+        id: row.try_get(0)?,
+        username: text(1)?,
+        display_name: text(2)?,
+        avatar_url: text(3)?,
+        lang_tag: text(4)?,
+        location: text(5)?,
+        timezone: text(6)?,
+        metadata: row.try_get::<_, JsonbText<'_>>(7)?.0,
+        facebook_id: text(8)?,
+        google_id: text(9)?,
+        gamecenter_id: text(10)?,
+        steam_id: text(11)?,
+        facebook_instant_game_id: text(12)?,
+        apple_id: text(13)?,
+        edge_count: row.try_get(14)?,
+        online: false,
+        create_time: row.try_get(15)?,
+        update_time: row.try_get(16)?,
+    })
+}
+
+/// A `jsonb` column's text, borrowed from its binary form (a version byte,
+/// 1, then the text PostgreSQL writes for it), so a listing can select the
+/// column itself rather than `::text`, which makes the server convert
+/// and copy it once more.
+pub(super) struct JsonbText<'a>(pub(super) &'a str);
+
+impl<'a> FromSql<'a> for JsonbText<'a> {
+    fn from_sql(
+        _ty: &Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        match raw.split_first() {
+            Some((1, text)) => Ok(JsonbText(std::str::from_utf8(text)?)),
+            _ => Err("unknown jsonb format version".into()),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::JSONB
+    }
 }
 
 #[async_trait]
@@ -714,18 +767,24 @@ impl Store for PgStore {
         .await
     }
 
-    async fn friends_list(
+    async fn friends_list_into(
         &self,
         user: Uuid,
         state: Option<FriendState>,
         after: Option<FriendBound>,
         limit: usize,
-    ) -> StoreResult<Vec<Friend>> {
-        with_retry("list friends", || async {
+        mut sink: Box<dyn FriendSink>,
+    ) -> StoreResult<Box<dyn FriendSink>> {
+        let rows = with_retry("list friends", || async {
             let conn = self.pool.get().await?;
-            social::friends_list(&conn, user, state, after, limit).await
+            social::friends_rows(&conn, user, state, after, limit).await
         })
-        .await
+        .await?;
+        social::push_friends(&rows, &mut *sink).map_err(|e| match e {
+            Failure::Fatal(e) => e,
+            Failure::Retry(why) => StoreError::Backend(why),
+        })?;
+        Ok(sink)
     }
 
     async fn friends_of_friends(

@@ -11,8 +11,8 @@
 //! per call (one extra round trip on paths that write anyway).
 
 use ludus_core::friend::{
-    self, Edge, EdgeWrite, Friend, FriendBound, FriendOfFriend, FriendOp, FriendOutcome,
-    FriendState,
+    self, Edge, EdgeWrite, FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendRef,
+    FriendSink, FriendState,
 };
 use ludus_core::group::{
     self, Group, GroupFilter, GroupOp, GroupRefusal, GroupRole, GroupSnapshot, GroupUpdate,
@@ -25,7 +25,7 @@ use uuid::Uuid;
 use super::errors::Failure;
 use super::pool::Conn;
 use super::statements::{GROUP_SELECT, Stmt, USER_SELECT};
-use super::user_from_row;
+use super::{JsonbText, user_from_row, user_ref_from_row};
 
 const GROUP_COLUMNS: &str = GROUP_SELECT;
 const GROUP_COLUMN_COUNT: usize = 12;
@@ -157,18 +157,19 @@ pub(super) async fn friends_change(
     Ok(outcomes)
 }
 
-pub(super) async fn friends_list(
+/// The rows of one friends page ([`push_friends`] reads them).
+pub(super) async fn friends_rows(
     conn: &Conn,
     user: Uuid,
     state: Option<FriendState>,
     after: Option<FriendBound>,
     limit: usize,
-) -> Result<Vec<Friend>, Failure> {
+) -> Result<Vec<Row>, Failure> {
     let (s, p, id) = match after {
         Some(b) => (b.state as i16, b.position, b.id),
         None => (-1, i64::MIN, Uuid::nil()),
     };
-    let rows = conn
+    Ok(conn
         .client
         .query(
             conn.stmt(Stmt::FriendsList),
@@ -181,18 +182,22 @@ pub(super) async fn friends_list(
                 &(limit as i64),
             ],
         )
-        .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(Friend {
-                user: user_from_row(row)?,
-                state: friend_state_at(row, 17)?,
-                update_time: row.try_get(18)?,
-                metadata: row.try_get(19)?,
-                position: row.try_get(20)?,
-            })
-        })
-        .collect()
+        .await?)
+}
+
+/// Pushes each row of [`friends_rows`] to `sink`, its strings borrowed
+/// from the row.
+pub(super) fn push_friends(rows: &[Row], sink: &mut dyn FriendSink) -> Result<(), Failure> {
+    for row in rows {
+        sink.push(&FriendRef {
+            user: user_ref_from_row(row)?,
+            state: friend_state_at(row, 17)?,
+            update_time: row.try_get(18)?,
+            metadata: row.try_get::<_, JsonbText<'_>>(19)?.0,
+            position: row.try_get(20)?,
+        });
+    }
+    Ok(())
 }
 
 pub(super) async fn friends_of_friends(

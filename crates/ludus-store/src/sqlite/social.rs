@@ -6,8 +6,8 @@
 //! concurrent joins. `edge_count` columns are kept by triggers.
 
 use ludus_core::friend::{
-    self, Edge, EdgeWrite, Friend, FriendBound, FriendOfFriend, FriendOp, FriendOutcome,
-    FriendState,
+    self, Edge, EdgeWrite, FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendRef,
+    FriendSink, FriendState,
 };
 use ludus_core::group::{
     self, Group, GroupFilter, GroupOp, GroupRefusal, GroupRole, GroupSnapshot, GroupUpdate,
@@ -18,7 +18,9 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use uuid::Uuid;
 
-use super::queries::{IdText, USER_SELECT, map_err, user_columns, user_from_row, uuid_at};
+use super::queries::{
+    IdText, USER_SELECT, map_err, user_columns, user_from_row, user_ref_from_row, uuid_at,
+};
 
 const GROUP_COLUMNS: &str = "g.id, g.creator_id, g.name, g.description, g.avatar_url, g.lang_tag, \
      g.metadata, g.open, g.edge_count, g.max_count, g.create_time, g.update_time";
@@ -168,13 +170,14 @@ macro_rules! friends_list_sql {
     };
 }
 
-pub(super) fn friends_list(
+pub(super) fn friends_list_into(
     conn: &Connection,
     user: Uuid,
     state: Option<FriendState>,
     after: Option<FriendBound>,
     limit: usize,
-) -> StoreResult<Vec<Friend>> {
+    sink: &mut dyn FriendSink,
+) -> StoreResult<()> {
     let sql = match (state.is_some(), after.is_some()) {
         (false, false) => friends_list_sql!(),
         (true, false) => friends_list_sql!(" AND e.state = ?2"),
@@ -201,17 +204,20 @@ pub(super) fn friends_list(
             limit as i64
         ])
         .map_err(map_err)?;
-    let mut friends = Vec::with_capacity(limit.min(friend::MAX_LIST_LIMIT + 1));
     while let Some(row) = rows.next().map_err(map_err)? {
-        friends.push(Friend {
-            user: user_from_row(row).map_err(map_err)?,
+        let friend = FriendRef {
+            user: user_ref_from_row(row).map_err(map_err)?,
             state: friend_state_at(row, 17).map_err(map_err)?,
             update_time: row.get(18).map_err(map_err)?,
-            metadata: row.get(19).map_err(map_err)?,
+            metadata: row
+                .get_ref(19)
+                .and_then(|v| Ok(v.as_str()?))
+                .map_err(map_err)?,
             position: row.get(20).map_err(map_err)?,
-        });
+        };
+        sink.push(&friend);
     }
-    Ok(friends)
+    Ok(())
 }
 
 pub(super) fn friends_of_friends(
@@ -229,7 +235,7 @@ pub(super) fn friends_of_friends(
             AND NOT EXISTS (SELECT 1 FROM user_edge m
                              WHERE m.source_id = ?1 AND m.destination_id = f2.destination_id AND m.state = 0)
             AND (f2.source_id, f2.destination_id) > (?2, ?3)
-          ORDER BY f2.source_id, f2.destination_id LIMIT ?4"
+          ORDER BY f2.source_id, f2.destination_id LIMIT +?4"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let (r, u) = after.map_or((String::new(), String::new()), |(r, u)| {
@@ -540,7 +546,7 @@ fn groups_list_sql(f: &GroupFilter) -> (String, Vec<rusqlite::types::Value>) {
     };
     args.push(V::Integer(f.limit as i64));
     (
-        format!("SELECT {GROUP_COLUMNS} FROM groups g {filter} ORDER BY g.name LIMIT ?"),
+        format!("SELECT {GROUP_COLUMNS} FROM groups g {filter} ORDER BY g.name LIMIT +?"),
         args,
     )
 }
@@ -555,7 +561,7 @@ pub(super) fn groups_list(conn: &Connection, f: &GroupFilter) -> StoreResult<Vec
 }
 
 pub(super) fn groups_random(conn: &Connection, count: usize) -> StoreResult<Vec<Group>> {
-    let sql = format!("SELECT {GROUP_COLUMNS} FROM groups g ORDER BY random() LIMIT ?1");
+    let sql = format!("SELECT {GROUP_COLUMNS} FROM groups g ORDER BY random() LIMIT +?1");
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let rows = stmt
         .query_map([count as i64], group_from_row)
@@ -579,7 +585,7 @@ pub(super) fn group_users(
            FROM group_edge e JOIN users u ON u.id = e.user_id
           WHERE e.group_id = ?1 AND (?2 IS NULL OR e.state = ?2)
             AND (e.state, e.user_id) > (?3, ?4)
-          ORDER BY e.state, e.user_id LIMIT ?5"
+          ORDER BY e.state, e.user_id LIMIT +?5"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let (r, id) = bound_params(after);
@@ -615,7 +621,7 @@ pub(super) fn user_groups(
            FROM group_edge e JOIN groups g ON g.id = e.group_id
           WHERE e.user_id = ?1 AND (?2 IS NULL OR e.state = ?2)
             AND (e.state, e.group_id) > (?3, ?4)
-          ORDER BY e.state, e.group_id LIMIT ?5"
+          ORDER BY e.state, e.group_id LIMIT +?5"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let (r, id) = bound_params(after);

@@ -98,7 +98,7 @@ pub(super) fn list_objects(conn: &Connection, q: &ListQuery) -> StoreResult<Vec<
     let sql = format!(
         "SELECT {OBJECT_COLUMNS} FROM storage
           WHERE collection = ?1 AND {owner_clause} AND read >= ?3 AND {after_clause}
-          ORDER BY read, key, user_id LIMIT ?4"
+          ORDER BY read, key, user_id LIMIT +?4"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let owner = q.owner.map(|o| o.to_string());
@@ -306,7 +306,7 @@ pub(super) fn ledger_list(
         .prepare_cached(&format!(
             "SELECT {LEDGER_COLUMNS} FROM wallet_ledger
               WHERE user_id = ?1 AND (?3 IS NULL OR (create_time, id) < (?3, ?4))
-              ORDER BY create_time DESC, id DESC LIMIT ?2"
+              ORDER BY create_time DESC, id DESC LIMIT +?2"
         ))
         .map_err(map_err)?;
     let (time, id) = match before {

@@ -7,11 +7,11 @@
 use std::sync::Arc;
 
 use ludus_core::Store;
-use ludus_core::friend::{FriendBound, FriendOp, FriendOutcome, FriendState};
+use ludus_core::friend::{Friend, FriendBound, FriendOp, FriendOutcome, FriendState};
 use ludus_core::group::{
     Group, GroupFilter, GroupOp, GroupRefusal, GroupRole, GroupUpdate, RoleBound,
 };
-use ludus_core::store::StoreError;
+use ludus_core::store::{self, StoreError};
 use uuid::Uuid;
 
 use super::Backend;
@@ -24,13 +24,24 @@ async fn edge_count(store: &Arc<dyn Store>, user: Uuid) -> i32 {
 }
 
 async fn states(store: &Arc<dyn Store>, user: Uuid) -> Vec<(Uuid, FriendState)> {
-    store
-        .friends_list(user, None, None, 1000)
+    friends_list(store, user, None, None, 1000)
         .await
-        .unwrap()
         .into_iter()
         .map(|f| (f.user.id, f.state))
         .collect()
+}
+
+/// The store's friends listing, collected.
+async fn friends_list(
+    store: &Arc<dyn Store>,
+    user: Uuid,
+    state: Option<FriendState>,
+    after: Option<FriendBound>,
+    limit: usize,
+) -> Vec<Friend> {
+    store::friends_into(&**store, user, state, after, limit, Vec::new())
+        .await
+        .unwrap()
 }
 
 async fn change(store: &Arc<dyn Store>, user: Uuid, op: FriendOp, target: Uuid) -> FriendOutcome {
@@ -154,7 +165,7 @@ pub(crate) async fn friend_lists_page_by_state_and_follow_user_deletion<B: Backe
     let mut seen = Vec::new();
     let mut after: Option<FriendBound> = None;
     loop {
-        let page = store.friends_list(ann, None, after, 2).await.unwrap();
+        let page = friends_list(&store, ann, None, after, 2).await;
         if page.is_empty() {
             break;
         }
@@ -172,26 +183,22 @@ pub(crate) async fn friend_lists_page_by_state_and_follow_user_deletion<B: Backe
         .chain(others[2..].iter().map(|&u| (u, FriendState::InviteSent)))
         .collect();
     assert_eq!(seen, expected);
-    let invites = store
-        .friends_list(ann, Some(FriendState::InviteSent), None, 100)
-        .await
-        .unwrap();
+    let invites = friends_list(&store, ann, Some(FriendState::InviteSent), None, 100).await;
     assert_eq!(invites.len(), 3);
     // A state filter and a bound together (each combination is its own
     // statement on SQLite): the page after the first invite holds the rest.
-    let rest = store
-        .friends_list(
-            ann,
-            Some(FriendState::InviteSent),
-            Some(FriendBound {
-                state: invites[0].state,
-                position: invites[0].position,
-                id: invites[0].user.id,
-            }),
-            100,
-        )
-        .await
-        .unwrap();
+    let rest = friends_list(
+        &store,
+        ann,
+        Some(FriendState::InviteSent),
+        Some(FriendBound {
+            state: invites[0].state,
+            position: invites[0].position,
+            id: invites[0].user.id,
+        }),
+        100,
+    )
+    .await;
     assert_eq!(
         rest.iter().map(|f| f.user.id).collect::<Vec<_>>(),
         others[3..]
