@@ -23,7 +23,6 @@ use uuid::Uuid;
 
 use super::convert;
 use super::modules::ModuleSource;
-use super::nk;
 use super::shared::LuaShared;
 use super::vm::Vm;
 use crate::context::{CallContext, ExecutionMode};
@@ -85,7 +84,7 @@ impl LuaMatch {
         let lua = vm.lua();
         lua.set_app_data(Queued::default());
         let dispatcher = dispatcher_table(lua).map_err(|e| e.to_string())?;
-        let ctx = nk::context_table(lua, &shared, &CallContext::new(ExecutionMode::Match))
+        let ctx = super::ctx::context_table(lua, &CallContext::new(ExecutionMode::Match))
             .map_err(|e| e.to_string())?;
         lua.set_named_registry_value(MATCH_CTX, &ctx)
             .map_err(|e| e.to_string())?;

@@ -10,14 +10,12 @@ use chrono::{TimeZone, Utc};
 use mlua::{Function, Lua, Table, Value as LuaValue};
 
 use super::convert;
+use super::ctx::context_table;
 use super::shared::LuaShared;
 use super::vm::CallState;
 use super::{nk_codec, nk_match, nk_realtime, nk_server, nk_sql};
 use crate::context::{CallContext, ExecutionMode};
 use ludus_core::schedule::Schedule;
-
-/// Registry slot holding the `ctx` table of the call in progress.
-pub(super) const CURRENT_CTX: &str = "ludus.current_ctx";
 
 /// Builds `nk` for one VM.
 pub(super) fn install(
@@ -139,7 +137,7 @@ fn install_registrations(
             {
                 return Ok(());
             }
-            let ctx = context_table(lua, &shared_ro, &CallContext::new(ExecutionMode::RunOnce))?;
+            let ctx = context_table(lua, &CallContext::new(ExecutionMode::RunOnce))?;
             f.call::<()>(ctx)
                 .map_err(|e| mlua::Error::runtime(format!("error in run_once function: {e}")))
         })?,
@@ -162,70 +160,13 @@ pub(super) fn loading_state<'a>(
     Ok(state)
 }
 
-/// The `ctx` table, with Nakama's field names.
-pub(super) fn context_table(
-    lua: &Lua,
-    shared: &LuaShared,
-    ctx: &CallContext,
-) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, 14)?;
-    let env = lua.create_table_with_capacity(0, shared.settings.env.len())?;
-    for (k, v) in &shared.settings.env {
-        env.raw_set(k.as_str(), v.as_str())?;
-    }
-    t.raw_set("env", env)?;
-    t.raw_set("execution_mode", ctx.mode.as_str())?;
-    t.raw_set("node", shared.settings.node.as_str())?;
-    t.raw_set("version", env!("CARGO_PKG_VERSION"))?;
-    t.raw_set("headers", multimap(lua, &ctx.headers)?)?;
-    t.raw_set("query_params", multimap(lua, &ctx.query_params)?)?;
-    if let Some(user_id) = &ctx.user_id {
-        t.raw_set("user_id", user_id.as_str())?;
-        t.raw_set("username", ctx.username.as_str())?;
-        let vars = lua.create_table_with_capacity(0, ctx.vars.len())?;
-        for (k, v) in &ctx.vars {
-            vars.raw_set(k.as_str(), v.as_str())?;
-        }
-        t.raw_set("vars", vars)?;
-        t.raw_set("user_session_exp", ctx.session_expiry)?;
-        if let Some(session_id) = &ctx.session_id {
-            t.raw_set("session_id", session_id.as_str())?;
-            t.raw_set("lang", ctx.lang.as_str())?;
-        }
-    }
-    if !ctx.client_ip.is_empty() {
-        t.raw_set("client_ip", ctx.client_ip.as_str())?;
-    }
-    if !ctx.client_port.is_empty() {
-        t.raw_set("client_port", ctx.client_port.as_str())?;
-    }
-    Ok(t)
-}
-
-fn multimap(
-    lua: &Lua,
-    map: &std::collections::BTreeMap<String, Vec<String>>,
-) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, map.len())?;
-    for (k, vs) in map {
-        t.raw_set(
-            k.as_str(),
-            lua.create_sequence_from(vs.iter().map(String::as_str))?,
-        )?;
-    }
-    Ok(t)
-}
-
 fn install_context(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
-    let s = shared.clone();
+    // Outside a callback (while modules load, or in a match's callbacks);
+    // `vm.rs` wraps it to answer the running callback's `ctx` first.
     nk.set(
         "get_context",
-        lua.create_function(move |lua, ()| {
-            let current: LuaValue = lua.named_registry_value(CURRENT_CTX)?;
-            match current {
-                LuaValue::Table(t) => Ok(t),
-                _ => context_table(lua, &s, &CallContext::new(ExecutionMode::RunOnce)),
-            }
+        lua.create_function(|lua, ()| {
+            context_table(lua, &CallContext::new(ExecutionMode::RunOnce))
         })?,
     )?;
     let s = shared.clone();

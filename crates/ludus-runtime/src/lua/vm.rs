@@ -13,6 +13,7 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaV
 use serde_json::Value;
 
 use super::convert;
+use super::ctx;
 use super::modules::ModuleSource;
 use super::nk;
 use super::sandbox;
@@ -188,6 +189,10 @@ pub(super) struct Vm {
     lua: Lua,
     callbacks: Table,
     invoke: Function,
+    /// Calls a registered callback with its `ctx`, which `nk.get_context`
+    /// answers while the callback runs.
+    call_with_ctx: Function,
+    ctx_builder: ctx::ContextBuilder,
     shared: Arc<LuaShared>,
 }
 
@@ -335,15 +340,20 @@ impl Vm {
         lua.set_named_registry_value(CALLBACKS, &callbacks)
             .map_err(setup)?;
         sandbox::install(&lua, modules).map_err(setup)?;
+        let ctx_builder =
+            ctx::ContextBuilder::install(&lua, &shared.settings.node, &shared.settings.env)
+                .map_err(setup)?;
         let nk_table = nk::install(&lua, &shared, &callbacks).map_err(setup)?;
         let package: Table = lua.globals().get("package").map_err(setup)?;
         let loaded: Table = package.get("loaded").map_err(setup)?;
-        loaded.set("nakama", nk_table).map_err(setup)?;
-        let invoke: Function = lua
+        loaded.set("nakama", &nk_table).map_err(setup)?;
+        let fallback_ctx: Function = nk_table.get("get_context").map_err(setup)?;
+        let (invoke, call_with_ctx, get_context): (Function, Function, Function) = lua
             .load(INVOKE)
             .set_name("=ludus.invoke")
-            .eval()
+            .call(fallback_ctx)
             .map_err(setup)?;
+        nk_table.set("get_context", get_context).map_err(setup)?;
         if shared.settings.memory_limit_bytes > 0 {
             lua.set_memory_limit(shared.settings.memory_limit_bytes)
                 .map_err(setup)?;
@@ -352,6 +362,8 @@ impl Vm {
             lua,
             callbacks,
             invoke,
+            call_with_ctx,
+            ctx_builder,
             shared,
         })
     }
@@ -435,18 +447,17 @@ impl Vm {
     ) -> Result<Option<Value>, RuntimeError> {
         let lua = &self.lua;
         let internal = |e: mlua::Error| RuntimeError::internal(e.to_string());
-        let ctx_table = nk::context_table(lua, &self.shared, ctx).map_err(internal)?;
+        // The builder runs Lua: the budget of this call counts it, never the
+        // last call's (which may have stopped).
+        self.reset_budget();
+        let ctx_table = self.ctx_builder.build(ctx).map_err(internal)?;
         let mut call_args = mlua::MultiValue::new();
         call_args.push_back(LuaValue::Function(f));
-        call_args.push_back(LuaValue::Table(ctx_table.clone()));
+        call_args.push_back(LuaValue::Table(ctx_table));
         for arg in &args {
             call_args.push_back(convert::to_lua(lua, arg).map_err(internal)?);
         }
-        lua.set_named_registry_value(nk::CURRENT_CTX, ctx_table)
-            .map_err(internal)?;
-        self.reset_budget();
-        let result: mlua::Result<(bool, LuaValue)> = self.invoke.call(call_args);
-        let _ = lua.set_named_registry_value(nk::CURRENT_CTX, LuaValue::Nil);
+        let result: mlua::Result<(bool, LuaValue)> = self.call_with_ctx.call(call_args);
         if let Some(stop) = self.state().stopped.get() {
             // Over budget but caught (by a coroutine, say): still a failure.
             return Err(self.state().error(stop));
@@ -560,14 +571,33 @@ fn strip_position(message: &str) -> &str {
     }
 }
 
-/// Calls `fn(...)` under `xpcall`; answers `ok, result_or_error`. Error
-/// tables pass through untouched so `error({"msg", code})` keeps its code.
+/// Answers three functions. `invoke(fn, ...)` calls `fn(...)` under
+/// `xpcall` and answers `ok, result_or_error`; error tables pass through
+/// untouched so `error({"msg", code})` keeps its code. `call(fn, ctx, ...)`
+/// does the same for a callback and its `ctx`, which the third,
+/// `nk.get_context`, answers while the callback runs (`fallback()` when no
+/// callback runs). The running `ctx` lives in an upvalue, not the registry:
+/// setting a registry slot from Rust is a protected call of its own.
 const INVOKE: &str = r#"
+local fallback = ...
 local xpcall = xpcall
+local current
 local function keep(e) return e end
-return function(fn, ...)
+local function invoke(fn, ...)
   return xpcall(fn, keep, ...)
 end
+local function call(fn, ctx, ...)
+  local outer = current
+  current = ctx
+  local ok, result = xpcall(fn, keep, ctx, ...)
+  current = outer
+  return ok, result
+end
+local function get_context()
+  if current ~= nil then return current end
+  return fallback()
+end
+return invoke, call, get_context
 "#;
 
 /// Ends a server call the running Lua call waits on at that call's deadline,
