@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 use mlua::{Function, Lua, Table, Variadic};
 
+use super::shared::LuaShared;
 use crate::context::{CallContext, ExecutionMode};
 
 /// Registry slot of the VM's builder, for the paths that have only the
@@ -66,13 +67,9 @@ pub(super) struct ContextBuilder {
 }
 
 impl ContextBuilder {
-    /// Makes the builder of a fresh VM and keeps it in the VM's registry.
-    /// `node` and `env` are `name` and `runtime.env` of the settings.
-    pub(super) fn install(
-        lua: &Lua,
-        node: &str,
-        env: &BTreeMap<String, String>,
-    ) -> mlua::Result<Self> {
+    /// Makes a builder for this VM; `node` and `env` are `name` and
+    /// `runtime.env` of the settings.
+    pub(super) fn new(lua: &Lua, node: &str, env: &BTreeMap<String, String>) -> mlua::Result<Self> {
         let env = lua.create_table_from(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
         let modes = lua.create_sequence_from(ALL_MODES.iter().map(|m| m.as_str()))?;
         let build: Function = lua.load(BUILD).set_name("=ludus.ctx").call((
@@ -81,15 +78,20 @@ impl ContextBuilder {
             env,
             modes,
         ))?;
-        lua.set_named_registry_value(BUILDER, &build)?;
         Ok(ContextBuilder { build })
     }
 
-    /// The builder [`install`](Self::install) made for this VM.
-    pub(super) fn of(lua: &Lua) -> mlua::Result<Self> {
-        Ok(ContextBuilder {
-            build: lua.named_registry_value(BUILDER)?,
-        })
+    /// [`new`](Self::new), kept in the VM's registry for [`context_table`]:
+    /// for the pool's VMs, which build a `ctx` per call. A match VM keeps
+    /// none (about 4 KB of its heap): it builds one `ctx` for its life.
+    pub(super) fn install(
+        lua: &Lua,
+        node: &str,
+        env: &BTreeMap<String, String>,
+    ) -> mlua::Result<Self> {
+        let builder = ContextBuilder::new(lua, node, env)?;
+        lua.set_named_registry_value(BUILDER, &builder.build)?;
+        Ok(builder)
     }
 
     /// A fresh `ctx` table for one call.
@@ -126,9 +128,18 @@ impl ContextBuilder {
     }
 }
 
-/// A fresh `ctx` table, through the builder kept in the VM's registry.
-pub(super) fn context_table(lua: &Lua, ctx: &CallContext) -> mlua::Result<Table> {
-    ContextBuilder::of(lua)?.build(ctx)
+/// A fresh `ctx` table, through the builder kept in the VM's registry, or
+/// a builder made for this one table where the VM keeps none.
+pub(super) fn context_table(
+    lua: &Lua,
+    shared: &LuaShared,
+    ctx: &CallContext,
+) -> mlua::Result<Table> {
+    let builder = match lua.named_registry_value::<Option<Function>>(BUILDER)? {
+        Some(build) => ContextBuilder { build },
+        None => ContextBuilder::new(lua, &shared.settings.node, &shared.settings.env)?,
+    };
+    builder.build(ctx)
 }
 
 /// The per-call texts of a context, laid end to end, and the marks that
