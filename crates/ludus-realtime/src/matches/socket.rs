@@ -198,7 +198,7 @@ impl MatchRegistry {
         let Some(entry) = self.entry(id) else {
             return;
         };
-        if entry.input.try_send(message).is_err() {
+        if entry.input.try_send(Box::new(message)).is_err() {
             tracing::warn!(match_id = %format!("{id}.{}", self.node()), "match input queue full (match.input_queue_size), dropping data from another node");
         }
     }
@@ -252,7 +252,7 @@ impl MatchRegistry {
             let Some(entry) = self.entry(id) else {
                 return Err(not_found());
             };
-            return entry.input.try_send(message).map_err(|_| {
+            return entry.input.try_send(Box::new(message)).map_err(|_| {
                 RtError::new(
                     RtCode::RuntimeException,
                     format!(

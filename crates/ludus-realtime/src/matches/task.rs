@@ -134,8 +134,8 @@ impl Match {
     async fn run(
         &mut self,
         tick_rate: u32,
-        mut inbox: mpsc::UnboundedReceiver<Inbox>,
-        mut input: mpsc::Receiver<MatchMessage>,
+        mut inbox: mpsc::UnboundedReceiver<Box<Inbox>>,
+        mut input: mpsc::Receiver<Box<MatchMessage>>,
     ) -> Outcome {
         let period = Duration::from_secs(1) / tick_rate;
         let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
@@ -147,7 +147,7 @@ impl Match {
         loop {
             let flow = tokio::select! {
                 biased;
-                Some(message) = inbox.recv() => match message {
+                Some(message) = inbox.recv() => match *message {
                     Inbox::Call(call) => {
                         self.entry.pending_calls.fetch_sub(1, Ordering::AcqRel);
                         self.serve(call)
@@ -163,7 +163,7 @@ impl Match {
                 _ = ticker.tick() => {
                     while batch.len() < capacity {
                         match input.try_recv() {
-                            Ok(m) => batch.push(m),
+                            Ok(m) => batch.push(*m),
                             Err(_) => break,
                         }
                     }

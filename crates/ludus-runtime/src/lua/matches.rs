@@ -23,10 +23,8 @@ use uuid::Uuid;
 
 use super::convert;
 use super::modules::ModuleSource;
-use super::nk;
 use super::shared::LuaShared;
 use super::vm::Vm;
-use crate::context::{CallContext, ExecutionMode};
 
 const CALLBACKS: [&str; 7] = [
     "match_init",
@@ -70,7 +68,7 @@ impl LuaMatch {
     ) -> Result<LuaMatch, HandlerError> {
         // Module code runs while the VM loads; its server calls must leave the
         // match worker like a callback's do.
-        let (vm, table) = in_match(|| Vm::for_match(shared.clone(), modules, name))?;
+        let (vm, table, ctx) = in_match(|| Vm::for_match(shared.clone(), modules, name))?;
         let mut fns = Vec::with_capacity(CALLBACKS.len());
         for cb in CALLBACKS {
             match table.raw_get::<LuaValue>(cb) {
@@ -85,8 +83,6 @@ impl LuaMatch {
         let lua = vm.lua();
         lua.set_app_data(Queued::default());
         let dispatcher = dispatcher_table(lua).map_err(|e| e.to_string())?;
-        let ctx = nk::context_table(lua, &shared, &CallContext::new(ExecutionMode::Match))
-            .map_err(|e| e.to_string())?;
         lua.set_named_registry_value(MATCH_CTX, &ctx)
             .map_err(|e| e.to_string())?;
         let empty = lua.create_table().map_err(|e| e.to_string())?;

@@ -8,6 +8,7 @@
 //! as in Nakama.
 
 mod convert;
+mod ctx;
 mod matches;
 mod modules;
 mod nk;

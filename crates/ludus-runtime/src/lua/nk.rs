@@ -3,44 +3,139 @@
 //! codecs live in `nk_codec.rs` and the calls into the server in
 //! `nk_server.rs`. Names, argument order and results follow Nakama's Lua API.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use mlua::{Function, Lua, Table, Value as LuaValue};
 
 use super::convert;
+use super::ctx::context_table;
 use super::shared::LuaShared;
 use super::vm::CallState;
 use super::{nk_codec, nk_match, nk_realtime, nk_server, nk_sql};
 use crate::context::{CallContext, ExecutionMode};
 use ludus_core::schedule::Schedule;
 
-/// Registry slot holding the `ctx` table of the call in progress.
-pub(super) const CURRENT_CTX: &str = "ludus.current_ctx";
-
-/// Builds `nk` for one VM.
+/// Builds `nk` for one VM. `get_context` (which `vm.rs` wraps) and
+/// `get_config` are made at once; every other function is made on first
+/// use, with the rest of its group (the registrations, the logger, the
+/// small helpers, then one group per `nk_*.rs` file), by the `nk` table's
+/// `__index`. A match VM that calls five `nk` functions thus holds a few
+/// groups instead of some 150 closures (see [`LAZY_GROUPS`]).
 pub(super) fn install(
     lua: &Lua,
     shared: &Arc<LuaShared>,
     callbacks: &Table,
 ) -> mlua::Result<Table> {
     let nk = lua.create_table()?;
-    install_registrations(lua, shared, callbacks, &nk)?;
     install_context(lua, shared, &nk)?;
-    install_logger(lua, &nk)?;
-    install_misc(lua, shared, &nk)?;
-    nk_codec::install(lua, &nk)?;
-    nk_server::install(lua, shared, &nk)?;
-    nk_realtime::install(lua, shared, &nk)?;
-    nk_sql::install(lua, shared, &nk)?;
-    super::nk_storage::install(lua, shared, &nk)?;
-    super::nk_social::install(lua, shared, &nk)?;
-    super::nk_leaderboard::install(lua, shared, &nk)?;
-    super::nk_storage_index::install(lua, shared, callbacks, &nk)?;
-    super::nk_party::install(lua, shared, &nk)?;
-    nk_match::install(lua, shared, &nk)?;
+    install_print(lua)?;
+    install_lazy_groups(lua, shared, callbacks, &nk)?;
     Ok(nk)
+}
+
+/// Makes the functions of one group into `nk`.
+type Group = fn(&Lua, &Arc<LuaShared>, &Table, &Table) -> mlua::Result<()>;
+
+/// The groups made on first use, by index.
+const LAZY_GROUPS: [Group; 13] = [
+    |lua, shared, callbacks, nk| install_registrations(lua, shared, callbacks, nk),
+    |lua, _, _, nk| install_logger(lua, nk),
+    |lua, shared, _, nk| install_misc(lua, shared, nk),
+    |lua, _, _, nk| nk_codec::install(lua, nk),
+    |lua, shared, _, nk| nk_server::install(lua, shared, nk),
+    |lua, shared, _, nk| nk_realtime::install(lua, shared, nk),
+    |lua, shared, _, nk| nk_sql::install(lua, shared, nk),
+    |lua, shared, _, nk| super::nk_storage::install(lua, shared, nk),
+    |lua, shared, _, nk| super::nk_social::install(lua, shared, nk),
+    |lua, shared, _, nk| super::nk_leaderboard::install(lua, shared, nk),
+    |lua, shared, callbacks, nk| super::nk_storage_index::install(lua, shared, callbacks, nk),
+    |lua, shared, _, nk| super::nk_party::install(lua, shared, nk),
+    |lua, shared, _, nk| nk_match::install(lua, shared, nk),
+];
+
+// `install_lazy_groups` keeps one bit per group in a `u16`.
+const _: () = assert!(LAZY_GROUPS.len() <= 16);
+
+/// Which group makes each lazy function: the same for every VM of the
+/// process, so the first VM finds it by making every group once.
+static GROUP_OF: OnceLock<HashMap<String, usize>> = OnceLock::new();
+
+fn group_index(
+    lua: &Lua,
+    shared: &Arc<LuaShared>,
+    callbacks: &Table,
+) -> mlua::Result<&'static HashMap<String, usize>> {
+    if let Some(index) = GROUP_OF.get() {
+        return Ok(index);
+    }
+    let mut index = HashMap::new();
+    for (i, group) in LAZY_GROUPS.iter().enumerate() {
+        let scratch = lua.create_table()?;
+        group(lua, shared, callbacks, &scratch)?;
+        for pair in scratch.pairs::<String, LuaValue>() {
+            index.insert(pair?.0, i);
+        }
+    }
+    Ok(GROUP_OF.get_or_init(|| index))
+}
+
+/// Gives `nk` the metatable that makes a lazy group when one of its names
+/// is first read, and registers with the sandbox the function that makes
+/// every group, which `pairs`, `next` and `rawget` call first.
+fn install_lazy_groups(
+    lua: &Lua,
+    shared: &Arc<LuaShared>,
+    callbacks: &Table,
+    nk: &Table,
+) -> mlua::Result<()> {
+    let index = group_index(lua, shared, callbacks)?;
+    // Groups made so far, one bit each; `make` adds a group's functions to
+    // `target` (`nk`, or the hidden contents of the frozen `nk`) without
+    // replacing a name a module set while loading.
+    let made = Arc::new(AtomicU16::new(0));
+    let make = {
+        let (shared, callbacks) = (shared.clone(), callbacks.clone());
+        move |lua: &Lua, target: &Table, i: usize| -> mlua::Result<()> {
+            if made.load(Ordering::Relaxed) & (1 << i) != 0 {
+                return Ok(());
+            }
+            // Marked made only once whole: a group that failed half-way
+            // (out of memory) is made again by the next read.
+            let fresh = lua.create_table()?;
+            LAZY_GROUPS[i](lua, &shared, &callbacks, &fresh)?;
+            for pair in fresh.pairs::<LuaValue, LuaValue>() {
+                let (k, v) = pair?;
+                if target.raw_get::<LuaValue>(&k)?.is_nil() {
+                    target.raw_set(k, v)?;
+                }
+            }
+            made.fetch_or(1 << i, Ordering::Relaxed);
+            Ok(())
+        }
+    };
+    let make = Arc::new(make);
+    let make_one = make.clone();
+    let index_fn = lua.create_function(move |lua, (target, key): (Table, LuaValue)| {
+        let LuaValue::String(name) = &key else {
+            return Ok(LuaValue::Nil);
+        };
+        let Some(&i) = name.to_str().ok().and_then(|n| index.get(&*n)) else {
+            return Ok(LuaValue::Nil);
+        };
+        make_one(lua, &target, i)?;
+        target.raw_get(key)
+    })?;
+    let complete = lua.create_function(move |lua, target: Table| {
+        (0..LAZY_GROUPS.len()).try_for_each(|i| make(lua, &target, i))
+    })?;
+    let mt = lua.create_table()?;
+    mt.raw_set("__index", index_fn)?;
+    nk.set_metatable(Some(mt))?;
+    super::sandbox::make_lazy(lua, nk, complete)
 }
 
 fn install_registrations(
@@ -162,70 +257,14 @@ pub(super) fn loading_state<'a>(
     Ok(state)
 }
 
-/// The `ctx` table, with Nakama's field names.
-pub(super) fn context_table(
-    lua: &Lua,
-    shared: &LuaShared,
-    ctx: &CallContext,
-) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, 14)?;
-    let env = lua.create_table_with_capacity(0, shared.settings.env.len())?;
-    for (k, v) in &shared.settings.env {
-        env.raw_set(k.as_str(), v.as_str())?;
-    }
-    t.raw_set("env", env)?;
-    t.raw_set("execution_mode", ctx.mode.as_str())?;
-    t.raw_set("node", shared.settings.node.as_str())?;
-    t.raw_set("version", env!("CARGO_PKG_VERSION"))?;
-    t.raw_set("headers", multimap(lua, &ctx.headers)?)?;
-    t.raw_set("query_params", multimap(lua, &ctx.query_params)?)?;
-    if let Some(user_id) = &ctx.user_id {
-        t.raw_set("user_id", user_id.as_str())?;
-        t.raw_set("username", ctx.username.as_str())?;
-        let vars = lua.create_table_with_capacity(0, ctx.vars.len())?;
-        for (k, v) in &ctx.vars {
-            vars.raw_set(k.as_str(), v.as_str())?;
-        }
-        t.raw_set("vars", vars)?;
-        t.raw_set("user_session_exp", ctx.session_expiry)?;
-        if let Some(session_id) = &ctx.session_id {
-            t.raw_set("session_id", session_id.as_str())?;
-            t.raw_set("lang", ctx.lang.as_str())?;
-        }
-    }
-    if !ctx.client_ip.is_empty() {
-        t.raw_set("client_ip", ctx.client_ip.as_str())?;
-    }
-    if !ctx.client_port.is_empty() {
-        t.raw_set("client_port", ctx.client_port.as_str())?;
-    }
-    Ok(t)
-}
-
-fn multimap(
-    lua: &Lua,
-    map: &std::collections::BTreeMap<String, Vec<String>>,
-) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, map.len())?;
-    for (k, vs) in map {
-        t.raw_set(
-            k.as_str(),
-            lua.create_sequence_from(vs.iter().map(String::as_str))?,
-        )?;
-    }
-    Ok(t)
-}
-
 fn install_context(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    // Outside a callback (while modules load, or in a match's callbacks);
+    // `vm.rs` wraps it to answer the running callback's `ctx` first.
     let s = shared.clone();
     nk.set(
         "get_context",
         lua.create_function(move |lua, ()| {
-            let current: LuaValue = lua.named_registry_value(CURRENT_CTX)?;
-            match current {
-                LuaValue::Table(t) => Ok(t),
-                _ => context_table(lua, &s, &CallContext::new(ExecutionMode::RunOnce)),
-            }
+            context_table(lua, &s, &CallContext::new(ExecutionMode::RunOnce))
         })?,
     )?;
     let s = shared.clone();
@@ -252,7 +291,11 @@ fn install_logger(lua: &Lua, nk: &Table) -> mlua::Result<()> {
     logger!("logger_info", info);
     logger!("logger_warn", warn);
     logger!("logger_error", error);
-    // `print` goes to the log too, never to the server's stdout.
+    Ok(())
+}
+
+/// `print` goes to the log too, never to the server's stdout.
+fn install_print(lua: &Lua) -> mlua::Result<()> {
     lua.globals().set(
         "print",
         lua.create_function(|_, args: mlua::Variadic<LuaValue>| {

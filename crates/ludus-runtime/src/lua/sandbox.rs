@@ -19,6 +19,10 @@
 //! `__newindex` and fail. `pairs`, `next` and `rawget` see through frozen
 //! tables; `rawset` and `table.insert` refuse them. Modules' own tables stay
 //! writable.
+//!
+//! [`make_lazy`] registers a table its metatable fills on demand (`nk`,
+//! whose functions are made on first use): `pairs`, `next` and `rawget`
+//! complete it first, and a freeze moves the filling to its hidden contents.
 
 use std::sync::Arc;
 
@@ -30,6 +34,9 @@ use super::vm::{CallState, error_text};
 
 /// Registry slot of the function that freezes the globals after loading.
 const FREEZE: &str = "ludus.freeze";
+
+/// Registry slot of the function that registers a lazily filled table.
+const MAKE_LAZY: &str = "ludus.make_lazy";
 
 /// What `package.loaded` keeps after set-up (besides `nakama`, added later).
 const LOADED: &str = "_G string table math os package bit coroutine";
@@ -64,8 +71,19 @@ pub(crate) fn install(lua: &Lua, modules: &Arc<Vec<ModuleSource>>) -> mlua::Resu
     })?;
     pattern::install(lua)?;
     let setup: Function = lua.load(SANDBOX).set_name("=ludus.sandbox").eval()?;
-    let freeze: Function = setup.call((sources, stopped, errtext, is_c_function, LOADED))?;
+    let (freeze, make_lazy): (Function, Function) =
+        setup.call((sources, stopped, errtext, is_c_function, LOADED))?;
+    lua.set_named_registry_value(MAKE_LAZY, make_lazy)?;
     lua.set_named_registry_value(FREEZE, freeze)
+}
+
+/// Registers `t` as filled on demand by its metatable's `__index` (`nk`):
+/// `pairs`, `next` and `rawget` call `complete(t)` first, so they see every
+/// entry a full table would have; a freeze keeps the metatable and the
+/// completion on the hidden contents.
+pub(crate) fn make_lazy(lua: &Lua, t: &mlua::Table, complete: Function) -> mlua::Result<()> {
+    let f: Function = lua.named_registry_value(MAKE_LAZY)?;
+    f.call((t, complete))
 }
 
 /// Makes globals, the standard library, `nakama` and `package` read-only
@@ -197,6 +215,15 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
     error(what .. ": globals and the standard library are read-only while calls run; " ..
       "set module state up while the module loads, in the module's own tables", 3)
   end
+  -- Tables filled on demand (`nk`): lazy[t] makes every entry of t.
+  local lazy = setmetatable({}, {__mode = "k"})
+  local function complete(t)
+    local make = lazy[t]
+    if make then
+      lazy[t] = nil
+      make(t)
+    end
+  end
   local raw_rawset, raw_rawget, raw_insert, raw_pairs = rawset, rawget, table.insert, pairs
   G.rawset = function(t, k, v)
     if frozen[t] then refuse("rawset") end
@@ -204,7 +231,11 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
   end
   G.rawget = function(t, k)
     local contents = frozen[t]
-    if contents then return raw_rawget(contents, k) end
+    if contents then
+      complete(contents)
+      return raw_rawget(contents, k)
+    end
+    complete(t)
     return raw_rawget(t, k)
   end
   G.table.insert = function(t, ...)
@@ -213,13 +244,22 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
   end
   local function see_through_next(t, k)
     local contents = frozen[t]
-    if contents then return next(contents, k) end
+    if contents then
+      if k == nil then complete(contents) end
+      return next(contents, k)
+    end
+    if k == nil then complete(t) end
     return next(t, k)
   end
   G.next = see_through_next
   G.pairs = function(t)
     if frozen[t] then return see_through_next, t, nil end
+    complete(t)
     return raw_pairs(t)
+  end
+
+  local function make_lazy(t, make)
+    lazy[t] = make
   end
 
   return function()
@@ -229,6 +269,11 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
       for k, v in next, t do contents[k] = v end
       for k in next, contents do raw_rawset(t, k, nil) end
       frozen[t] = contents
+      -- A lazy table goes on filling its contents, out of reach.
+      if lazy[t] then
+        setmetatable(contents, getmetatable(t))
+        lazy[contents], lazy[t] = lazy[t], nil
+      end
       setmetatable(t, {
         __index = contents,
         __newindex = function(_, k) refuse("cannot set " .. name .. "." .. tostring(k)) end,
@@ -258,6 +303,6 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
     string_mt.__index = frozen[G.string]
     string_mt.__metatable = face
     freeze(G, "_G")
-  end
+  end, make_lazy
 end
 "#;

@@ -13,6 +13,7 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaV
 use serde_json::Value;
 
 use super::convert;
+use super::ctx;
 use super::modules::ModuleSource;
 use super::nk;
 use super::sandbox;
@@ -188,6 +189,11 @@ pub(super) struct Vm {
     lua: Lua,
     callbacks: Table,
     invoke: Function,
+    /// Calls a registered callback with its `ctx`, which `nk.get_context`
+    /// answers while the callback runs.
+    call_with_ctx: Function,
+    /// The pool's VMs only; a match VM builds its one `ctx` without it.
+    ctx_builder: Option<ctx::ContextBuilder>,
     shared: Arc<LuaShared>,
 }
 
@@ -200,7 +206,7 @@ impl Vm {
         first: bool,
         interrupt: Arc<AtomicBool>,
     ) -> Result<(Vm, Registered), LoadError> {
-        let vm = Vm::build(shared, modules, first, interrupt)?;
+        let vm = Vm::build(shared, modules, first, interrupt, true)?;
         vm.load_modules(modules)?;
         let registered = {
             let state = vm.state();
@@ -213,16 +219,19 @@ impl Vm {
     }
 
     /// A VM for one authoritative match: only the match module (and what it
-    /// requires) is loaded; answers the table of callbacks it returned.
+    /// requires) is loaded; answers the table of callbacks it returned and
+    /// the match's `ctx`, built before the collection that ends loading so
+    /// that the builder made for it is not left as garbage in every match.
     pub(super) fn for_match(
         shared: Arc<LuaShared>,
         modules: &Arc<Vec<ModuleSource>>,
         name: &str,
-    ) -> Result<(Vm, Table), String> {
+    ) -> Result<(Vm, Table, Table), String> {
         if !modules.iter().any(|m| m.name == name) {
             return Err(format!("no lua module named {name:?} under runtime.path"));
         }
-        let vm = Vm::build(shared, modules, false, Arc::default()).map_err(|e| e.to_string())?;
+        let vm =
+            Vm::build(shared, modules, false, Arc::default(), false).map_err(|e| e.to_string())?;
         let require: Function = vm.lua.globals().get("require").map_err(|e| e.to_string())?;
         vm.reset_budget();
         let result: mlua::Result<(bool, LuaValue)> = vm.invoke.call((require, name));
@@ -232,9 +241,15 @@ impl Vm {
             Err(e) => return Err(vm.classify(e).message),
         };
         vm.state().loading.set(false);
+        let ctx = ctx::context_table(
+            &vm.lua,
+            &vm.shared,
+            &CallContext::new(crate::context::ExecutionMode::Match),
+        )
+        .map_err(|e| e.to_string())?;
         vm.finish_loading().map_err(|e| e.to_string())?;
         match loaded {
-            LuaValue::Table(t) => Ok((vm, t)),
+            LuaValue::Table(t) => Ok((vm, t, ctx)),
             _ => Err(
                 "match module must return a table containing the match callback functions".into(),
             ),
@@ -290,12 +305,14 @@ impl Vm {
         })
     }
 
-    /// The sandboxed state with `nk`, before any module is loaded.
+    /// The sandboxed state with `nk`, before any module is loaded; a pool
+    /// VM (`pool`) keeps a `ctx` builder for its calls.
     fn build(
         shared: Arc<LuaShared>,
         modules: &Arc<Vec<ModuleSource>>,
         first: bool,
         interrupt: Arc<AtomicBool>,
+        pool: bool,
     ) -> Result<Vm, LoadError> {
         let setup = |e: mlua::Error| LoadError::Setup(e.to_string());
         let libs = StdLib::TABLE
@@ -335,15 +352,25 @@ impl Vm {
         lua.set_named_registry_value(CALLBACKS, &callbacks)
             .map_err(setup)?;
         sandbox::install(&lua, modules).map_err(setup)?;
+        let ctx_builder = if pool {
+            Some(
+                ctx::ContextBuilder::install(&lua, &shared.settings.node, &shared.settings.env)
+                    .map_err(setup)?,
+            )
+        } else {
+            None
+        };
         let nk_table = nk::install(&lua, &shared, &callbacks).map_err(setup)?;
         let package: Table = lua.globals().get("package").map_err(setup)?;
         let loaded: Table = package.get("loaded").map_err(setup)?;
-        loaded.set("nakama", nk_table).map_err(setup)?;
-        let invoke: Function = lua
+        loaded.set("nakama", &nk_table).map_err(setup)?;
+        let fallback_ctx: Function = nk_table.get("get_context").map_err(setup)?;
+        let (invoke, call_with_ctx, get_context): (Function, Function, Function) = lua
             .load(INVOKE)
             .set_name("=ludus.invoke")
-            .eval()
+            .call(fallback_ctx)
             .map_err(setup)?;
+        nk_table.set("get_context", get_context).map_err(setup)?;
         if shared.settings.memory_limit_bytes > 0 {
             lua.set_memory_limit(shared.settings.memory_limit_bytes)
                 .map_err(setup)?;
@@ -352,6 +379,8 @@ impl Vm {
             lua,
             callbacks,
             invoke,
+            call_with_ctx,
+            ctx_builder,
             shared,
         })
     }
@@ -435,18 +464,21 @@ impl Vm {
     ) -> Result<Option<Value>, RuntimeError> {
         let lua = &self.lua;
         let internal = |e: mlua::Error| RuntimeError::internal(e.to_string());
-        let ctx_table = nk::context_table(lua, &self.shared, ctx).map_err(internal)?;
+        // The builder runs Lua: the budget of this call counts it, never the
+        // last call's (which may have stopped).
+        self.reset_budget();
+        let ctx_table = match &self.ctx_builder {
+            Some(builder) => builder.build(ctx),
+            None => ctx::context_table(lua, &self.shared, ctx),
+        }
+        .map_err(internal)?;
         let mut call_args = mlua::MultiValue::new();
         call_args.push_back(LuaValue::Function(f));
-        call_args.push_back(LuaValue::Table(ctx_table.clone()));
+        call_args.push_back(LuaValue::Table(ctx_table));
         for arg in &args {
             call_args.push_back(convert::to_lua(lua, arg).map_err(internal)?);
         }
-        lua.set_named_registry_value(nk::CURRENT_CTX, ctx_table)
-            .map_err(internal)?;
-        self.reset_budget();
-        let result: mlua::Result<(bool, LuaValue)> = self.invoke.call(call_args);
-        let _ = lua.set_named_registry_value(nk::CURRENT_CTX, LuaValue::Nil);
+        let result: mlua::Result<(bool, LuaValue)> = self.call_with_ctx.call(call_args);
         if let Some(stop) = self.state().stopped.get() {
             // Over budget but caught (by a coroutine, say): still a failure.
             return Err(self.state().error(stop));
@@ -560,14 +592,33 @@ fn strip_position(message: &str) -> &str {
     }
 }
 
-/// Calls `fn(...)` under `xpcall`; answers `ok, result_or_error`. Error
-/// tables pass through untouched so `error({"msg", code})` keeps its code.
+/// Answers three functions. `invoke(fn, ...)` calls `fn(...)` under
+/// `xpcall` and answers `ok, result_or_error`; error tables pass through
+/// untouched so `error({"msg", code})` keeps its code. `call(fn, ctx, ...)`
+/// does the same for a callback and its `ctx`, which the third,
+/// `nk.get_context`, answers while the callback runs (`fallback()` when no
+/// callback runs). The running `ctx` lives in an upvalue, not the registry:
+/// setting a registry slot from Rust is a protected call of its own.
 const INVOKE: &str = r#"
+local fallback = ...
 local xpcall = xpcall
+local current
 local function keep(e) return e end
-return function(fn, ...)
+local function invoke(fn, ...)
   return xpcall(fn, keep, ...)
 end
+local function call(fn, ctx, ...)
+  local outer = current
+  current = ctx
+  local ok, result = xpcall(fn, keep, ctx, ...)
+  current = outer
+  return ok, result
+end
+local function get_context()
+  if current ~= nil then return current end
+  return fallback()
+end
+return invoke, call, get_context
 "#;
 
 /// Ends a server call the running Lua call waits on at that call's deadline,
@@ -584,5 +635,102 @@ pub(crate) async fn within_deadline<T>(
             Code::DeadlineExceeded,
             "the server call did not finish within the lua call's time budget",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::services::{HttpRequest, HttpResponse, RuntimeServices};
+    use async_trait::async_trait;
+    use ludus_core::ApiError;
+    use ludus_core::accounts::Credential;
+    use ludus_core::model::{Account, AccountUpdate, User};
+    use std::collections::BTreeMap;
+    use uuid::Uuid;
+
+    struct NoServices;
+    fn unused() -> ApiError {
+        ApiError::new(Code::Unimplemented, "x")
+    }
+    #[async_trait]
+    impl RuntimeServices for NoServices {
+        async fn authenticate(
+            &self,
+            _: Credential,
+            _: String,
+            _: bool,
+        ) -> Result<crate::Authenticated, ApiError> {
+            Err(unused())
+        }
+        fn generate_token(
+            &self,
+            _: Uuid,
+            _: &str,
+            _: i64,
+            _: BTreeMap<String, String>,
+        ) -> Result<(String, i64), ApiError> {
+            Err(unused())
+        }
+        async fn account(&self, _: Uuid) -> Result<Account, ApiError> {
+            Err(unused())
+        }
+        async fn update_account(&self, _: Uuid, _: AccountUpdate) -> Result<(), ApiError> {
+            Err(unused())
+        }
+        async fn users(&self, _: Vec<String>, _: Vec<String>) -> Result<Vec<User>, ApiError> {
+            Err(unused())
+        }
+        async fn http_request(&self, _: HttpRequest) -> Result<HttpResponse, ApiError> {
+            Err(unused())
+        }
+    }
+
+    /// A fresh match VM holds only the `nk` groups it used: reading one
+    /// function of another group makes that group then, and the heap grows.
+    #[test]
+    fn a_match_vm_makes_nk_groups_on_first_use() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let modules = Arc::new(vec![ModuleSource {
+            name: "m".into(),
+            display_path: "m.lua".into(),
+            source: br#"
+local nk = require("nakama")
+local M = {}
+function M.match_init(ctx, params) return {}, 10, nk.json_encode({idle = true}) end
+return M
+"#
+            .to_vec(),
+        }]);
+        let shared = Arc::new(LuaShared {
+            settings: crate::RuntimeSettings::default(),
+            services: Arc::new(NoServices),
+            cache: Default::default(),
+            handle: rt.handle().clone(),
+            sources: modules.clone(),
+            native_matches: Default::default(),
+            run_once: Default::default(),
+        });
+        let (vm, _callbacks, _ctx) = Vm::for_match(shared, &modules, "m").unwrap();
+        let lua = vm.lua();
+        let _ = lua.gc_collect();
+        let before = lua.used_memory();
+        let kind: String = lua
+            .load(r#"return type(require("nakama").storage_read)"#)
+            .eval()
+            .unwrap();
+        assert_eq!(kind, "function");
+        let _ = lua.gc_collect();
+        let after = lua.used_memory();
+        assert!(
+            after > before + 512,
+            "the storage group was made before its first use ({before} then {after} bytes)"
+        );
+        // A name no group has stays nil and makes nothing.
+        let missing: bool = lua
+            .load(r#"return require("nakama").no_such_function == nil"#)
+            .eval()
+            .unwrap();
+        assert!(missing);
     }
 }

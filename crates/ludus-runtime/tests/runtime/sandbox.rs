@@ -141,3 +141,25 @@ async fn saturated_pool_answers_errors_instead_of_hanging() {
         "fine"
     );
 }
+
+/// `nk` makes most functions on first use; nothing a module does can tell
+/// (see `fixtures/lazy_nk`).
+#[tokio::test]
+async fn lazy_nk_functions_look_made_from_the_start() {
+    let rt = start(settings("lazy_nk")).await.unwrap();
+    let first = rt
+        .rpc(CallContext::default(), "rawget_first", "".into())
+        .await
+        .unwrap();
+    assert_eq!(first, "function");
+    let out = rt
+        .rpc(CallContext::default(), "listing", "".into())
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["missing"], "", "{v}");
+    assert!(v["count"].as_u64().unwrap() > 100, "{v}");
+    assert_eq!(v["override"], "mine");
+    assert_eq!(v["unknown"], "nil");
+    assert_eq!(v["write_refused"], true);
+}
