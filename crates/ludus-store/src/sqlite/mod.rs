@@ -4,6 +4,7 @@
 //! an async thread.
 
 mod chat;
+mod checkpointer;
 mod connection;
 mod leaderboard;
 mod links;
@@ -38,6 +39,7 @@ use ludus_core::wallet::{LedgerBound, LedgerEntry};
 use uuid::Uuid;
 
 use crate::{MigrationReport, MigrationStatus, OpenError, StoreOptions};
+use checkpointer::Checkpointer;
 use readers::Readers;
 use writer::Writer;
 
@@ -47,6 +49,7 @@ const FALLBACK_READERS: usize = 2;
 pub(crate) struct SqliteStore {
     writer: Writer,
     readers: Readers,
+    checkpointer: Checkpointer,
     /// How long one module statement may run (`StoreOptions`).
     module_sql_timeout: std::time::Duration,
 }
@@ -69,7 +72,17 @@ impl SqliteStore {
             let readers = (0..reader_count)
                 .map(|_| connection::open_reader(&path))
                 .collect::<Result<Vec<_>, _>>()?;
-            let writer = Writer::start(conn).map_err(OpenError::Thread)?;
+            // Checkpoints move to their own thread (checkpointer.rs); the
+            // writer's own, at a higher mark, only finds the WAL copied
+            // already (no copy, no sync) and restarts it from the top.
+            conn.pragma_update(None, "wal_autocheckpoint", checkpointer::WRITER_MARK_FRAMES)
+                .map_err(|e| OpenError::Sqlite {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
+            let checkpointer = Checkpointer::start(&path)?;
+            let writer =
+                Writer::start(conn, checkpointer.committed()).map_err(OpenError::Thread)?;
             let readers = Readers::start(readers).map_err(OpenError::Thread)?;
             tracing::info!(
                 backend = "sqlite",
@@ -81,6 +94,7 @@ impl SqliteStore {
             Ok(SqliteStore {
                 writer,
                 readers,
+                checkpointer,
                 module_sql_timeout,
             })
         })
@@ -644,6 +658,7 @@ impl Store for SqliteStore {
         // Readers first: reads queued before close still see every committed write.
         self.readers.close().await;
         self.writer.close().await;
+        self.checkpointer.close().await;
         tracing::info!(backend = "sqlite", "store closed");
     }
 }

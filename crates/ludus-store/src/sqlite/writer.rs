@@ -14,6 +14,7 @@ use ludus_core::store::{StoreError, StoreResult};
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
+use super::checkpointer::Committed;
 use super::queries::exec;
 
 /// Most writes committed in one transaction; bounds how long one batch holds
@@ -79,11 +80,13 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn start(conn: Connection) -> std::io::Result<Writer> {
+    /// Starts the writer on `conn`; each commit wakes `committed` (the
+    /// checkpointer: the connection's own automatic checkpoints are off).
+    pub(super) fn start(conn: Connection, committed: Committed) -> std::io::Result<Writer> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let thread = std::thread::Builder::new()
             .name("ludus-sqlite-writer".into())
-            .spawn(move || run(conn, rx))?;
+            .spawn(move || run(conn, rx, &committed))?;
         Ok(Writer {
             tx,
             thread: Mutex::new(Some(thread)),
@@ -124,7 +127,7 @@ fn closed() -> StoreError {
     StoreError::Unavailable("store is closed".into())
 }
 
-fn run(conn: Connection, mut rx: mpsc::Receiver<Msg>) {
+fn run(conn: Connection, mut rx: mpsc::Receiver<Msg>, committed: &Committed) {
     let mut batch: Vec<Box<dyn WriteJob>> = Vec::with_capacity(MAX_BATCH);
     let mut shutdown = None;
     while shutdown.is_none() {
@@ -143,6 +146,7 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Msg>) {
         }
         if !batch.is_empty() {
             commit_batch(&conn, &mut batch);
+            committed.notify();
         }
     }
     // Refuse what raced with the shutdown instead of leaving callers waiting.
