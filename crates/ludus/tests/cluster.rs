@@ -112,7 +112,18 @@ struct Ws {
 impl Ws {
     async fn connect(addr: SocketAddr, token: &str) -> Ws {
         // `status=true`: online to followers and in friend lists, as games connect.
-        let url = format!("ws://{addr}/ws?token={token}&format=json&status=true");
+        Ws::open(format!(
+            "ws://{addr}/ws?token={token}&format=json&status=true"
+        ))
+        .await
+    }
+
+    /// A socket that does not appear online (`status` not set).
+    async fn connect_quiet(addr: SocketAddr, token: &str) -> Ws {
+        Ws::open(format!("ws://{addr}/ws?token={token}&format=json")).await
+    }
+
+    async fn open(url: String) -> Ws {
         let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("ws");
         Ws {
             ws,
@@ -126,18 +137,6 @@ impl Ws {
     async fn drain(&mut self) {
         self.pending.clear();
         while self.read(Duration::from_millis(200)).await.is_some() {}
-    }
-
-    /// A socket that does not appear online (`status` not set).
-    async fn connect_quiet(addr: SocketAddr, token: &str) -> Ws {
-        let url = format!("ws://{addr}/ws?token={token}&format=json");
-        let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("ws");
-        Ws {
-            ws,
-            pending: VecDeque::new(),
-            cid: 0,
-            closed: false,
-        }
     }
 
     /// The next frame within `within`; `None` on timeout or close.

@@ -209,10 +209,7 @@ impl Wire {
             }
             Wire::ToSessions { sessions, envelope } => {
                 w.put_u8(TO_SESSIONS);
-                w.put_u32_le(sessions.len() as u32);
-                for s in sessions {
-                    put_id(&mut w, *s);
-                }
+                put_ids(&mut w, sessions);
                 put_bytes(&mut w, envelope);
             }
             Wire::ToSessionsAll {
@@ -222,19 +219,13 @@ impl Wire {
             } => {
                 w.put_u8(TO_SESSIONS_ALL);
                 put_str(&mut w, node);
-                w.put_u32_le(sessions.len() as u32);
-                for s in sessions {
-                    put_id(&mut w, *s);
-                }
+                put_ids(&mut w, sessions);
                 put_bytes(&mut w, envelope);
             }
             Wire::Banned { node, users } => {
                 w.put_u8(BANNED);
                 put_str(&mut w, node);
-                w.put_u32_le(users.len() as u32);
-                for u in users {
-                    put_id(&mut w, *u);
-                }
+                put_ids(&mut w, users);
             }
             Wire::ToFollowers {
                 node,
@@ -393,48 +384,19 @@ impl Wire {
                 skip: Some(r.id()?).filter(|id| !id.is_nil()),
                 envelope: Bytes::copy_from_slice(r.bytes()?),
             },
-            TO_SESSIONS => {
-                let n = r.u32()? as usize;
-                if n > r.0.len() / 16 {
-                    return None;
-                }
-                let mut sessions = Vec::with_capacity(n);
-                for _ in 0..n {
-                    sessions.push(r.id()?);
-                }
-                Wire::ToSessions {
-                    sessions,
-                    envelope: Bytes::copy_from_slice(r.bytes()?),
-                }
-            }
-            TO_SESSIONS_ALL => {
-                let node = r.str()?;
-                let n = r.u32()? as usize;
-                if n > r.0.len() / 16 {
-                    return None;
-                }
-                let mut sessions = Vec::with_capacity(n);
-                for _ in 0..n {
-                    sessions.push(r.id()?);
-                }
-                Wire::ToSessionsAll {
-                    node,
-                    sessions,
-                    envelope: Bytes::copy_from_slice(r.bytes()?),
-                }
-            }
-            BANNED => {
-                let node = r.str()?;
-                let n = r.u32()? as usize;
-                if n > r.0.len() / 16 {
-                    return None;
-                }
-                let mut users = Vec::with_capacity(n);
-                for _ in 0..n {
-                    users.push(r.id()?);
-                }
-                Wire::Banned { node, users }
-            }
+            TO_SESSIONS => Wire::ToSessions {
+                sessions: r.ids()?,
+                envelope: Bytes::copy_from_slice(r.bytes()?),
+            },
+            TO_SESSIONS_ALL => Wire::ToSessionsAll {
+                node: r.str()?,
+                sessions: r.ids()?,
+                envelope: Bytes::copy_from_slice(r.bytes()?),
+            },
+            BANNED => Wire::Banned {
+                node: r.str()?,
+                users: r.ids()?,
+            },
             TO_FOLLOWERS => Wire::ToFollowers {
                 node: r.str()?,
                 user: r.id()?,
@@ -595,6 +557,13 @@ fn put_id(w: &mut BytesMut, id: Uuid) {
     w.put_slice(id.as_bytes());
 }
 
+fn put_ids(w: &mut BytesMut, ids: &[Uuid]) {
+    w.put_u32_le(ids.len() as u32);
+    for id in ids {
+        put_id(w, *id);
+    }
+}
+
 fn put_stream(w: &mut BytesMut, s: &Stream) {
     w.put_u8(s.mode.as_u8());
     put_id(w, s.subject);
@@ -719,6 +688,16 @@ impl<'a> Reader<'a> {
     fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.u32()? as usize;
         self.take(n)
+    }
+
+    /// A count, then that many ids (a count the rest cannot hold is refused
+    /// before anything is allocated).
+    fn ids(&mut self) -> Option<Vec<Uuid>> {
+        let n = self.u32()? as usize;
+        if n > self.0.len() / 16 {
+            return None;
+        }
+        (0..n).map(|_| self.id()).collect()
     }
 
     fn str(&mut self) -> Option<Arc<str>> {

@@ -69,30 +69,9 @@ pub(super) fn lower(email: &str) -> Cow<'_, str> {
     }
 }
 
+/// The user of a row in [`user_columns`] order.
 pub(super) fn user_from_row(row: &Row<'_>) -> rusqlite::Result<User> {
-    let text = |i: usize| -> rusqlite::Result<String> {
-        Ok(row.get::<_, Option<String>>(i)?.unwrap_or_default())
-    };
-    Ok(User {
-        id: uuid_at(row, 0)?,
-        username: row.get(1)?,
-        display_name: row.get(2)?,
-        avatar_url: row.get(3)?,
-        lang_tag: row.get(4)?,
-        location: row.get(5)?,
-        timezone: row.get(6)?,
-        metadata: row.get(7)?,
-        facebook_id: text(8)?,
-        google_id: text(9)?,
-        gamecenter_id: text(10)?,
-        steam_id: text(11)?,
-        facebook_instant_game_id: text(12)?,
-        apple_id: text(13)?,
-        edge_count: row.get(14)?,
-        online: false,
-        create_time: row.get(15)?,
-        update_time: row.get(16)?,
-    })
+    user_ref_from_row(row).map(|u| u.to_user())
 }
 
 /// The user of a row in [`user_columns`] order, borrowing its strings from
