@@ -170,9 +170,7 @@ impl Hub {
     /// Closes every socket of banned users, on every node, each told first
     /// with Nakama's notice -8.
     pub fn close_banned(&self, users: &[Uuid]) {
-        for &user in users {
-            self.sessions.close_banned(user);
-        }
+        self.remote_banned(users);
         if !users.is_empty() {
             self.router.bus().users_banned(users);
         }
@@ -394,7 +392,7 @@ impl Hub {
         }
     }
 
-    /// Another node banned users: their sockets here close.
+    /// Users were banned (here or on another node): their sockets here close.
     pub(crate) fn remote_banned(&self, users: &[Uuid]) {
         for &user in users {
             self.sessions.close_banned(user);

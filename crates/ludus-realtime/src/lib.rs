@@ -333,15 +333,14 @@ impl Realtime {
     /// leaves its stream, told to this node's sessions only (every node
     /// tells its own), and matches here see their players leave.
     pub(crate) fn presences_gone(&self, gone: Vec<(Stream, Presence)>) {
-        router::local_only(|| {
-            for (stream, presence) in &gone {
-                self.announce(stream, &[], std::slice::from_ref(presence));
-                self.remote_left(stream, presence);
-            }
-        });
-        // Their tickets leave every pool.
         let sessions: std::collections::HashSet<Uuid> =
             gone.iter().map(|(_, p)| p.session_id).collect();
+        let changes = crate::tracker::Replaced {
+            gone,
+            ..Default::default()
+        };
+        self.presences_reconciled(changes, true);
+        // Their tickets leave every pool.
         for session in sessions {
             self.matchmaker.disconnect(session);
             self.parties.disconnect(session);

@@ -43,18 +43,11 @@ fn free_port() -> u16 {
 
 /// POSTs to `/v2/rpc/{id}` with the HTTP key; answers status and body.
 fn rpc(port: u16, id: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
+    let request = format!(
         "POST /v2/rpc/{id}?http_key=defaulthttpkey&unwrap HTTP/1.1\r\nHost: 127.0.0.1\r\n\
          Content-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    );
+    let response = exchange(port, &request, Duration::from_secs(30)).unwrap();
     let status = response
         .split_whitespace()
         .nth(1)
@@ -65,6 +58,17 @@ fn rpc(port: u16, id: &str) -> (u16, String) {
         .map_or("", |(_, b)| b)
         .to_owned();
     (status, body)
+}
+
+/// Sends one whole HTTP request and reads the answer until the server
+/// closes the connection.
+fn exchange(port: u16, request: &str, wait: Duration) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(wait))?;
+    stream.write_all(request.as_bytes())?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    Ok(response)
 }
 
 /// Starts `ludus` with the hostile module and `flags`; answers once it
@@ -110,21 +114,9 @@ fn start(dir: &std::path::Path, flags: &[&str]) -> (Server, u16) {
 
 /// Whether a server on `port` answers `GET /healthcheck` with 200.
 fn healthy(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    if write!(
-        stream,
-        "GET /healthcheck HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .is_err()
-    {
-        return false;
-    }
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    response.starts_with("HTTP/1.1 200")
+    let request = "GET /healthcheck HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    exchange(port, request, Duration::from_secs(5))
+        .is_ok_and(|response| response.starts_with("HTTP/1.1 200"))
 }
 
 #[test]

@@ -166,16 +166,16 @@ impl Replica {
         if node == self.shared.node {
             return;
         }
+        self.peer(&node, epoch);
         let change = match change {
             // Every presence of a node shares the one copy of its name.
             Change::Track(stream, mut presence) => {
-                self.peer(&node, epoch);
                 presence.node = self.name_of(&node);
                 Change::Track(stream, presence)
             }
             untrack => untrack,
         };
-        let state = &mut self.peer(&node, epoch).shards[shard];
+        let state = &mut self.peers.get_mut(&node).expect("peer").shards[shard];
         if let Some(held) = &mut state.loading {
             held.push((seq, change));
             return;

@@ -192,8 +192,8 @@ impl Parties {
         format!("{party}.{}", self.hub.node())
     }
 
-    /// Reads a wire party id. A party of another node is unknown here
-    /// (parties do not span nodes yet).
+    /// Reads the wire id of a party of this node; one of another node is
+    /// not found here (`message` sends its requests to that node).
     pub fn parse_id(&self, id: &str) -> Result<Uuid, RtError> {
         let (uuid, node) = id.split_once('.').ok_or_else(bad_party_id)?;
         let party = Uuid::parse_str(uuid).map_err(|_| bad_party_id())?;

@@ -15,6 +15,7 @@ use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
+use super::nk_storage::arg_error;
 use super::shared::LuaShared;
 use crate::services::HttpRequest;
 
@@ -399,23 +400,18 @@ pub(super) fn user_table(lua: &Lua, user: &User) -> mlua::Result<Table> {
 /// Nakama's messages.
 fn user_id_list(ids: LuaValue) -> mlua::Result<Vec<Uuid>> {
     let LuaValue::Table(t) = ids else {
-        return Err(mlua::Error::runtime(
-            "bad argument #1: invalid user id list",
-        ));
+        return Err(arg_error(1, "invalid user id list"));
     };
     let mut out = Vec::new();
     for v in t.sequence_values::<LuaValue>() {
         let id = match v? {
             LuaValue::String(s) if !s.as_bytes().is_empty() => s.to_str()?.to_owned(),
-            _ => {
-                return Err(mlua::Error::runtime(
-                    "bad argument #1: each user id must be a string",
-                ));
-            }
+            _ => return Err(arg_error(1, "each user id must be a string")),
         };
-        out.push(Uuid::parse_str(&id).map_err(|_| {
-            mlua::Error::runtime("bad argument #1: each user id must be a valid id string")
-        })?);
+        out.push(
+            Uuid::parse_str(&id)
+                .map_err(|_| arg_error(1, "each user id must be a valid id string"))?,
+        );
     }
     Ok(out)
 }

@@ -148,34 +148,13 @@ fn auth_from_row(row: &Row) -> Result<UserAuth, tokio_postgres::Error> {
     })
 }
 
+/// The user of a row in `user_columns!` order.
 fn user_from_row(row: &Row) -> Result<User, tokio_postgres::Error> {
-    let text = |i: usize| -> Result<String, tokio_postgres::Error> {
-        Ok(row.try_get::<_, Option<String>>(i)?.unwrap_or_default())
-    };
-    Ok(User {
-        id: row.try_get(0)?,
-        username: row.try_get(1)?,
-        display_name: row.try_get(2)?,
-        avatar_url: row.try_get(3)?,
-        lang_tag: row.try_get(4)?,
-        location: row.try_get(5)?,
-        timezone: row.try_get(6)?,
-        metadata: row.try_get(7)?,
-        facebook_id: text(8)?,
-        google_id: text(9)?,
-        gamecenter_id: text(10)?,
-        steam_id: text(11)?,
-        facebook_instant_game_id: text(12)?,
-        apple_id: text(13)?,
-        edge_count: row.try_get(14)?,
-        online: false,
-        create_time: row.try_get(15)?,
-        update_time: row.try_get(16)?,
-    })
+    user_ref_from_row(row).map(|u| u.to_user())
 }
 
 /// The user of a row in `user_columns!` order, borrowing its strings from
-/// the row; `metadata` comes as `jsonb` (see [`JsonbText`]).
+/// the row; `metadata` comes as `jsonb` or as text (see [`JsonbText`]).
 fn user_ref_from_row(row: &Row) -> Result<UserRef<'_>, tokio_postgres::Error> {
     let text = |i: usize| -> Result<&str, tokio_postgres::Error> {
         Ok(row.try_get::<_, Option<&str>>(i)?.unwrap_or_default())
@@ -205,14 +184,18 @@ fn user_ref_from_row(row: &Row) -> Result<UserRef<'_>, tokio_postgres::Error> {
 /// A `jsonb` column's text, borrowed from its binary form (a version byte,
 /// 1, then the text PostgreSQL writes for it), so a listing can select the
 /// column itself rather than `::text`, which makes the server convert
-/// and copy it once more.
+/// and copy it once more; a `text` column (a statement that selects
+/// `metadata::text`) is taken as it is.
 pub(super) struct JsonbText<'a>(pub(super) &'a str);
 
 impl<'a> FromSql<'a> for JsonbText<'a> {
     fn from_sql(
-        _ty: &Type,
+        ty: &Type,
         raw: &'a [u8],
     ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        if *ty != Type::JSONB {
+            return Ok(JsonbText(std::str::from_utf8(raw)?));
+        }
         match raw.split_first() {
             Some((1, text)) => Ok(JsonbText(std::str::from_utf8(text)?)),
             _ => Err("unknown jsonb format version".into()),
@@ -220,7 +203,7 @@ impl<'a> FromSql<'a> for JsonbText<'a> {
     }
 
     fn accepts(ty: &Type) -> bool {
-        *ty == Type::JSONB
+        *ty == Type::JSONB || <&str as FromSql>::accepts(ty)
     }
 }
 
