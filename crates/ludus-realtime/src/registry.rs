@@ -196,7 +196,8 @@ impl SessionRegistry {
         for s in sessions {
             tracing::info!(session_id = %s.id(), user_id = %user, "closing the socket of a banned user");
             let _ = s.send(&notice);
-            s.close(CloseReason::Disconnect);
+            // Nakama's close for a ban: "server-side session disconnect".
+            s.close(CloseReason::Module(4));
         }
     }
 

@@ -232,8 +232,9 @@ async fn lua_users_ban_id_closes_sockets_and_refuses_sign_in(backend: Backend) {
         assert_eq!(n.notifications[0].code, -8);
         assert_eq!(n.notifications[0].subject, "banned");
         assert!(!n.notifications[0].persistent);
-        let (code, _, _) = b.closed_with_reason().await;
+        let (code, reason, _) = b.closed_with_reason().await;
         assert_eq!(code, Some(CloseCode::Normal));
+        assert_eq!(reason, "server-side session disconnect");
     }
     // Its tokens are revoked and it cannot sign in; others are untouched.
     let r = server.get_bearer("/v2/account", &b_token).await;
