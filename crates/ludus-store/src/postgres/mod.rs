@@ -8,6 +8,7 @@ mod chat;
 mod errors;
 mod leaderboard;
 mod links;
+mod lookup;
 mod module_sql;
 mod pool;
 mod register;
@@ -53,6 +54,7 @@ use statements::{Stmt, USER_COLUMNS};
 pub(crate) struct PgStore {
     pool: Pool,
     registrar: Registrar,
+    lookups: lookup::Lookups,
 }
 
 async fn connect_for_setup(
@@ -81,7 +83,8 @@ impl PgStore {
         .await
     }
 
-    /// Checks the schema version, then opens the pool and the registration batcher.
+    /// Checks the schema version, then opens the pool and the registration
+    /// and look-up batchers.
     pub(crate) async fn open(config: Config, opts: &StoreOptions) -> Result<PgStore, OpenError> {
         let target = describe(&config);
         let client = connect_for_setup(&config, &target).await?;
@@ -103,6 +106,8 @@ impl PgStore {
         // Half the pool may commit registration batches; the rest serves reads.
         let in_flight = (pool.size() / 2).clamp(1, 4);
         let registrar = Registrar::start(pool.clone(), in_flight);
+        // Sign-in look-ups by device or custom id, batched the same way.
+        let lookups = lookup::Lookups::start(pool.clone(), in_flight);
         tracing::info!(
             backend = "postgres",
             database = %target,
@@ -110,7 +115,11 @@ impl PgStore {
             max_open_conns = pool.size(),
             "store open"
         );
-        Ok(PgStore { pool, registrar })
+        Ok(PgStore {
+            pool,
+            registrar,
+            lookups,
+        })
     }
 
     async fn auth(
@@ -215,8 +224,8 @@ impl Store for PgStore {
 
     async fn find_user_by_identity(&self, identity: &Identity) -> StoreResult<Option<UserAuth>> {
         match identity {
-            Identity::Device(id) => self.auth(Stmt::FindByDevice, id).await,
-            Identity::Custom(id) => self.auth(Stmt::FindByCustom, id).await,
+            Identity::Device(id) => self.lookups.find(lookup::Kind::Device, id).await,
+            Identity::Custom(id) => self.lookups.find(lookup::Kind::Custom, id).await,
             Identity::Email(email) => {
                 if email.chars().any(char::is_uppercase) {
                     self.auth(Stmt::FindByEmail, &email.to_lowercase()).await

@@ -69,8 +69,8 @@ macro_rules! record_columns {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stmt {
-    FindByDevice,
-    FindByCustom,
+    FindDevices,
+    FindCustoms,
     FindByEmail,
     FindByUsername,
     FindAuth,
@@ -125,8 +125,8 @@ pub(super) enum Stmt {
 impl Stmt {
     /// Every statement, in discriminant order.
     const ALL: [Stmt; 51] = [
-        Stmt::FindByDevice,
-        Stmt::FindByCustom,
+        Stmt::FindDevices,
+        Stmt::FindCustoms,
         Stmt::FindByEmail,
         Stmt::FindByUsername,
         Stmt::FindAuth,
@@ -180,8 +180,24 @@ impl Stmt {
 
     fn sql(self) -> &'static str {
         match self {
-            Stmt::FindByDevice => auth_select!("user_device d JOIN users u ON u.id = d.user_id WHERE d.id = $1"),
-            Stmt::FindByCustom => auth_select!("users u WHERE u.custom_id = $1"),
+            // A batch of sign-in look-ups (`lookup.rs`), the key found last.
+            // Each key is looked up on its own through the unique index (the
+            // subquery's LIMIT keeps it a per-key lookup): `= ANY($1)` over
+            // the table let a plan cached while the table was still empty
+            // scan it whole for every batch once it had grown.
+            Stmt::FindDevices => {
+                "SELECT f.id, f.username, f.password, f.disable_time, k.key \
+                   FROM unnest($1::text[]) AS k(key) CROSS JOIN LATERAL ( \
+                        SELECT u.id, u.username, u.password, u.disable_time \
+                          FROM user_device d JOIN users u ON u.id = d.user_id \
+                         WHERE d.id = k.key LIMIT 1) f"
+            }
+            Stmt::FindCustoms => {
+                "SELECT f.id, f.username, f.password, f.disable_time, k.key \
+                   FROM unnest($1::text[]) AS k(key) CROSS JOIN LATERAL ( \
+                        SELECT u.id, u.username, u.password, u.disable_time \
+                          FROM users u WHERE u.custom_id = k.key LIMIT 1) f"
+            }
             Stmt::FindByEmail => auth_select!("users u WHERE u.email = $1"),
             Stmt::FindByUsername => auth_select!("users u WHERE u.username = $1"),
             Stmt::FindAuth => auth_select!("users u WHERE u.id = $1"),

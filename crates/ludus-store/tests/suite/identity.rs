@@ -302,6 +302,53 @@ pub(crate) async fn concurrent_creates_of_distinct_users_all_succeed<B: Backend>
     store.close().await;
 }
 
+/// Many look-ups at once (on PostgreSQL they share statements): each gets
+/// its own user, a device id never finds the user of an equal custom id, a
+/// key asked twice at once is answered twice, and unknown keys find nobody.
+pub(crate) async fn concurrent_lookups_each_find_their_own_user<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let mut users = Vec::new();
+    for i in 0..40 {
+        let identity = if i % 2 == 0 {
+            device(&format!("key-{i:08}"))
+        } else {
+            Identity::Custom(format!("key-{i:08}"))
+        };
+        let user = new_user(&format!("look-{i}"), identity);
+        store.create_user(user.clone()).await.unwrap();
+        users.push(user);
+    }
+    let tasks: Vec<_> = (0..400)
+        .map(|n| {
+            let store = Arc::clone(&store);
+            let i = n % 40;
+            // Every key under both kinds: only the one it was made with finds it.
+            let identity = if (n / 40) % 2 == 0 {
+                device(&format!("key-{i:08}"))
+            } else {
+                Identity::Custom(format!("key-{i:08}"))
+            };
+            let unknown = device(&format!("key-unknown-{n}"));
+            tokio::spawn(async move {
+                let found = store.find_user_by_identity(&identity).await.unwrap();
+                let nobody = store.find_user_by_identity(&unknown).await.unwrap();
+                (i, identity, found.map(|u| u.id), nobody)
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (i, identity, found, nobody) = task.await.unwrap();
+        let user = &users[i];
+        if user.identity == identity {
+            assert_eq!(found, Some(user.id), "{identity:?}");
+        } else {
+            assert_eq!(found, None, "{identity:?} is the other kind's key");
+        }
+        assert!(nobody.is_none());
+    }
+    store.close().await;
+}
+
 pub(crate) async fn concurrent_username_clashes_have_one_winner_each<B: Backend>() {
     let (_b, store) = B::store().await;
     const PAIRS: usize = 40;

@@ -143,6 +143,7 @@ macro_rules! store_test_suite {
             identity::taken_identity_wins_over_taken_username,
             identity::concurrent_creates_of_one_device_have_one_winner,
             identity::concurrent_creates_of_distinct_users_all_succeed,
+            identity::concurrent_lookups_each_find_their_own_user,
             identity::concurrent_username_clashes_have_one_winner_each,
             accounts::new_account_has_defaults,
             accounts::account_devices_are_sorted,
