@@ -203,6 +203,8 @@ pub struct DatabaseConfig {
     /// How long a request waits for a free connection before it fails with
     /// 503 instead of hanging.
     pub acquire_timeout_ms: u64,
+    /// PostgreSQL: registration batches that may commit at once.
+    pub register_in_flight: usize,
 }
 
 impl Default for DatabaseConfig {
@@ -213,6 +215,7 @@ impl Default for DatabaseConfig {
             max_open_conns: d.max_open_conns,
             conn_max_lifetime_ms: d.conn_max_lifetime_ms,
             acquire_timeout_ms: d.acquire_timeout_ms,
+            register_in_flight: d.register_in_flight,
         }
     }
 }
@@ -245,6 +248,7 @@ impl Config {
             conn_max_lifetime_ms: self.database.conn_max_lifetime_ms,
             acquire_timeout_ms: self.database.acquire_timeout_ms,
             module_sql_timeout_ms: self.runtime.lua_call_timeout_ms,
+            register_in_flight: self.database.register_in_flight,
         }
     }
 
@@ -412,6 +416,9 @@ impl Config {
         crate::matchmaker::validate(&self.matchmaker)?;
         if self.database.acquire_timeout_ms == 0 {
             return bad("database.acquire_timeout_ms", "must be at least 1");
+        }
+        if self.database.register_in_flight == 0 {
+            return bad("database.register_in_flight", "must be at least 1");
         }
         if let Err((key, message)) = self.matches.check() {
             return bad(key, message);
@@ -806,6 +813,14 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("refresh_encryption_key"), "{err}");
+        let err =
+            Config::load(None, [], &flags(&[("database.register_in_flight", "0")])).unwrap_err();
+        assert!(
+            err.to_string().contains("database.register_in_flight"),
+            "{err}"
+        );
+        let ok = Config::load(None, [], &flags(&[("database.register_in_flight", "3")])).unwrap();
+        assert_eq!(ok.store_options().register_in_flight, 3);
     }
 
     /// `match.*` is the match engine's own `MatchConfig`: zero values the

@@ -103,11 +103,12 @@ impl PgStore {
             target: target.clone(),
             message: e.to_string(),
         })?;
-        // Half the pool may commit registration batches; the rest serves reads.
-        let in_flight = (pool.size() / 2).clamp(1, 4);
-        let registrar = Registrar::start(pool.clone(), in_flight);
+        // At most half the pool commits registration batches or runs
+        // look-up batches; the rest serves everything else.
+        let half = (pool.size() / 2).max(1);
+        let registrar = Registrar::start(pool.clone(), opts.register_in_flight.clamp(1, half));
         // Sign-in look-ups by device or custom id, batched the same way.
-        let lookups = lookup::Lookups::start(pool.clone(), in_flight);
+        let lookups = lookup::Lookups::start(pool.clone(), half.min(4));
         tracing::info!(
             backend = "postgres",
             database = %target,
