@@ -695,6 +695,12 @@ impl Store for PgStore {
             {
                 return Ok(done);
             }
+            let now = now_us / 1_000_000;
+            if let Some(done) =
+                storage::single_object_write(&conn.client, &conn.statements, &update, now).await?
+            {
+                return Ok(done);
+            }
             let tx = conn.client.transaction().await?;
             let result = storage::multi_update(&tx, &conn.statements, &update, now_us).await?;
             tx.commit().await?;

@@ -105,6 +105,7 @@ pub(super) enum Stmt {
     StorageInsert,
     StorageUpdate,
     StorageDelete,
+    StorageWriteOne,
     WalletLock,
     WalletSet,
     LedgerInsert,
@@ -124,7 +125,7 @@ pub(super) enum Stmt {
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 51] = [
+    const ALL: [Stmt; 52] = [
         Stmt::FindDevices,
         Stmt::FindCustoms,
         Stmt::FindByEmail,
@@ -161,6 +162,7 @@ impl Stmt {
         Stmt::StorageInsert,
         Stmt::StorageUpdate,
         Stmt::StorageDelete,
+        Stmt::StorageWriteOne,
         Stmt::WalletLock,
         Stmt::WalletSet,
         Stmt::LedgerInsert,
@@ -370,6 +372,19 @@ impl Stmt {
                  RETURNING create_time, update_time"
             }
             Stmt::StorageDelete => "DELETE FROM storage WHERE collection = $1 AND key = $2 AND user_id = $3",
+            // One unconditional object write as one statement (`storage.rs`,
+            // `single_object_write`): an existing object is replaced only if
+            // the server writes ($9) or the owner may (write = 1); otherwise
+            // nothing is returned and the general path reports why.
+            Stmt::StorageWriteOne => {
+                "INSERT INTO storage (collection, key, user_id, value, version, read, write, create_time, update_time)
+                 VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8, $8)
+                 ON CONFLICT (collection, key, user_id) DO UPDATE
+                    SET value = EXCLUDED.value, version = EXCLUDED.version, read = EXCLUDED.read,
+                        write = EXCLUDED.write, update_time = EXCLUDED.update_time
+                  WHERE $9 OR storage.write = 1
+                 RETURNING create_time, update_time"
+            }
             // Row locks in id order, so concurrent multi-user updates never deadlock.
             Stmt::WalletLock => "SELECT id, wallet::text FROM users WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE",
             Stmt::WalletSet => "UPDATE users SET wallet = $2::text::jsonb, update_time = $3 WHERE id = $1",

@@ -10,8 +10,8 @@
 use futures_util::future::try_join;
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::storage::{
-    Existing, ListQuery, ObjectId, ReadPermission, Rejection, StorageAck, StorageObject,
-    WritePermission, check_delete, check_write,
+    Access, Existing, ListQuery, ObjectId, ReadPermission, Rejection, StorageAck, StorageObject,
+    VersionCheck, WritePermission, check_delete, check_write,
 };
 use ludus_core::store::StoreError;
 use ludus_core::wallet::{self, LedgerBound, LedgerEntry, WalletUpdateResult};
@@ -166,6 +166,77 @@ pub(super) async fn single_wallet_update(
             previous: wallet::decode(u.user_id, &previous)?,
             updated: wallet::decode(u.user_id, &updated)?,
         }],
+    }))
+}
+
+/// A multi-update that only writes one object with no version condition
+/// (a client's `PUT /v2/storage` of one object, `nk.storage_write` of one)
+/// as one statement, outside any explicit transaction: one round trip
+/// instead of a transaction with a locking read. `Ok(None)` when the
+/// statement did not apply the write (an existing object the caller may
+/// not replace) or the database refused it (an unknown owner, say): the
+/// caller then runs the general path, which applies the domain's rules and
+/// reports precisely.
+pub(super) async fn single_object_write(
+    client: &tokio_postgres::Client,
+    st: &Statements,
+    update: &MultiUpdate,
+    now: i64,
+) -> Result<Option<MultiUpdateResult>, Failure> {
+    let [w] = update.writes.as_slice() else {
+        return Ok(None);
+    };
+    let simple = update.accounts.is_empty()
+        && update.deletes.is_empty()
+        && update.wallets.is_empty()
+        && w.check == VersionCheck::Any;
+    let server = match update.access {
+        Access::Server => true,
+        Access::User(user) => {
+            if user != w.id.user_id {
+                return Ok(None);
+            }
+            false
+        }
+    };
+    if !simple {
+        return Ok(None);
+    }
+    let version = w.version();
+    let read = w.read.as_i64() as i16;
+    let write = w.write.as_i64() as i16;
+    let row = client
+        .query_opt(
+            st.get(Stmt::StorageWriteOne),
+            &[
+                &w.id.collection,
+                &w.id.key,
+                &w.id.user_id,
+                &w.value,
+                &version,
+                &read,
+                &write,
+                &now,
+                &server,
+            ],
+        )
+        .await;
+    let row = match row {
+        Ok(Some(row)) => row,
+        Ok(None) => return Ok(None),
+        Err(e) if e.as_db_error().is_some() => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Some(MultiUpdateResult {
+        acks: vec![StorageAck {
+            collection: w.id.collection.clone(),
+            key: w.id.key.clone(),
+            user_id: w.id.user_id,
+            version,
+            create_time: row.try_get(0)?,
+            update_time: row.try_get(1)?,
+        }],
+        wallets: Vec::new(),
     }))
 }
 

@@ -531,6 +531,15 @@ pub(crate) async fn bad_input_writes_nothing<B: Backend>() {
         .await
         .unwrap_err();
     assert_eq!(e.code, Code::NotFound, "{e:?}");
+    // Alone too (PostgreSQL writes one object as one statement).
+    let e = svc
+        .write(
+            Access::Server,
+            vec![owner_write("c", "ghost", Uuid::new_v4(), "{}", "")],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, Code::NotFound, "{e:?}");
     assert!(
         svc.list(Access::Server, "c", None, 10, "")
             .await
