@@ -163,3 +163,40 @@ async fn lazy_nk_functions_look_made_from_the_start() {
     assert_eq!(v["unknown"], "nil");
     assert_eq!(v["write_refused"], true);
 }
+
+/// VM threads run as `SCHED_BATCH` (policy 3), so a call queued to an idle
+/// VM does not preempt the thread that queued it; a niced process's VM
+/// threads keep the default policy (0) and their niceness.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn vm_threads_are_batch_scheduled() {
+    let rt = start(settings("sandbox")).await.unwrap();
+    assert_eq!(
+        rt.rpc(CallContext::default(), "ok", "".into())
+            .await
+            .unwrap(),
+        "fine"
+    );
+    // Fields after the parenthesised name start at field 3.
+    let field = |stat: &str, n: usize| -> i64 {
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        rest.split(' ').nth(n - 3).unwrap().parse().unwrap()
+    };
+    let mut vms = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let dir = task.unwrap().path();
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+            continue; // a thread that ended meanwhile
+        };
+        if !comm.starts_with("ludus-lua-") {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+            continue;
+        };
+        let (nice, policy) = (field(&stat, 19), field(&stat, 41));
+        assert_eq!(policy, if nice == 0 { 3 } else { 0 }, "{comm} nice {nice}");
+        vms += 1;
+    }
+    assert!(vms >= 2, "the pool's two VM threads, found {vms}");
+}
