@@ -11,7 +11,7 @@ use futures_util::future::try_join;
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::storage::{
     Access, Existing, ListQuery, ObjectId, ReadPermission, Rejection, StorageAck, StorageObject,
-    VersionCheck, WritePermission, check_delete, check_write,
+    StorageWrite, VersionCheck, WritePermission, check_delete, check_write,
 };
 use ludus_core::store::StoreError;
 use ludus_core::wallet::{self, LedgerBound, LedgerEntry, WalletUpdateResult};
@@ -186,19 +186,13 @@ pub(super) async fn single_object_write(
     let [w] = update.writes.as_slice() else {
         return Ok(None);
     };
+    let server = update.access == Access::Server;
     let simple = update.accounts.is_empty()
         && update.deletes.is_empty()
         && update.wallets.is_empty()
-        && w.check == VersionCheck::Any;
-    let server = match update.access {
-        Access::Server => true,
-        Access::User(user) => {
-            if user != w.id.user_id {
-                return Ok(None);
-            }
-            false
-        }
-    };
+        && w.check == VersionCheck::Any
+        // Another user's object: the general path refuses it.
+        && (server || update.access == Access::User(w.id.user_id));
     if !simple {
         return Ok(None);
     }
@@ -228,16 +222,22 @@ pub(super) async fn single_object_write(
         Err(e) => return Err(e.into()),
     };
     Ok(Some(MultiUpdateResult {
-        acks: vec![StorageAck {
-            collection: w.id.collection.clone(),
-            key: w.id.key.clone(),
-            user_id: w.id.user_id,
-            version,
-            create_time: row.try_get(0)?,
-            update_time: row.try_get(1)?,
-        }],
+        acks: vec![ack(w, version, &row)?],
         wallets: Vec::new(),
     }))
+}
+
+/// The acknowledgement of `w`, written as `version`, from the write's
+/// `RETURNING create_time, update_time`.
+fn ack(w: &StorageWrite, version: String, row: &Row) -> Result<StorageAck, Failure> {
+    Ok(StorageAck {
+        collection: w.id.collection.clone(),
+        key: w.id.key.clone(),
+        user_id: w.id.user_id,
+        version,
+        create_time: row.try_get(0)?,
+        update_time: row.try_get(1)?,
+    })
 }
 
 /// Everything of a [`MultiUpdate`] inside one open transaction.
@@ -313,14 +313,7 @@ async fn write_objects(
             )
             .await
             .map_err(write_failure)?;
-        acks[i] = Some(StorageAck {
-            collection: w.id.collection.clone(),
-            key: w.id.key.clone(),
-            user_id: w.id.user_id,
-            version,
-            create_time: row.try_get(0)?,
-            update_time: row.try_get(1)?,
-        });
+        acks[i] = Some(ack(w, version, &row)?);
     }
     Ok(acks.into_iter().flatten().collect())
 }
