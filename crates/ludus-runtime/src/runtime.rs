@@ -34,8 +34,11 @@ pub struct RuntimeSettings {
     pub node: String,
     /// `ctx.env`.
     pub env: BTreeMap<String, String>,
-    /// Number of Lua VMs.
+    /// Lua VM threads.
     pub pool_size: usize,
+    /// Most Lua VMs one VM thread runs; it switches to another VM's call
+    /// while one waits on the server, making VMs as needed.
+    pub vms_per_thread: usize,
     /// Calls that may wait for a VM when all are busy.
     pub pool_queue_size: usize,
     /// Longest a call waits for a VM before it is refused.
@@ -63,6 +66,7 @@ impl Default for RuntimeSettings {
             node: "ludus".into(),
             env: BTreeMap::new(),
             pool_size: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            vms_per_thread: 16,
             pool_queue_size: 256,
             pool_timeout: Duration::from_secs(2),
             instruction_budget: 100_000_000,

@@ -61,6 +61,8 @@ impl LuaRuntime {
             tracing::info!(path = %shared.settings.path.display(), "no lua modules found");
             return Ok(None);
         }
+        // One VM per thread to start with; each thread makes more as its
+        // calls wait on the server.
         let size = shared.settings.pool_size.max(1);
         let interrupt = Arc::new(AtomicBool::new(false));
         let (first, registered) = Vm::new(shared.clone(), &modules, true, interrupt.clone())?;
@@ -73,7 +75,8 @@ impl LuaRuntime {
             tracing::info!(module = %module.name, path = %module.display_path, "lua module loaded");
         }
         tracing::info!(
-            vms = size,
+            threads = size,
+            vms_per_thread = shared.settings.vms_per_thread,
             rpcs = registered.rpcs.len(),
             before_hooks = registered.before.len(),
             after_hooks = registered.after.len(),
@@ -84,6 +87,7 @@ impl LuaRuntime {
         let rebuild_interrupt = interrupt.clone();
         let pool = VmPool::new(
             vms,
+            shared.settings.vms_per_thread,
             shared.settings.pool_queue_size,
             shared.settings.pool_timeout,
             Box::new(move || {
@@ -119,7 +123,9 @@ impl LuaRuntime {
         ctx: CallContext,
         args: Vec<Value>,
     ) -> Result<Option<Value>, RuntimeError> {
-        self.pool.run(move |vm| vm.call(&key, &ctx, args)).await
+        self.pool
+            .run(move |vm| async move { vm.call(&key, &ctx, args).await })
+            .await
     }
 
     /// Refuses new calls and stops those still running (at their next

@@ -82,10 +82,13 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
     let s = shared.clone();
     nk.set(
         "account_get_id",
-        lua.create_function(move |lua, user_id: String| {
-            let uid = parse_uuid(&user_id)?;
-            let account = block_on(&s, s.services.account(uid))?;
-            account_table(lua, &account)
+        server_function(lua, shared, move |lua, user_id: String| {
+            let s = s.clone();
+            async move {
+                let uid = parse_uuid(&user_id)?;
+                let account = awaited(s.services.account(uid)).await?;
+                account_table(&lua, &account)
+            }
         })?,
     )?;
     let s = shared.clone();
@@ -188,15 +191,10 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
     let s = shared.clone();
     nk.set(
         "http_request",
-        lua.create_function(
-            move |lua,
-                  (url, method, headers, body, timeout_ms): (
-                String,
-                String,
-                Option<Table>,
-                Option<mlua::LuaString>,
-                Option<i64>,
-            )| {
+        server_function(lua, shared, move |lua, args: HttpRequestArgs| {
+            let s = s.clone();
+            async move {
+                let (url, method, headers, body, timeout_ms) = args;
                 let method = method.to_ascii_uppercase();
                 if !["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"].contains(&method.as_str()) {
                     return Err(mlua::Error::runtime(
@@ -223,7 +221,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                     body: body.map(|b| b.as_bytes().to_vec()).unwrap_or_default(),
                     timeout,
                 };
-                let response = block_on(&s, s.services.http_request(request))?;
+                let response = awaited(s.services.http_request(request)).await?;
                 let headers = lua.create_table()?;
                 for (name, values) in &response.headers {
                     if let Some(first) = values.first() {
@@ -231,11 +229,20 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                     }
                 }
                 Ok((response.status, headers, lua.create_string(&response.body)?))
-            },
-        )?,
+            }
+        })?,
     )?;
     Ok(())
 }
+
+/// `nk.http_request(url, method, headers, body, timeout_ms)`.
+type HttpRequestArgs = (
+    String,
+    String,
+    Option<Table>,
+    Option<mlua::LuaString>,
+    Option<i64>,
+);
 
 /// `nk.link_device|email|custom(user_id, id…)` and
 /// `nk.unlink_device|email|custom(user_id, id)`, with Nakama's argument
@@ -319,6 +326,49 @@ fn authenticate(
         ),
     )?;
     Ok((auth.user_id, auth.username, auth.created))
+}
+
+/// Makes a server-call `nk` function of `f`, which checks its arguments,
+/// awaits the server ([`served`]) and builds its results. In a pool VM it is
+/// `dual`'s pair (see `vm.rs`): in the coroutine of a pool call it yields
+/// while the server works, so its VM thread runs other calls meanwhile;
+/// anywhere else it waits as [`block_on`] does. A match VM has only the
+/// waiting one.
+pub(super) fn server_function<A, R, F, Fut>(
+    lua: &Lua,
+    shared: &Arc<LuaShared>,
+    f: F,
+) -> mlua::Result<mlua::Function>
+where
+    A: mlua::FromLuaMulti + 'static,
+    R: mlua::IntoLuaMulti + 'static,
+    F: Fn(Lua, A) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = mlua::Result<R>> + Send + 'static,
+{
+    let waiting = f.clone();
+    let s = shared.clone();
+    let wait = lua.create_function(move |lua, args: A| s.block(waiting(lua.clone(), args)))?;
+    match lua.named_registry_value::<Option<mlua::Function>>(super::vm::DUAL)? {
+        Some(dual) => dual.call((wait, lua.create_async_function(f)?)),
+        None => Ok(wait),
+    }
+}
+
+/// Awaits a server call within the running Lua call's deadline; its error
+/// message reaches Lua as it is (the yielding form of [`block_on`]).
+pub(super) async fn awaited<T>(call: impl Future<Output = Result<T, ApiError>>) -> mlua::Result<T> {
+    super::vm::within_deadline(call).await.map_err(api_error)
+}
+
+/// Awaits a server call within the running Lua call's deadline; its error
+/// message is prefixed as Nakama's are.
+pub(super) async fn served<T>(
+    what: &'static str,
+    call: impl Future<Output = Result<T, ApiError>>,
+) -> mlua::Result<T> {
+    super::vm::within_deadline(call)
+        .await
+        .map_err(|e| mlua::Error::runtime(format!("{what}: {}", e.message)))
 }
 
 pub(super) fn block_on<T>(

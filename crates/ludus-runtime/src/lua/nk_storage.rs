@@ -21,7 +21,7 @@ use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_server::block_on;
+use super::nk_server::{block_on, served, server_function};
 use super::shared::LuaShared;
 
 /// Integers above this lose precision as Lua numbers (doubles).
@@ -31,66 +31,70 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
     let s = shared.clone();
     nk.set(
         "storage_read",
-        lua.create_function(move |lua, keys: Table| {
-            let ids = list(&keys, 1, "expects a valid set of keys", object_id)?;
-            if ids.is_empty() {
-                return lua.create_table();
+        server_function(lua, shared, move |lua, keys: Table| {
+            let s = s.clone();
+            async move {
+                let ids = list(&keys, 1, "expects a valid set of keys", object_id)?;
+                if ids.is_empty() {
+                    return lua.create_table();
+                }
+                let objects = served(
+                    "failed to read storage objects",
+                    s.services.storage_read(ids),
+                )
+                .await?;
+                objects_table(&lua, &objects)
             }
-            let objects = run(
-                &s,
-                "failed to read storage objects",
-                s.services.storage_read(ids),
-            )?;
-            objects_table(lua, &objects)
         })?,
     )?;
     let s = shared.clone();
     nk.set(
         "storage_write",
-        lua.create_function(move |lua, data: Table| {
-            let writes = list(&data, 1, "expects a valid set of data", |t| {
-                storage_write(t, 1)
-            })?;
-            if writes.is_empty() {
-                return lua.create_table();
+        server_function(lua, shared, move |lua, data: Table| {
+            let s = s.clone();
+            async move {
+                let writes = list(&data, 1, "expects a valid set of data", |t| {
+                    storage_write(t, 1)
+                })?;
+                if writes.is_empty() {
+                    return lua.create_table();
+                }
+                let acks = served(
+                    "failed to write storage objects",
+                    s.services.storage_write(writes),
+                )
+                .await?;
+                acks_table(&lua, &acks)
             }
-            let acks = run(
-                &s,
-                "failed to write storage objects",
-                s.services.storage_write(writes),
-            )?;
-            acks_table(lua, &acks)
         })?,
     )?;
     let s = shared.clone();
     nk.set(
         "storage_delete",
-        lua.create_function(move |_, keys: Table| {
-            let deletes = list(&keys, 1, "expects a valid set of object IDs", |t| {
-                storage_delete(t, 1)
-            })?;
-            if deletes.is_empty() {
-                return Ok(());
+        server_function(lua, shared, move |_, keys: Table| {
+            let s = s.clone();
+            async move {
+                let deletes = list(&keys, 1, "expects a valid set of object IDs", |t| {
+                    storage_delete(t, 1)
+                })?;
+                if deletes.is_empty() {
+                    return Ok(());
+                }
+                served(
+                    "failed to remove storage",
+                    s.services.storage_delete(deletes),
+                )
+                .await
             }
-            run(
-                &s,
-                "failed to remove storage",
-                s.services.storage_delete(deletes),
-            )
         })?,
     )?;
     let s = shared.clone();
     nk.set(
         "storage_list",
-        lua.create_function(
-            move |lua,
-                  (user_id, collection, limit, cursor, caller_id): (
-                Option<String>,
-                Option<String>,
-                i64,
-                Option<String>,
-                Option<String>,
-            )| {
+        server_function(lua, shared, move |lua, args: StorageListArgs| {
+            let s = s.clone();
+            async move {
+                let (user_id, collection, limit, cursor, caller_id) = args;
                 if limit < 0 {
                     return Err(arg_error(3, "limit must not be negative"));
                 }
@@ -109,27 +113,29 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 };
                 let collection = collection.unwrap_or_default();
                 let cursor = cursor.unwrap_or_default();
-                let page = run(
-                    &s,
+                let page = served(
                     "failed to list storage objects",
                     s.services
                         .storage_list(caller, owner, &collection, limit as usize, &cursor),
-                )?;
-                let objects = objects_table(lua, &page.objects)?;
+                )
+                .await?;
+                let objects = objects_table(&lua, &page.objects)?;
                 let cursor = match page.cursor {
                     Some(c) => LuaValue::String(lua.create_string(&c)?),
                     None => LuaValue::Nil,
                 };
                 Ok((objects, cursor))
-            },
-        )?,
+            }
+        })?,
     )?;
     install_wallets(lua, shared, nk)?;
     let s = shared.clone();
     nk.set(
         "multi_update",
-        lua.create_function(
-            move |lua, (accounts, writes, deletes, wallets, update_ledger): MultiUpdateArgs| {
+        server_function(lua, shared, move |lua, args: MultiUpdateArgs| {
+            let s = s.clone();
+            async move {
+                let (accounts, writes, deletes, wallets, update_ledger) = args;
                 let mut update = MultiUpdate::new(Access::Server);
                 if let Some(t) = accounts {
                     update.accounts = list(
@@ -155,27 +161,36 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                     })?;
                 }
                 update.update_ledger = update_ledger.unwrap_or(false);
-                let done = run(
-                    &s,
+                let done = served(
                     "error running multi update",
                     s.services.multi_update(update),
-                )?;
+                )
+                .await?;
                 let acks = if done.acks.is_empty() {
                     LuaValue::Nil
                 } else {
-                    LuaValue::Table(acks_table(lua, &done.acks)?)
+                    LuaValue::Table(acks_table(&lua, &done.acks)?)
                 };
                 let results = if done.wallets.is_empty() {
                     LuaValue::Nil
                 } else {
-                    LuaValue::Table(wallet_results_table(lua, &done.wallets)?)
+                    LuaValue::Table(wallet_results_table(&lua, &done.wallets)?)
                 };
                 Ok((acks, results))
-            },
-        )?,
+            }
+        })?,
     )?;
     Ok(())
 }
+
+/// `nk.storage_list(user_id, collection, limit, cursor, caller_id)`.
+type StorageListArgs = (
+    Option<String>,
+    Option<String>,
+    i64,
+    Option<String>,
+    Option<String>,
+);
 
 /// `nk.multi_update(account_updates, storage_writes, storage_deletes,
 /// wallet_updates, update_ledger)`.
@@ -187,18 +202,17 @@ type MultiUpdateArgs = (
     Option<bool>,
 );
 
+/// `nk.wallet_update(user_id, changeset, metadata, update_ledger)`.
+type WalletUpdateArgs = (String, Table, Option<Table>, Option<bool>);
+
 fn install_wallets(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
     let s = shared.clone();
     nk.set(
         "wallet_update",
-        lua.create_function(
-            move |lua,
-                  (user_id, changeset, metadata, update_ledger): (
-                String,
-                Table,
-                Option<Table>,
-                Option<bool>,
-            )| {
+        server_function(lua, shared, move |lua, args: WalletUpdateArgs| {
+            let s = s.clone();
+            async move {
+                let (user_id, changeset, metadata, update_ledger) = args;
                 let user_id = Uuid::parse_str(&user_id)
                     .map_err(|_| arg_error(1, "expects a valid user id"))?;
                 let update = WalletUpdate {
@@ -206,80 +220,93 @@ fn install_wallets(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
                     changeset: changeset_of(&changeset, 2)?,
                     metadata: metadata_of(metadata, 3)?,
                 };
-                let mut results = run(
-                    &s,
+                let mut results = served(
                     "failed to update user wallet",
                     s.services
                         .wallets_update(vec![update], update_ledger.unwrap_or(false)),
-                )?;
+                )
+                .await?;
                 let Some(result) = results.pop() else {
                     return Err(mlua::Error::runtime("user not found"));
                 };
                 Ok((
-                    wallet_table(lua, &result.updated)?,
-                    wallet_table(lua, &result.previous)?,
+                    wallet_table(&lua, &result.updated)?,
+                    wallet_table(&lua, &result.previous)?,
                 ))
-            },
-        )?,
+            }
+        })?,
     )?;
     let s = shared.clone();
     nk.set(
         "wallets_update",
-        lua.create_function(
+        server_function(
+            lua,
+            shared,
             move |lua, (updates, update_ledger): (Table, Option<bool>)| {
-                let updates = list(&updates, 1, "expects a valid set of updates", |t| {
-                    wallet_update(t, 1)
-                })?;
-                let results = run(
-                    &s,
-                    "failed to update user wallet",
-                    s.services
-                        .wallets_update(updates, update_ledger.unwrap_or(false)),
-                )?;
-                wallet_results_table(lua, &results)
+                let s = s.clone();
+                async move {
+                    let updates = list(&updates, 1, "expects a valid set of updates", |t| {
+                        wallet_update(t, 1)
+                    })?;
+                    let results = served(
+                        "failed to update user wallet",
+                        s.services
+                            .wallets_update(updates, update_ledger.unwrap_or(false)),
+                    )
+                    .await?;
+                    wallet_results_table(&lua, &results)
+                }
             },
         )?,
     )?;
     let s = shared.clone();
     nk.set(
         "wallet_ledger_list",
-        lua.create_function(
+        server_function(
+            lua,
+            shared,
             move |lua, (user_id, limit, cursor): (String, Option<i64>, Option<String>)| {
-                let user_id = Uuid::parse_str(&user_id)
-                    .map_err(|_| arg_error(1, "expects a valid user id"))?;
-                let limit = limit.unwrap_or(100);
-                if !(0..=100).contains(&limit) {
-                    return Err(arg_error(2, "expects limit to be 0-100"));
+                let s = s.clone();
+                async move {
+                    let user_id = Uuid::parse_str(&user_id)
+                        .map_err(|_| arg_error(1, "expects a valid user id"))?;
+                    let limit = limit.unwrap_or(100);
+                    if !(0..=100).contains(&limit) {
+                        return Err(arg_error(2, "expects limit to be 0-100"));
+                    }
+                    let page = served(
+                        "failed to retrieve user wallet ledger",
+                        s.services.wallet_ledger_list(
+                            user_id,
+                            limit as usize,
+                            cursor.as_deref().unwrap_or_default(),
+                        ),
+                    )
+                    .await?;
+                    let items = lua.create_table_with_capacity(page.entries.len(), 0)?;
+                    for entry in &page.entries {
+                        items.raw_push(ledger_table(&lua, entry)?)?;
+                    }
+                    Ok((items, page.cursor.unwrap_or_default()))
                 }
-                let page = run(
-                    &s,
-                    "failed to retrieve user wallet ledger",
-                    s.services.wallet_ledger_list(
-                        user_id,
-                        limit as usize,
-                        cursor.as_deref().unwrap_or_default(),
-                    ),
-                )?;
-                let items = lua.create_table_with_capacity(page.entries.len(), 0)?;
-                for entry in &page.entries {
-                    items.raw_push(ledger_table(lua, entry)?)?;
-                }
-                Ok((items, page.cursor.unwrap_or_default()))
             },
         )?,
     )?;
     let s = shared.clone();
     nk.set(
         "wallet_ledger_update",
-        lua.create_function(move |lua, (id, metadata): (String, Table)| {
-            let id = Uuid::parse_str(&id).map_err(|_| arg_error(1, "expects a valid id"))?;
-            let metadata = metadata_of(Some(metadata), 2)?;
-            let entry = run(
-                &s,
-                "failed to update user wallet ledger",
-                s.services.wallet_ledger_update(id, &metadata),
-            )?;
-            ledger_table(lua, &entry)
+        server_function(lua, shared, move |lua, (id, metadata): (String, Table)| {
+            let s = s.clone();
+            async move {
+                let id = Uuid::parse_str(&id).map_err(|_| arg_error(1, "expects a valid id"))?;
+                let metadata = metadata_of(Some(metadata), 2)?;
+                let entry = served(
+                    "failed to update user wallet ledger",
+                    s.services.wallet_ledger_update(id, &metadata),
+                )
+                .await?;
+                ledger_table(&lua, &entry)
+            }
         })?,
     )?;
     Ok(())

@@ -1,20 +1,32 @@
-//! The pool of Lua VMs: one OS thread owns each VM and serves calls from one
-//! shared queue, in order. A caller queues its call and awaits the answer;
-//! a VM that finishes a call takes the next one at once, with no hand-back
-//! to the async runtime in between (a call used to hop to tokio's blocking
-//! pool and back, leaving the VM idle during both hops).
+//! The pool of Lua VMs. Each VM thread runs several VMs, each serving one
+//! call at a time, from one shared queue in order. A call that waits on the
+//! server (`nk.wallet_update`, `nk.storage_write`…) yields its VM's
+//! coroutine, and the thread goes on with another VM's call meanwhile, so
+//! one thread keeps many server calls in flight (and the store's group
+//! commit gathers them) without a thread per waiting call. A VM never runs
+//! two calls at once: module state is never shared between concurrent calls.
+//! VMs beyond a thread's first are made when a call is queued while all of
+//! the thread's VMs wait on the server, up to `vms_per_thread`.
+//!
+//! A caller queues its call and awaits the answer; a thread that finishes or
+//! parks a call takes the next one at once, with no hand-back to the async
+//! runtime in between.
 //!
 //! When every VM is busy, at most `queue_size` calls wait; more are answered
 //! `ResourceExhausted` at once. A call still waiting after the pool timeout
 //! is answered `ResourceExhausted` and never runs; one that has started runs
 //! to its end (its own budgets bound it). The pool never hangs a caller: a
-//! VM that panics is rebuilt on its thread, and if none can be, the queue is
-//! failed rather than left waiting.
+//! VM that panics is rebuilt, and if none can be, the queue is failed rather
+//! than left waiting.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
@@ -26,7 +38,8 @@ use crate::error::{LoadError, RuntimeError};
 type Rebuild = Box<dyn Fn() -> Result<Vm, LoadError> + Send + Sync>;
 
 /// A call as its VM thread runs it; it answers through its own channel.
-type Work = Box<dyn FnOnce(&Vm) + Send>;
+type Call = Pin<Box<dyn Future<Output = ()>>>;
+type Work = Box<dyn FnOnce(Rc<Vm>) -> Call + Send>;
 
 /// Where a queued call stands; whoever moves it out of `QUEUED` owns it.
 const QUEUED: u8 = 0;
@@ -44,48 +57,60 @@ pub(crate) struct VmPool {
 
 struct Inner {
     queue: Mutex<Queue>,
-    /// Signalled when a job is queued or the pool closes.
-    ready: Condvar,
+    /// One per VM thread: signalled when one of its calls is woken, when a
+    /// job is queued while it sleeps with a free VM, or when the pool closes.
+    wake: Vec<Condvar>,
     queue_size: usize,
     timeout: Duration,
-    /// Makes a fresh VM when a call panicked and its VM cannot be trusted.
+    /// Most VMs one thread runs.
+    vms_per_thread: usize,
+    /// Makes a VM: a thread's extra VMs, and a fresh one when a call
+    /// panicked and its VM cannot be trusted.
     rebuild: Rebuild,
 }
 
 struct Queue {
     jobs: VecDeque<Job>,
-    /// VM threads waiting for a job.
-    idle: usize,
     /// VM threads alive; none left fails every call.
     threads: usize,
     closed: bool,
+    /// Per thread: its VMs whose call was woken, to be polled.
+    woken: Vec<Vec<usize>>,
+    /// Per thread: it sleeps with a free VM, so a queued job should wake it.
+    waiting: Vec<bool>,
 }
 
 impl VmPool {
-    /// Starts one thread per VM.
+    /// Starts one thread per VM given; each makes more VMs as its calls
+    /// wait on the server, up to `vms_per_thread`.
     pub(crate) fn new(
         vms: Vec<Vm>,
+        vms_per_thread: usize,
         queue_size: usize,
         timeout: Duration,
         rebuild: Rebuild,
     ) -> Self {
+        let vms_per_thread = vms_per_thread.max(1);
+        let threads = vms.len();
         let inner = Arc::new(Inner {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
-                idle: 0,
-                threads: vms.len(),
+                threads,
                 closed: false,
+                woken: vec![Vec::new(); threads],
+                waiting: vec![false; threads],
             }),
-            ready: Condvar::new(),
+            wake: (0..threads).map(|_| Condvar::new()).collect(),
             queue_size,
             timeout,
+            vms_per_thread,
             rebuild,
         });
         for (i, vm) in vms.into_iter().enumerate() {
             let shared = inner.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("ludus-lua-{i}"))
-                .spawn(move || serve(&shared, vm));
+                .spawn(move || Thread::new(shared, i, vm).serve());
             if let Err(e) = spawned {
                 tracing::error!(error = %e, "cannot start a lua vm thread, pool shrinks by one");
                 inner.queue.lock().threads -= 1;
@@ -96,9 +121,10 @@ impl VmPool {
 
     /// Runs `f` on the next free VM. Cancelling the returned future never
     /// loses a VM: a queued call is then skipped, a running one finishes.
-    pub(crate) async fn run<R, F>(&self, f: F) -> Result<R, RuntimeError>
+    pub(crate) async fn run<R, F, Fut>(&self, f: F) -> Result<R, RuntimeError>
     where
-        F: FnOnce(&Vm) -> Result<R, RuntimeError> + Send + 'static,
+        F: FnOnce(Rc<Vm>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<R, RuntimeError>> + 'static,
         R: Send + 'static,
     {
         let inner = &self.inner;
@@ -109,8 +135,10 @@ impl VmPool {
             if q.closed || q.threads == 0 {
                 return Err(closed());
             }
-            // Calls a free VM takes at once do not count as waiting.
-            if q.jobs.len() >= q.idle + inner.queue_size {
+            // Calls a sleeping thread with a free VM takes at once do not
+            // count as waiting.
+            let idle = q.waiting.iter().filter(|w| **w).count();
+            if q.jobs.len() >= idle + inner.queue_size {
                 drop(q);
                 tracing::warn!(
                     queue = inner.queue_size,
@@ -122,12 +150,18 @@ impl VmPool {
             }
             q.jobs.push_back(Job {
                 state: state.clone(),
-                work: Box::new(move |vm: &Vm| {
-                    let _ = tx.send(f(vm));
+                work: Box::new(move |vm: Rc<Vm>| -> Call {
+                    Box::pin(async move {
+                        let _ = tx.send(f(vm).await);
+                    })
                 }),
             });
+            // (The thread clears its mark when it wakes, so until then it
+            // counts as taking this job at once.)
+            if let Some(t) = q.waiting.iter().position(|w| *w) {
+                inner.wake[t].notify_one();
+            }
         }
-        inner.ready.notify_one();
         let mut rx = rx;
         let answer = tokio::select! {
             answer = &mut rx => answer,
@@ -172,7 +206,9 @@ impl VmPool {
         q.closed = true;
         q.jobs.clear();
         drop(q);
-        self.inner.ready.notify_all();
+        for wake in &self.inner.wake {
+            wake.notify_all();
+        }
     }
 }
 
@@ -182,49 +218,189 @@ impl Drop for VmPool {
     }
 }
 
-/// One VM thread: takes jobs in order until the pool closes.
-fn serve(inner: &Inner, mut vm: Vm) {
-    batch_scheduling();
-    loop {
-        let job = {
-            let mut q = inner.queue.lock();
-            loop {
-                if q.closed {
-                    q.threads -= 1;
-                    return;
-                }
-                if let Some(job) = q.jobs.pop_front() {
-                    break job;
-                }
-                q.idle += 1;
-                inner.ready.wait(&mut q);
-                q.idle -= 1;
-            }
+/// Wakes one VM's call: its thread polls it again.
+struct CallWaker {
+    inner: Arc<Inner>,
+    thread: usize,
+    vm: usize,
+}
+
+impl Wake for CallWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let mut q = self.inner.queue.lock();
+        let woken = &mut q.woken[self.thread];
+        if !woken.contains(&self.vm) {
+            woken.push(self.vm);
+        }
+        drop(q);
+        self.inner.wake[self.thread].notify_one();
+    }
+}
+
+/// One VM of a thread and the call it runs, if any.
+struct Slot {
+    /// `None` once it panicked and no fresh VM could be made.
+    vm: Option<Rc<Vm>>,
+    call: Option<Call>,
+    waker: Waker,
+}
+
+/// One VM thread: its VMs, and the calls they run.
+struct Thread {
+    inner: Arc<Inner>,
+    index: usize,
+    slots: Vec<Slot>,
+    /// VMs this thread may still run (fewer once a VM cannot be rebuilt).
+    capacity: usize,
+    /// Slots running a call.
+    busy: usize,
+}
+
+impl Thread {
+    fn new(inner: Arc<Inner>, index: usize, vm: Vm) -> Self {
+        let capacity = inner.vms_per_thread;
+        let mut thread = Thread {
+            inner,
+            index,
+            slots: Vec::new(),
+            capacity,
+            busy: 0,
         };
+        thread.add_slot(vm);
+        thread
+    }
+
+    fn add_slot(&mut self, vm: Vm) -> usize {
+        let i = self.slots.len();
+        self.slots.push(Slot {
+            vm: Some(Rc::new(vm)),
+            call: None,
+            waker: Waker::from(Arc::new(CallWaker {
+                inner: self.inner.clone(),
+                thread: self.index,
+                vm: i,
+            })),
+        });
+        i
+    }
+
+    /// Polls woken calls and starts queued ones until the pool closes and
+    /// the last call of this thread is over.
+    fn serve(mut self) {
+        batch_scheduling();
+        // Server calls from Lua make tokio timers and tasks on this thread.
+        let handle = self.slots[0].vm.as_ref().map(|vm| vm.runtime_handle());
+        let _entered = handle.as_ref().map(|h| h.enter());
+        let mut woken = Vec::new();
+        loop {
+            let job = {
+                let inner = &self.inner;
+                let mut q = inner.queue.lock();
+                loop {
+                    std::mem::swap(&mut woken, &mut q.woken[self.index]);
+                    let job = if self.busy < self.capacity {
+                        q.jobs.pop_front()
+                    } else {
+                        None
+                    };
+                    if !woken.is_empty() || job.is_some() {
+                        break job;
+                    }
+                    if (q.closed && self.busy == 0) || self.capacity == 0 {
+                        q.threads -= 1;
+                        if q.threads == 0 {
+                            // Nobody is left to serve them: fail them now.
+                            q.jobs.clear();
+                        }
+                        return;
+                    }
+                    q.waiting[self.index] = self.busy < self.capacity;
+                    inner.wake[self.index].wait(&mut q);
+                    q.waiting[self.index] = false;
+                }
+            };
+            for i in woken.drain(..) {
+                self.poll(i);
+            }
+            if let Some(job) = job {
+                self.start(job);
+            }
+        }
+    }
+
+    /// Starts a queued call on a VM without one, made now if need be.
+    fn start(&mut self, job: Job) {
         if job
             .state
             .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            continue; // its caller stopped waiting
+            return; // its caller stopped waiting
         }
-        let work = job.work;
-        if std::panic::catch_unwind(AssertUnwindSafe(|| work(&vm))).is_err() {
-            tracing::error!("lua call panicked, replacing its vm");
-            match (inner.rebuild)() {
-                Ok(fresh) => vm = fresh,
+        let free = self
+            .slots
+            .iter()
+            .position(|s| s.call.is_none() && s.vm.is_some());
+        let i = match free {
+            Some(i) => i,
+            None => match (self.inner.rebuild)() {
+                Ok(vm) => self.add_slot(vm),
                 Err(e) => {
-                    tracing::error!(error = %e, "cannot rebuild lua vm, pool shrinks by one");
-                    let mut q = inner.queue.lock();
-                    q.threads -= 1;
-                    if q.threads == 0 {
-                        // Nobody is left to serve them: fail them now.
-                        q.jobs.clear();
-                    }
+                    // Runs on the VMs it has; the call waits for one of them.
+                    tracing::error!(error = %e, "cannot make another lua vm, this thread keeps the ones it has");
+                    self.capacity = self.live_vms();
+                    job.state.store(QUEUED, Ordering::Release);
+                    self.inner.queue.lock().jobs.push_front(job);
                     return;
+                }
+            },
+        };
+        let Some(vm) = self.slots[i].vm.clone() else {
+            return;
+        };
+        self.busy += 1;
+        self.slots[i].call = Some((job.work)(vm));
+        self.poll(i);
+    }
+
+    /// Polls the call of slot `i`, if it still runs one.
+    fn poll(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        let (Some(call), Some(vm)) = (slot.call.as_mut(), slot.vm.as_ref()) else {
+            return;
+        };
+        vm.resume_deadline();
+        let mut cx = Context::from_waker(&slot.waker);
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(&mut cx)));
+        match polled {
+            Ok(Poll::Pending) => return,
+            Ok(Poll::Ready(())) => slot.call = None,
+            Err(_) => {
+                tracing::error!("lua call panicked, replacing its vm");
+                // Its answer channel closes with it: the caller hears of a failed call.
+                let call = slot.call.take();
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(call)));
+                slot.vm = None;
+                match (self.inner.rebuild)() {
+                    Ok(fresh) => self.slots[i].vm = Some(Rc::new(fresh)),
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot rebuild lua vm, pool shrinks by one");
+                        self.busy -= 1;
+                        self.capacity -= 1;
+                        return;
+                    }
                 }
             }
         }
+        self.busy -= 1;
+    }
+
+    fn live_vms(&self) -> usize {
+        self.slots.iter().filter(|s| s.vm.is_some()).count()
     }
 }
 

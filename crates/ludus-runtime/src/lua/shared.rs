@@ -46,6 +46,19 @@ impl LuaShared {
         self.handle.block_on(fut)
     }
 
+    /// Runs the whole of a server-call `nk` function (its argument checks,
+    /// the wait, its results) on this thread, as [`LuaShared::wait`] runs a
+    /// server call: the waiting version of `nk_server::server_function`.
+    pub(crate) fn block<T>(
+        &self,
+        fut: impl std::future::Future<Output = mlua::Result<T>>,
+    ) -> mlua::Result<T> {
+        if super::matches::in_match_callback() {
+            return tokio::task::block_in_place(|| self.handle.block_on(fut));
+        }
+        self.handle.block_on(fut)
+    }
+
     /// Where `nk.match_create` finds handlers: native ones, then modules.
     pub(crate) fn handlers(self: &Arc<Self>) -> Handlers {
         Handlers {

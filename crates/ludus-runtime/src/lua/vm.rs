@@ -28,6 +28,9 @@ const HOOK_INTERVAL: u32 = 1000;
 /// Where registered callbacks live in each VM's registry.
 const CALLBACKS: &str = "ludus.callbacks";
 
+/// Registry slot of `dual(wait, yield)` (see [`AWAIT`]).
+pub(super) const DUAL: &str = "ludus.dual";
+
 /// What the modules registered while loading.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Registered {
@@ -189,9 +192,14 @@ pub(super) struct Vm {
     lua: Lua,
     callbacks: Table,
     invoke: Function,
-    /// Calls a registered callback with its `ctx`, which `nk.get_context`
-    /// answers while the callback runs.
-    call_with_ctx: Function,
+    /// The body of the runner coroutine (pool VMs only): the trampoline that
+    /// calls a registered callback with its `ctx` (which `nk.get_context`
+    /// answers while the callback runs), in a loop that yields each call's
+    /// outcome and takes the next call's arguments.
+    run_loop: Option<Function>,
+    /// The coroutine the pool's calls run in, one call after another (made
+    /// again if a call kills it), so a call makes no thread of its own.
+    runner: std::cell::RefCell<Option<mlua::Thread>>,
     /// The pool's VMs only; a match VM builds its one `ctx` without it.
     ctx_builder: Option<ctx::ContextBuilder>,
     shared: Arc<LuaShared>,
@@ -281,6 +289,18 @@ impl Vm {
         &self.lua
     }
 
+    /// The async runtime server calls from Lua run on.
+    pub(super) fn runtime_handle(&self) -> tokio::runtime::Handle {
+        self.shared.handle.clone()
+    }
+
+    /// Makes this VM's call the one its thread's server calls see
+    /// ([`call_deadline`]) before the thread resumes it.
+    pub(super) fn resume_deadline(&self) {
+        let deadline = self.state().deadline.get();
+        CALL_DEADLINE.with(|d| d.set(Some(deadline)));
+    }
+
     /// Calls `f` with `args` under the instruction budget, protected but
     /// without the trampoline (error values become messages): the fast path
     /// of match callbacks, which pass and return a fixed number of values
@@ -352,6 +372,14 @@ impl Vm {
         lua.set_named_registry_value(CALLBACKS, &callbacks)
             .map_err(setup)?;
         sandbox::install(&lua, modules).map_err(setup)?;
+        let (dual, calling, raw_yield): (Function, Table, Function) = lua
+            .load(AWAIT)
+            .set_name("=ludus.await")
+            .call(())
+            .map_err(setup)?;
+        if pool {
+            lua.set_named_registry_value(DUAL, dual).map_err(setup)?;
+        }
         let ctx_builder = if pool {
             Some(
                 ctx::ContextBuilder::install(&lua, &shared.settings.node, &shared.settings.env)
@@ -368,9 +396,19 @@ impl Vm {
         let (invoke, call_with_ctx, get_context): (Function, Function, Function) = lua
             .load(INVOKE)
             .set_name("=ludus.invoke")
-            .call(fallback_ctx)
+            .call((fallback_ctx, calling))
             .map_err(setup)?;
         nk_table.set("get_context", get_context).map_err(setup)?;
+        let run_loop = if pool {
+            Some(
+                lua.load(RUN_LOOP)
+                    .set_name("=ludus.run")
+                    .call((call_with_ctx, raw_yield))
+                    .map_err(setup)?,
+            )
+        } else {
+            None
+        };
         if shared.settings.memory_limit_bytes > 0 {
             lua.set_memory_limit(shared.settings.memory_limit_bytes)
                 .map_err(setup)?;
@@ -379,7 +417,8 @@ impl Vm {
             lua,
             callbacks,
             invoke,
-            call_with_ctx,
+            run_loop,
+            runner: Default::default(),
             ctx_builder,
             shared,
         })
@@ -420,8 +459,10 @@ impl Vm {
         self.state().reset();
     }
 
-    /// Runs a registered callback; `Ok(None)` when it returned nothing.
-    pub(super) fn call(
+    /// Runs a registered callback; `Ok(None)` when it returned nothing. The
+    /// callback runs as a coroutine: while it waits on a server call its
+    /// thread may run other VMs' calls (see `pool.rs`).
+    pub(super) async fn call(
         &self,
         key: &str,
         ctx: &CallContext,
@@ -434,20 +475,23 @@ impl Vm {
         let LuaValue::Function(f) = f else {
             return Err(RuntimeError::not_found("function not found"));
         };
-        let result = self.call_function(f.clone(), ctx, args).map_err(|mut e| {
-            // Clients see the message, as Nakama shows it; the log keeps where.
-            let info = f.info();
-            tracing::warn!(
-                module = info.short_src.as_deref().unwrap_or("?"),
-                line = info.line_defined,
-                function = key,
-                code = e.code.as_i32(),
-                error = %e.message,
-                "lua callback failed"
-            );
-            e.message = strip_position(&e.message).to_owned();
-            e
-        });
+        let result = self
+            .call_function(f.clone(), ctx, args)
+            .await
+            .map_err(|mut e| {
+                // Clients see the message, as Nakama shows it; the log keeps where.
+                let info = f.info();
+                tracing::warn!(
+                    module = info.short_src.as_deref().unwrap_or("?"),
+                    line = info.line_defined,
+                    function = key,
+                    code = e.code.as_i32(),
+                    error = %e.message,
+                    "lua callback failed"
+                );
+                e.message = strip_position(&e.message).to_owned();
+                e
+            });
         // A call that ran out of memory leaves garbage behind; collect it now
         // so the next call starts with the VM's full allowance.
         if matches!(&result, Err(e) if e.code == Code::ResourceExhausted) {
@@ -456,7 +500,7 @@ impl Vm {
         result
     }
 
-    fn call_function(
+    async fn call_function(
         &self,
         f: Function,
         ctx: &CallContext,
@@ -478,7 +522,7 @@ impl Vm {
         for arg in &args {
             call_args.push_back(convert::to_lua(lua, arg).map_err(internal)?);
         }
-        let result: mlua::Result<(bool, LuaValue)> = self.call_with_ctx.call(call_args);
+        let result = self.run(call_args).await;
         if let Some(stop) = self.state().stopped.get() {
             // Over budget but caught (by a coroutine, say): still a failure.
             return Err(self.state().error(stop));
@@ -500,6 +544,29 @@ impl Vm {
             Ok((false, err)) => Err(self.describe(&err)),
             Err(e) => Err(self.classify(e)),
         }
+    }
+
+    /// Runs one call in the VM's runner coroutine, polled by the pool's
+    /// thread: it answers when the call's `ok, result` is yielded, and is
+    /// pending while the call waits on a server call.
+    async fn run(&self, args: mlua::MultiValue) -> mlua::Result<(bool, LuaValue)> {
+        use futures_util::Stream;
+        let runner = match self.runner.borrow_mut().take() {
+            Some(runner) => runner,
+            None => match &self.run_loop {
+                Some(run_loop) => self.lua.create_thread(run_loop.clone())?,
+                None => return Err(mlua::Error::runtime("a match vm serves no pool calls")),
+            },
+        };
+        let mut calls = runner.clone().into_async::<(bool, LuaValue)>(args)?;
+        let outcome = std::future::poll_fn(|cx| std::pin::Pin::new(&mut calls).poll_next(cx)).await;
+        let result = outcome.unwrap_or_else(|| Err(mlua::Error::runtime("lua call runner ended")));
+        // A runner that raised outside the call's own `xpcall` is dead: the
+        // next call makes a fresh one.
+        if result.is_ok() {
+            *self.runner.borrow_mut() = Some(runner);
+        }
+        result
     }
 
     /// Turns an error value caught by the trampoline into a `RuntimeError`:
@@ -598,20 +665,24 @@ fn strip_position(message: &str) -> &str {
 /// does the same for a callback and its `ctx`, which the third,
 /// `nk.get_context`, answers while the callback runs (`fallback()` when no
 /// callback runs). The running `ctx` lives in an upvalue, not the registry:
-/// setting a registry slot from Rust is a protected call of its own.
+/// setting a registry slot from Rust is a protected call of its own. `call`
+/// also records the coroutine the callback runs in (`calling[1]`, see
+/// [`AWAIT`]).
 const INVOKE: &str = r#"
-local fallback = ...
-local xpcall = xpcall
+local fallback, calling = ...
+local xpcall, running = xpcall, coroutine.running
 local current
 local function keep(e) return e end
 local function invoke(fn, ...)
   return xpcall(fn, keep, ...)
 end
 local function call(fn, ctx, ...)
-  local outer = current
+  local outer, outer_co = current, calling[1]
   current = ctx
+  calling[1] = running()
   local ok, result = xpcall(fn, keep, ctx, ...)
   current = outer
+  calling[1] = outer_co
   return ok, result
 end
 local function get_context()
@@ -619,6 +690,52 @@ local function get_context()
   return fallback()
 end
 return invoke, call, get_context
+"#;
+
+/// Answers `dual(wait, yield)`, which makes one `nk` function of two
+/// versions of a server call: `yield` suspends the calling coroutine until
+/// the server answers (its VM thread runs other VMs' calls meanwhile), and
+/// `wait` blocks the thread. `yield` runs only where suspending reaches the
+/// pool: directly in the coroutine of a pool call (`calling[1]`, which
+/// `call` sets), with no C function between it and the caller. A match
+/// callback, a coroutine a module made, or a Lua function called back from
+/// Rust (`table.sort`, `string.gsub`) waits instead, as before. A module
+/// that yields the call's own coroutine (`coroutine.yield()` outside any
+/// coroutine of its own) gets Lua's error, as it did when calls ran on the
+/// main thread, and as in Nakama; only the `yield` functions suspend it,
+/// with the light userdata no module can make.
+const AWAIT: &str = r#"
+local running, isyieldable = coroutine.running, coroutine.isyieldable
+local raw_yield, type = coroutine.yield, type
+local calling = {}
+coroutine.yield = function(...)
+  local co = calling[1]
+  if co ~= nil and co == running() and type((...)) ~= "userdata" then
+    error("attempt to yield from outside a coroutine", 2)
+  end
+  return raw_yield(...)
+end
+local function dual(wait, yield)
+  return function(...)
+    local co = calling[1]
+    if co ~= nil and co == running() and isyieldable() then
+      return yield(...)
+    end
+    return wait(...)
+  end
+end
+return dual, calling, raw_yield
+"#;
+
+/// The loop of a VM's runner coroutine: runs `call(...)`, yields its
+/// `ok, result`, and is resumed with the next call's arguments (a tail
+/// call, so the stack never grows).
+const RUN_LOOP: &str = r#"
+local call, yield = ...
+local function run(...)
+  return run(yield(call(...)))
+end
+return run
 "#;
 
 /// Ends a server call the running Lua call waits on at that call's deadline,

@@ -2,6 +2,7 @@
 //! loaded into a real pool, with in-memory services standing in for the
 //! server. One test binary; topics live in the modules below.
 
+mod r#await;
 mod context;
 mod hostile;
 mod loading;

@@ -108,7 +108,10 @@ async fn huge_allocations_are_stopped() {
 #[tokio::test]
 async fn saturated_pool_answers_errors_instead_of_hanging() {
     let mut s = settings("sandbox");
+    // One VM in all: `hold` waits on a server call, which would let a
+    // thread's other VMs take the next calls.
     s.pool_size = 1;
+    s.vms_per_thread = 1;
     s.pool_queue_size = 1;
     s.pool_timeout = Duration::from_millis(100);
     let rt = std::sync::Arc::new(start(s).await.unwrap());

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,6 +21,18 @@ use uuid::Uuid;
 #[derive(Default)]
 pub(crate) struct FakeServices {
     users: Mutex<HashMap<String, User>>,
+    /// Wallet updates with a `gate` entry wait here (see `gate`).
+    gate: Mutex<Gate>,
+    gate_open: tokio::sync::Notify,
+    /// Gated wallet updates in flight now, and the most at once.
+    pub in_flight: AtomicUsize,
+    pub max_in_flight: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Gate {
+    waiting: usize,
+    opened: u64,
 }
 
 impl FakeServices {
@@ -40,6 +53,47 @@ impl FakeServices {
         };
         users.insert(key, user.clone());
         (user, true)
+    }
+
+    /// Holds a server call until `n` calls wait here at once (or fails it
+    /// after `patience`), so a test knows that many were in flight together.
+    async fn gate(&self, n: usize, patience: Duration) -> Result<(), ApiError> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let opened = {
+            let mut g = self.gate.lock();
+            g.waiting += 1;
+            if g.waiting >= n {
+                g.waiting = 0;
+                g.opened += 1;
+                self.gate_open.notify_waiters();
+                None
+            } else {
+                Some(g.opened)
+            }
+        };
+        let result = match opened {
+            None => Ok(()),
+            Some(seen) => {
+                let deadline = tokio::time::Instant::now() + patience;
+                loop {
+                    let notified = self.gate_open.notified();
+                    tokio::pin!(notified);
+                    notified.as_mut().enable();
+                    if self.gate.lock().opened != seen {
+                        break Ok(());
+                    }
+                    if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                        self.gate.lock().waiting -= 1;
+                        break Err(ApiError::internal(format!(
+                            "gate of {n} never filled: fewer calls were in flight at once"
+                        )));
+                    }
+                }
+            }
+        };
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 
     fn find(&self, id: Uuid) -> Option<User> {
@@ -168,11 +222,24 @@ impl RuntimeServices for FakeServices {
     }
 
     /// Every user has an empty wallet; the changeset becomes the new one.
+    /// A changeset with `gate = n` first waits for `n` such calls at once
+    /// (for `gate_ms`, 3 s by default), and one with `hold_ms = t` for that
+    /// long.
     async fn wallets_update(
         &self,
         updates: Vec<ludus_core::wallet::WalletUpdate>,
         _update_ledger: bool,
     ) -> Result<Vec<ludus_core::wallet::WalletUpdateResult>, ApiError> {
+        for u in &updates {
+            if let Some(&n) = u.changeset.get("gate") {
+                let patience = u.changeset.get("gate_ms").copied().unwrap_or(3000);
+                self.gate(n as usize, Duration::from_millis(patience as u64))
+                    .await?;
+            }
+            if let Some(&t) = u.changeset.get("hold_ms") {
+                tokio::time::sleep(Duration::from_millis(t as u64)).await;
+            }
+        }
         Ok(updates
             .into_iter()
             .map(|u| ludus_core::wallet::WalletUpdateResult {
@@ -228,6 +295,7 @@ pub(crate) fn settings(name: &str) -> RuntimeSettings {
         node: "test-node".into(),
         env,
         pool_size: 2,
+        vms_per_thread: 4,
         pool_queue_size: 8,
         pool_timeout: Duration::from_secs(5),
         instruction_budget: 20_000_000,
@@ -241,10 +309,13 @@ pub(crate) fn settings(name: &str) -> RuntimeSettings {
 }
 
 pub(crate) async fn start(settings: RuntimeSettings) -> Result<Runtime, LoadError> {
-    Runtime::start(
-        settings,
-        Arc::new(FakeServices::default()),
-        NativeModule::new(),
-    )
-    .await
+    start_with(settings, Arc::new(FakeServices::default())).await
+}
+
+/// Starts a runtime whose services the test keeps, to see what they saw.
+pub(crate) async fn start_with(
+    settings: RuntimeSettings,
+    services: Arc<FakeServices>,
+) -> Result<Runtime, LoadError> {
+    Runtime::start(settings, services, NativeModule::new()).await
 }

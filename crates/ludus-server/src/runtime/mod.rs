@@ -33,8 +33,11 @@ pub struct RuntimeConfig {
     pub http_key: String,
     /// `key=value` pairs modules read as `ctx.env`.
     pub env: Vec<String>,
-    /// Lua VMs in the pool; 0 means one per CPU core.
+    /// Lua VM threads; 0 means one per CPU core.
     pub lua_pool_size: usize,
+    /// Most Lua VMs one VM thread runs: while a call waits on the server
+    /// (storage, wallets…) the thread runs another VM's call. Made as needed.
+    pub lua_vms_per_thread: usize,
     /// Calls that may wait for a VM when all are busy; more are refused.
     pub lua_pool_queue_size: usize,
     /// Longest a call waits for a VM before it is refused.
@@ -69,6 +72,7 @@ impl Default for RuntimeConfig {
             http_key: "defaulthttpkey".into(),
             env: Vec::new(),
             lua_pool_size: 0,
+            lua_vms_per_thread: d.vms_per_thread,
             lua_pool_queue_size: d.pool_queue_size,
             lua_pool_timeout_ms: d.pool_timeout.as_millis() as u64,
             lua_instruction_budget: d.instruction_budget,
@@ -96,6 +100,9 @@ impl RuntimeConfig {
         }
         if let Some(pair) = self.env.iter().find(|p| !p.contains('=')) {
             return bad("runtime.env", &format!("`{pair}` must look like key=value"));
+        }
+        if !(1..=1024).contains(&self.lua_vms_per_thread) {
+            return bad("runtime.lua_vms_per_thread", "must be between 1 and 1024");
         }
         if self.lua_pool_timeout_ms == 0 {
             return bad("runtime.lua_pool_timeout_ms", "must be at least 1");
@@ -167,6 +174,7 @@ pub async fn start(
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         },
+        vms_per_thread: rc.lua_vms_per_thread,
         pool_queue_size: rc.lua_pool_queue_size,
         pool_timeout: Duration::from_millis(rc.lua_pool_timeout_ms),
         instruction_budget: rc.lua_instruction_budget,
@@ -268,6 +276,7 @@ mod tests {
                 ("runtime.env", "region=eu,mode=a=b"),
                 ("runtime.path", "/srv/modules"),
                 ("runtime.lua_pool_size", "3"),
+                ("runtime.lua_vms_per_thread", "5"),
             ]),
         )
         .unwrap();
@@ -275,6 +284,14 @@ mod tests {
         assert_eq!(env.get("region").map(String::as_str), Some("eu"));
         assert_eq!(env.get("mode").map(String::as_str), Some("a=b"));
         assert_eq!(c.runtime.lua_pool_size, 3);
+        assert_eq!(c.runtime.lua_vms_per_thread, 5);
+        for bad in ["0", "1025"] {
+            let e = Config::load(None, [], &flags(&[("runtime.lua_vms_per_thread", bad)]));
+            assert!(
+                e.is_err_and(|e| e.to_string().contains("runtime.lua_vms_per_thread")),
+                "{bad} was accepted"
+            );
+        }
         assert_eq!(
             c.runtime.module_path(std::path::Path::new("/d")),
             std::path::PathBuf::from("/srv/modules")
