@@ -166,3 +166,26 @@ async fn budgets_hold_across_a_wait() {
     let answers = gated(&rt, 2, r#"{"gate":2}"#).await;
     assert_eq!(answers.len(), 2);
 }
+
+/// `pcall` around a server call that yields: LuaJIT yields across it, the
+/// failure the server answers after the wait is caught as a string, and a
+/// success answers as usual.
+#[tokio::test]
+async fn a_yielding_server_call_under_pcall() {
+    let rt = start_with(one_thread(2), Arc::default()).await.unwrap();
+    let out = rt
+        .rpc(CallContext::default(), "guarded", String::new())
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ok1"], false, "{v}");
+    assert!(
+        v["err"]
+            .as_str()
+            .unwrap()
+            .contains("gate of 2 never filled"),
+        "{v}"
+    );
+    assert_eq!(v["ok2"], true, "{v}");
+    assert_eq!(v["coins"], 3, "{v}");
+}
