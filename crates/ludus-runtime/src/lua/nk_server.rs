@@ -363,7 +363,7 @@ pub(super) async fn awaited<T>(call: impl Future<Output = Result<T, ApiError>>) 
 /// Awaits a server call within the running Lua call's deadline; its error
 /// message is prefixed as Nakama's are.
 pub(super) async fn served<T>(
-    what: &'static str,
+    what: &str,
     call: impl Future<Output = Result<T, ApiError>>,
 ) -> mlua::Result<T> {
     super::vm::within_deadline(call)
@@ -371,11 +371,12 @@ pub(super) async fn served<T>(
         .map_err(|e| mlua::Error::runtime(format!("{what}: {}", e.message)))
 }
 
+/// Waits for a server call (the waiting form of [`awaited`]).
 pub(super) fn block_on<T>(
     shared: &LuaShared,
     fut: impl Future<Output = Result<T, ApiError>>,
 ) -> mlua::Result<T> {
-    shared.wait(fut).map_err(api_error)
+    shared.block(awaited(fut))
 }
 
 pub(super) fn api_error(e: ApiError) -> mlua::Error {

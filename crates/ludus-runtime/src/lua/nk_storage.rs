@@ -21,7 +21,7 @@ use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_server::{block_on, served, server_function};
+use super::nk_server::{served, server_function};
 use super::shared::LuaShared;
 
 /// Integers above this lose precision as Lua numbers (doubles).
@@ -316,16 +316,14 @@ pub(super) fn arg_error(arg: usize, message: &str) -> mlua::Error {
     mlua::Error::runtime(format!("bad argument #{arg}: {message}"))
 }
 
-/// Runs a service call, its error message prefixed as Nakama's are.
+/// Waits for a service call, its error message prefixed as Nakama's are
+/// (the waiting form of [`served`]).
 pub(super) fn run<T>(
     shared: &LuaShared,
     what: &str,
     call: impl Future<Output = Result<T, ApiError>>,
 ) -> mlua::Result<T> {
-    block_on(shared, async move {
-        call.await
-            .map_err(|e| ApiError::new(e.code, format!("{what}: {}", e.message)))
-    })
+    shared.block(served(what, call))
 }
 
 /// Every table of an array-like table, parsed by `each`.

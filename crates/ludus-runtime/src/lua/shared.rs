@@ -30,29 +30,22 @@ pub(crate) struct LuaShared {
 }
 
 impl LuaShared {
-    /// Waits for a server call from Lua: the one way `nk` functions run
-    /// async work. The wait ends at the running call's deadline. VMs run on
-    /// blocking threads, where the handle drives the future; a match callback
-    /// runs on a worker of the match runtime, where blocking is only allowed
-    /// after stepping off the worker first.
+    /// Waits for a server call from Lua, ending the wait at the running
+    /// call's deadline (see [`LuaShared::block`]).
     pub(crate) fn wait<T>(
         &self,
         fut: impl std::future::Future<Output = Result<T, ludus_core::ApiError>>,
     ) -> Result<T, ludus_core::ApiError> {
-        let fut = super::vm::within_deadline(fut);
-        if super::matches::in_match_callback() {
-            return tokio::task::block_in_place(|| self.handle.block_on(fut));
-        }
-        self.handle.block_on(fut)
+        self.block(super::vm::within_deadline(fut))
     }
 
-    /// Runs the whole of a server-call `nk` function (its argument checks,
-    /// the wait, its results) on this thread, as [`LuaShared::wait`] runs a
-    /// server call: the waiting version of `nk_server::server_function`.
-    pub(crate) fn block<T>(
-        &self,
-        fut: impl std::future::Future<Output = mlua::Result<T>>,
-    ) -> mlua::Result<T> {
+    /// Drives `fut` to its end on this thread: how `nk` functions wait on
+    /// async work when they cannot yield (the waiting half of
+    /// `nk_server::server_function`, and every function that only waits).
+    /// Pool VM threads are not the runtime's, so the handle drives the
+    /// future there; a match callback runs on a worker of the match runtime,
+    /// where blocking is only allowed after stepping off the worker first.
+    pub(crate) fn block<F: std::future::Future>(&self, fut: F) -> F::Output {
         if super::matches::in_match_callback() {
             return tokio::task::block_in_place(|| self.handle.block_on(fut));
         }

@@ -146,16 +146,10 @@ pub(super) async fn single_wallet_update(
             ],
         )
         .await;
-    let row = match row {
-        Ok(Some(row)) => row,
-        Ok(None) => return Ok(None),
-        Err(e) => {
-            let data_error = e
-                .as_db_error()
-                .is_some_and(|db| db.code().code().starts_with("22"));
-            // Overflow or a non-integer balance: the general path reports it.
-            return if data_error { Ok(None) } else { Err(e.into()) };
-        }
+    // Overflow or a non-integer balance (class 22, data exception): the
+    // general path reports it.
+    let Some(row) = fast_path_row(row, |db| db.code().code().starts_with("22"))? else {
+        return Ok(None);
     };
     let previous: String = row.try_get(0)?;
     let updated: String = row.try_get(1)?;
@@ -215,16 +209,29 @@ pub(super) async fn single_object_write(
             ],
         )
         .await;
-    let row = match row {
-        Ok(Some(row)) => row,
-        Ok(None) => return Ok(None),
-        Err(e) if e.as_db_error().is_some() => return Ok(None),
-        Err(e) => return Err(e.into()),
+    // Whatever the database refused (an unknown owner, say): the general
+    // path reports it.
+    let Some(row) = fast_path_row(row, |_| true)? else {
+        return Ok(None);
     };
     Ok(Some(MultiUpdateResult {
         acks: vec![ack(w, version, &row)?],
         wallets: Vec::new(),
     }))
+}
+
+/// The row a one-statement fast path answered, or `None` when the general
+/// path must run instead: the statement applied nothing, or the database
+/// refused it with an error `falls_back` leaves to the general path.
+fn fast_path_row(
+    result: Result<Option<Row>, tokio_postgres::Error>,
+    falls_back: impl Fn(&tokio_postgres::error::DbError) -> bool,
+) -> Result<Option<Row>, Failure> {
+    match result {
+        Ok(row) => Ok(row),
+        Err(e) if e.as_db_error().is_some_and(falls_back) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The acknowledgement of `w`, written as `version`, from the write's
