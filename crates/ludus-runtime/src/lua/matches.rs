@@ -24,7 +24,7 @@ use uuid::Uuid;
 use super::convert;
 use super::modules::ModuleSource;
 use super::shared::LuaShared;
-use super::vm::Vm;
+use super::vm::{Vm, unlimited};
 
 const CALLBACKS: [&str; 7] = [
     "match_init",
@@ -115,19 +115,29 @@ impl LuaMatch {
                 (&self.ctx, &self.dispatcher, tick, self.state.clone(), a, b),
             )
         });
-        let queued = self
-            .vm
-            .lua()
+        // The queue's buffer goes back after the replay, so a busy match does
+        // not grow a new one every tick.
+        let lua = self.vm.lua();
+        let mut queued = lua
             .app_data_ref::<Queued>()
             .map(|q| q.0.take())
             .unwrap_or_default();
-        for (deferred, effect) in queued {
+        let mut replayed = Ok(());
+        for (deferred, effect) in queued.drain(..) {
             if deferred {
-                d.push_deferred(effect)?;
+                if let Err(e) = d.push_deferred(effect) {
+                    replayed = Err(e);
+                    break;
+                }
             } else {
                 d.push(effect);
             }
         }
+        queued.clear();
+        if let Some(q) = lua.app_data_ref::<Queued>() {
+            q.0.replace(queued);
+        }
+        replayed?;
         let (state, x, y, z) = result.map_err(|e| format!("{}: {}", CALLBACKS[i], e.message))?;
         let step = if state.is_nil() {
             Step::End
@@ -146,10 +156,9 @@ impl LuaMatch {
         tick: i64,
         presences: &[Presence],
     ) -> Result<Step, HandlerError> {
-        let list = self
-            .tables
-            .list(self.vm.lua(), presences)
-            .map_err(|e| e.to_string())?;
+        let lua = self.vm.lua();
+        let list =
+            unlimited(lua, || self.tables.list(lua, presences)).map_err(|e| e.to_string())?;
         Ok(self
             .run(i, d, tick, LuaValue::Table(list), LuaValue::Nil)?
             .0)
@@ -250,13 +259,13 @@ impl MatchHandler for LuaMatch {
         metadata: &BTreeMap<String, String>,
     ) -> Result<JoinDecision, HandlerError> {
         let lua = self.vm.lua();
-        let args = (|| -> mlua::Result<(Table, Table)> {
+        let args = unlimited(lua, || -> mlua::Result<(Table, Table)> {
             let meta = lua.create_table_with_capacity(0, metadata.len())?;
             for (k, v) in metadata {
                 meta.raw_set(k.as_str(), v.as_str())?;
             }
             Ok((presence_table(lua, presence)?, meta))
-        })()
+        })
         .map_err(|e| e.to_string())?;
         let (step, accept, reason, _) =
             self.run(1, d, tick, LuaValue::Table(args.0), LuaValue::Table(args.1))?;
@@ -312,10 +321,12 @@ impl MatchHandler for LuaMatch {
         tick: i64,
         messages: &[MatchMessage],
     ) -> Result<Step, HandlerError> {
+        let lua = self.vm.lua();
         let list = if messages.is_empty() {
             self.empty.clone()
         } else {
-            messages_table(self.vm.lua(), &mut self.tables, messages).map_err(|e| e.to_string())?
+            unlimited(lua, || messages_table(lua, &mut self.tables, messages))
+                .map_err(|e| e.to_string())?
         };
         let step = self
             .run(4, d, tick, LuaValue::Table(list.clone()), LuaValue::Nil)?
@@ -515,31 +526,33 @@ fn dispatcher_table(lua: &Lua) -> mlua::Result<Table> {
                     LuaValue,
                     Option<bool>,
                 )| {
-                    let data = match data {
-                        LuaValue::Nil => Vec::new(),
-                        LuaValue::String(s) => s.as_bytes().to_vec(),
-                        _ => {
-                            return Err(mlua::Error::runtime(format!(
-                                "{name}: data must be a string or nil"
-                            )));
-                        }
-                    };
-                    let to = session_list(&presences, name)?;
-                    let sender = match &sender {
-                        LuaValue::Nil => None,
-                        v => Some(presence_from(v, name)?),
-                    };
-                    queue(
-                        lua,
-                        deferred,
-                        Effect::Broadcast {
-                            op_code,
-                            data,
-                            to,
-                            sender,
-                            reliable: reliable.unwrap_or(true),
-                        },
-                    )
+                    unlimited(lua, || {
+                        let data = match data {
+                            LuaValue::Nil => Vec::new(),
+                            LuaValue::String(s) => s.as_bytes().to_vec(),
+                            _ => {
+                                return Err(mlua::Error::runtime(format!(
+                                    "{name}: data must be a string or nil"
+                                )));
+                            }
+                        };
+                        let to = session_list(&presences, name)?;
+                        let sender = match &sender {
+                            LuaValue::Nil => None,
+                            v => Some(presence_from(v, name)?),
+                        };
+                        queue(
+                            lua,
+                            deferred,
+                            Effect::Broadcast {
+                                op_code,
+                                data,
+                                to,
+                                sender,
+                                reliable: reliable.unwrap_or(true),
+                            },
+                        )
+                    })
                 },
             )?,
         )?;
@@ -547,8 +560,10 @@ fn dispatcher_table(lua: &Lua) -> mlua::Result<Table> {
     d.raw_set(
         "match_kick",
         lua.create_function(|lua, presences: LuaValue| {
-            let sessions = session_list(&presences, "match_kick")?.unwrap_or_default();
-            queue(lua, false, Effect::Kick(sessions))
+            unlimited(lua, || {
+                let sessions = session_list(&presences, "match_kick")?.unwrap_or_default();
+                queue(lua, false, Effect::Kick(sessions))
+            })
         })?,
     )?;
     d.raw_set(

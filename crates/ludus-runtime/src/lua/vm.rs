@@ -179,6 +179,35 @@ pub(crate) fn check_memory(lua: &Lua, extra: usize) -> mlua::Result<()> {
     Ok(())
 }
 
+/// Runs `f`, the server's own Rust code building Lua values of a size the
+/// server bounds (a tick's messages, a presence list, a dispatcher call's
+/// arguments), with the VM's memory limit lifted.
+///
+/// With a limit set, mlua guards each of its allocating operations (every
+/// string, table and `raw_set`) with a `pcall` and two fresh C closures
+/// (LuaJIT has no light C functions): garbage that made a busy match spend
+/// a quarter of its time building messages and collecting those closures.
+/// Without a limit mlua runs them unguarded, as it does by default. No Lua
+/// code runs inside `f`, so the limit still bounds every allocation a
+/// module makes, and what `f` allocates counts towards it afterwards.
+pub(crate) fn unlimited<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
+    struct Restore<'a>(&'a Lua, usize);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.set_memory_limit(self.1);
+        }
+    }
+    let limit = lua
+        .app_data_ref::<CallState>()
+        .map_or(0, |s| s.memory_limit);
+    if limit == 0 {
+        return f();
+    }
+    let _ = lua.set_memory_limit(0);
+    let _restore = Restore(lua, limit);
+    f()
+}
+
 /// Charges `n` units of work to the call running in `lua` (see
 /// [`CallState::charge`]).
 pub(crate) fn charge(lua: &Lua, n: u64) -> mlua::Result<()> {
