@@ -108,7 +108,9 @@ pub async fn run(mut opts: Options) -> Result<RunResult, String> {
     rec.seconds.truncate(opts.duration.as_secs() as usize);
     let summary = Summary::of(&rec, opts.duration.as_secs_f64());
     let summary = if opts.workload == Workload::Match {
-        summary.with_floor(&rec, opts.tick_floor.as_micros() as u64)
+        summary
+            .with_floor(&rec, opts.tick_floor.as_micros() as u64)
+            .with_held(&rec, opts.ramp.as_secs_f64())
     } else {
         summary
     };

@@ -87,6 +87,13 @@ pub fn table(r: &RunResult) -> String {
             f.floor_ms, f.mean_ms, f.p50_ms, f.p99_ms, f.max_ms
         );
     }
+    if let Some(h) = &s.held {
+        let _ = writeln!(
+            out,
+            "latency of what was sent after the {:.0} s ramp ({} samples): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            h.after_s, h.count, h.p50_ms, h.p99_ms, h.max_ms
+        );
+    }
     if !s.errors.is_empty() {
         let kinds: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let _ = writeln!(out, "errors by kind: {}", kinds.join(", "));

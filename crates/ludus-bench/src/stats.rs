@@ -131,6 +131,9 @@ pub struct Recorder {
     /// Latency above the tick floor (`match`): what the server adds beyond
     /// waiting for its next tick.
     pub above_floor: Histogram,
+    /// Latency of what was sent once every user had started (after
+    /// `--ramp`; `match`): the players held, without the arrivals.
+    pub held: Histogram,
     pub seconds: Vec<Second>,
     pub errors: BTreeMap<String, u64>,
 }
@@ -165,6 +168,7 @@ impl Recorder {
     pub fn merge(&mut self, other: &Recorder) {
         self.latency.merge(&other.latency);
         self.above_floor.merge(&other.above_floor);
+        self.held.merge(&other.held);
         if self.seconds.len() < other.seconds.len() {
             self.seconds.resize(other.seconds.len(), Second::default());
         }
@@ -214,6 +218,19 @@ pub struct Summary {
     pub highest_received_rate: f64,
     /// Latency above the tick floor (match), when any was recorded.
     pub above_floor: Option<AboveFloor>,
+    /// Latency once every user had started (match), when any was recorded.
+    pub held: Option<Held>,
+}
+
+/// The latency of what was sent once every user had started.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Held {
+    /// Seconds into the run from which samples count (the ramp).
+    pub after_s: f64,
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
 }
 
 /// Latency minus the tick floor, floored at zero.
@@ -296,7 +313,24 @@ impl Summary {
             mean_received_rate: per_s(messages_received),
             highest_received_rate: highest_received,
             above_floor: None,
+            held: None,
         }
+    }
+
+    /// Adds the figures of `rec`'s samples sent after `after_s` seconds.
+    pub fn with_held(mut self, rec: &Recorder, after_s: f64) -> Summary {
+        let h = &rec.held;
+        if h.count() > 0 {
+            let ms = |us: u64| us as f64 / 1000.0;
+            self.held = Some(Held {
+                after_s,
+                count: h.count(),
+                p50_ms: ms(h.quantile(0.5)),
+                p99_ms: ms(h.quantile(0.99)),
+                max_ms: ms(h.max()),
+            });
+        }
+        self
     }
 
     /// Adds the above-floor figures of `rec` measured against `floor_us`.
@@ -435,6 +469,29 @@ mod tests {
         // Without above-floor samples there is no section.
         let sum = Summary::of(&Recorder::default(), 1.0).with_floor(&Recorder::default(), 1);
         assert!(sum.above_floor.is_none());
+        // The held figures count only their own samples: 99 at 90 ms and
+        // one at 300 ms after the ramp, while the whole run also had a
+        // second at 250 ms during it.
+        let mut r = Recorder::default();
+        for _ in 0..99 {
+            r.ok(12, 90_000);
+            r.held.record(90_000);
+        }
+        r.ok(3, 250_000);
+        r.ok(12, 300_000);
+        r.held.record(300_000);
+        let sum = Summary::of(&r, 20.0).with_held(&r, 10.0);
+        let h = sum.held.unwrap();
+        assert_eq!((h.after_s, h.count), (10.0, 100));
+        assert!((89.0..=91.0).contains(&h.p99_ms), "{}", h.p99_ms);
+        assert_eq!(h.max_ms, 300.0);
+        assert_eq!(sum.total_ok, 101);
+        assert!(
+            Summary::of(&Recorder::default(), 1.0)
+                .with_held(&Recorder::default(), 1.0)
+                .held
+                .is_none()
+        );
     }
 
     #[test]

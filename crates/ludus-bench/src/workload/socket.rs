@@ -537,6 +537,7 @@ impl<'a> Vu<'a> {
             }
         };
         let floor_us = self.opts.tick_floor.as_micros() as u64;
+        let ramp_us = self.opts.ramp.as_micros() as u64;
         let mut next_send = Instant::now();
         let mut op_echo = true;
         loop {
@@ -553,6 +554,9 @@ impl<'a> Vu<'a> {
                         let lat = now_us.saturating_sub(ts);
                         self.ok(lat);
                         self.rec.above_floor.record(lat.saturating_sub(floor_us));
+                        if ts >= ramp_us {
+                            self.rec.held.record(lat);
+                        }
                     }
                     if !conn.has_buffered_frame() {
                         self.bytes(conn);
