@@ -69,6 +69,10 @@ pub struct MatchConfig {
     /// Threads that run match handlers (the server's match runtime); 0: one
     /// per core.
     pub executor_threads: usize,
+    /// Start each match's ticks at a phase of its own (taken from its id),
+    /// so that matches created together do not tick together; false: every
+    /// match ticks one period after it starts, as in Nakama.
+    pub spread_ticks: bool,
 }
 
 impl Default for MatchConfig {
@@ -82,6 +86,7 @@ impl Default for MatchConfig {
             max_matches: 100_000,
             call_timeout_ms: 10_000,
             executor_threads: 0,
+            spread_ticks: true,
         }
     }
 }

@@ -162,7 +162,17 @@ struct Harness {
 
 /// A realtime layer with the test handler; time is paused once the store is
 /// open.
+/// A harness whose matches tick exactly one period after they start, so
+/// that tests can pin what each tick sees.
 async fn harness(config: MatchConfig) -> Harness {
+    harness_as_is(MatchConfig {
+        spread_ticks: false,
+        ..config
+    })
+    .await
+}
+
+async fn harness_as_is(config: MatchConfig) -> Harness {
     let (store, dir) = crate::test_support::store().await;
     let rt = Realtime::new(
         RealtimeConfig {
@@ -370,6 +380,49 @@ async fn ticks_follow_the_tick_rate() {
         .filter(|l| l.starts_with("loop"))
         .collect();
     assert_eq!(loops, vec!["loop 0 1", "loop 6 1"]);
+}
+
+/// When the first tick of each of eight matches saw a message sent right
+/// after the match started, in milliseconds (paused time, stepped by 1 ms).
+async fn first_ticks(spread_ticks: bool) -> Vec<u128> {
+    let h = harness_as_is(MatchConfig {
+        spread_ticks,
+        ..Default::default()
+    })
+    .await;
+    let mut first_ticks = Vec::new();
+    for i in 0..8 {
+        let id = h.create("echo", Value::Null).await.unwrap();
+        let a = h.connect(&format!("player{i}"));
+        h.join(&a, &id).await.unwrap();
+        let start = tokio::time::Instant::now();
+        h.data(&a, &id, 3, "x").await;
+        while !h.log().iter().any(|l| l == "loop 0 1") {
+            wait(1).await;
+            assert!(start.elapsed() < Duration::from_millis(250), "no tick");
+        }
+        first_ticks.push(start.elapsed().as_millis());
+        h.log.lock().unwrap().clear();
+    }
+    first_ticks
+}
+
+/// With `match.spread_ticks` (the default) a match's first tick comes
+/// within one period of its start, at a phase of its own.
+#[tokio::test]
+async fn spread_ticks_start_within_one_period() {
+    let mut ticks = first_ticks(true).await;
+    assert!(ticks.iter().all(|ms| (0..=105).contains(ms)), "{ticks:?}");
+    ticks.sort_unstable();
+    ticks.dedup();
+    assert!(ticks.len() > 1, "all at one phase: {ticks:?}");
+}
+
+/// Without it every match ticks one period after it starts, as in Nakama.
+#[tokio::test]
+async fn unspread_ticks_start_one_period_after() {
+    let ticks = first_ticks(false).await;
+    assert!(ticks.iter().all(|ms| (95..=105).contains(ms)), "{ticks:?}");
 }
 
 #[tokio::test]
