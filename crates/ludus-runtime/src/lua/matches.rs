@@ -39,6 +39,9 @@ const CALLBACKS: [&str; 7] = [
 /// Registry slot of the match's `ctx` table, which label updates change at once.
 const MATCH_CTX: &str = "ludus.match_ctx";
 
+/// Most effects whose room a match keeps from one callback to the next.
+const KEPT_EFFECTS: usize = 256;
+
 /// Effects queued by the dispatcher during one callback; `true` = deferred.
 #[derive(Default)]
 struct Queued(RefCell<Vec<(bool, Effect)>>);
@@ -134,7 +137,11 @@ impl LuaMatch {
             }
         }
         queued.clear();
-        if let Some(q) = lua.app_data_ref::<Queued>() {
+        // A tick that queued unusually many effects does not keep their
+        // room for the match's whole life.
+        if queued.capacity() <= KEPT_EFFECTS
+            && let Some(q) = lua.app_data_ref::<Queued>()
+        {
             q.0.replace(queued);
         }
         replayed?;
