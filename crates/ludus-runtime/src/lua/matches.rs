@@ -125,18 +125,15 @@ impl LuaMatch {
             .app_data_ref::<Queued>()
             .map(|q| q.0.take())
             .unwrap_or_default();
-        let mut replayed = Ok(());
-        for (deferred, effect) in queued.drain(..) {
+        // Draining empties the buffer even when a deferred push fails.
+        let replayed = queued.drain(..).try_for_each(|(deferred, effect)| {
             if deferred {
-                if let Err(e) = d.push_deferred(effect) {
-                    replayed = Err(e);
-                    break;
-                }
+                d.push_deferred(effect)
             } else {
                 d.push(effect);
+                Ok(())
             }
-        }
-        queued.clear();
+        });
         // A tick that queued unusually many effects does not keep their
         // room for the match's whole life.
         if queued.capacity() <= KEPT_EFFECTS
