@@ -45,6 +45,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "friend_list_index",
         sql: include_str!("../migrations/sqlite/0006_friend_list_index.sql"),
     },
+    Migration {
+        version: 7,
+        name: "users_id_hash",
+        sql: include_str!("../migrations/sqlite/0007_users_id_hash.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -77,6 +82,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 6,
         name: "friend_list_index",
         sql: include_str!("../migrations/postgres/0006_friend_list_index.sql"),
+    },
+    Migration {
+        version: 7,
+        name: "users_id_hash",
+        sql: include_str!("../migrations/postgres/0007_users_id_hash.sql"),
     },
 ];
 

@@ -63,6 +63,10 @@ async fn migrate_up_applies_pending_migrations_once() {
             MigrationInfo {
                 version: 6,
                 name: "friend_list_index"
+            },
+            MigrationInfo {
+                version: 7,
+                name: "users_id_hash"
             }
         ]
     );

@@ -193,6 +193,7 @@ macro_rules! store_test_suite {
             wallet::concurrent_decrements_never_go_below_zero,
             wallet::multi_update_is_all_or_nothing,
             social::friend_invite_accept_delete_block,
+            social::friends_list_carries_profiles,
             social::friend_changes_with_unknown_users_write_nothing,
             social::friend_lists_page_by_state_and_follow_user_deletion,
             social::friends_of_friends_skip_self_and_own_friends,

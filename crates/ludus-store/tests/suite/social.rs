@@ -53,6 +53,65 @@ async fn change(store: &Arc<dyn Store>, user: Uuid, op: FriendOp, target: Uuid) 
     out[0].1
 }
 
+/// A listed friend carries the user's profile exactly: fields set and
+/// fields left empty alike.
+pub(crate) async fn friends_list_carries_profiles<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let (ann, bob, cat) = (
+        user(&store, "ann").await,
+        user(&store, "bob").await,
+        user(&store, "cat").await,
+    );
+    let update = ludus_core::model::AccountUpdate {
+        display_name: Some("Bob B".into()),
+        avatar_url: Some("https://example.com/bob.png".into()),
+        lang_tag: Some("fr".into()),
+        location: Some("Lyon".into()),
+        timezone: Some("Europe/Paris".into()),
+        metadata: Some(r#"{"level":7}"#.into()),
+        ..Default::default()
+    };
+    store.update_account(bob, update, NOW_US).await.unwrap();
+    change(&store, ann, FriendOp::Add, bob).await;
+    change(&store, ann, FriendOp::Add, cat).await;
+
+    let listed = friends_list(&store, ann, None, None, 10).await;
+    let of = |id: Uuid| &listed.iter().find(|f| f.user.id == id).unwrap().user;
+    let b = of(bob);
+    assert_eq!(
+        (
+            b.display_name.as_str(),
+            b.avatar_url.as_str(),
+            b.lang_tag.as_str(),
+            b.location.as_str(),
+            b.timezone.as_str(),
+        ),
+        (
+            "Bob B",
+            "https://example.com/bob.png",
+            "fr",
+            "Lyon",
+            "Europe/Paris"
+        )
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&b.metadata).unwrap(),
+        serde_json::json!({"level": 7})
+    );
+    let c = of(cat);
+    assert_eq!(c.username, "cat");
+    assert_eq!(
+        (
+            c.display_name.as_str(),
+            c.avatar_url.as_str(),
+            c.location.as_str(),
+            c.timezone.as_str(),
+        ),
+        ("", "", "", "")
+    );
+    store.close().await;
+}
+
 pub(crate) async fn friend_invite_accept_delete_block<B: Backend>() {
     let (_b, store) = B::store().await;
     let (ann, bob) = (user(&store, "ann").await, user(&store, "bob").await);
