@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use mlua::{Function, Lua, Table, Variadic};
 
 use super::shared::LuaShared;
+use super::vm::unlimited;
 use crate::context::{CallContext, ExecutionMode};
 
 /// Registry slot of the VM's builder, for the paths that have only the
@@ -95,7 +96,7 @@ impl ContextBuilder {
     }
 
     /// A fresh `ctx` table for one call.
-    pub(super) fn build(&self, ctx: &CallContext) -> mlua::Result<Table> {
+    pub(super) fn build(&self, lua: &Lua, ctx: &CallContext) -> mlua::Result<Table> {
         let mut pieces = Pieces {
             blob: String::with_capacity(256),
             marks: Vec::with_capacity(64),
@@ -117,8 +118,12 @@ impl ContextBuilder {
         }
         pieces.multimap(&ctx.headers);
         pieces.multimap(&ctx.query_params);
+        // The blob as a Lua string made without mlua's guard (no Lua runs
+        // meanwhile; its size is the request's); the builder itself then
+        // runs under the VM's limit.
+        let blob = unlimited(lua, || lua.create_string(&pieces.blob))?;
         self.build.call((
-            pieces.blob.as_str(),
+            blob,
             mode_index(ctx.mode),
             ctx.user_id.is_some(),
             session_id.is_some(),
@@ -139,7 +144,7 @@ pub(super) fn context_table(
         Some(build) => ContextBuilder { build },
         None => ContextBuilder::new(lua, &shared.settings.node, &shared.settings.env)?,
     };
-    builder.build(ctx)
+    builder.build(lua, ctx)
 }
 
 /// The per-call texts of a context, laid end to end, and the marks that
@@ -267,7 +272,7 @@ mod tests {
         let b = builder(&lua);
         for (i, mode) in ALL_MODES.into_iter().enumerate() {
             assert_eq!(mode_index(mode), i as i64 + 1);
-            let t = b.build(&CallContext::new(mode)).unwrap();
+            let t = b.build(&lua, &CallContext::new(mode)).unwrap();
             assert_eq!(t.get::<String>("execution_mode").unwrap(), mode.as_str());
         }
     }
@@ -290,7 +295,7 @@ mod tests {
         ctx.query_params = BTreeMap::from([("q".into(), vec!["1".into()])]);
         ctx.client_ip = "10.0.0.1".into();
         ctx.client_port = "4242".into();
-        let t = b.build(&ctx).unwrap();
+        let t = b.build(&lua, &ctx).unwrap();
         lua.globals().set("ctx", t).unwrap();
         let check = |expr: &str| -> bool { lua.load(expr).eval().unwrap() };
         assert!(check("ctx.env.region == 'eu' and ctx.node == 'node-1'"));
@@ -316,7 +321,7 @@ mod tests {
         anonymous.session_id = Some("s-2".into());
         anonymous.username = "ghost".into();
         anonymous.vars.insert("k".into(), "v".into());
-        let t = b.build(&anonymous).unwrap();
+        let t = b.build(&lua, &anonymous).unwrap();
         lua.globals().set("ctx", t).unwrap();
         for field in [
             "user_id",
@@ -338,7 +343,7 @@ mod tests {
         // A user without a session has no session fields.
         let mut http = CallContext::new(ExecutionMode::Rpc);
         http.user_id = Some("u-2".into());
-        let t = b.build(&http).unwrap();
+        let t = b.build(&lua, &http).unwrap();
         lua.globals().set("ctx", t).unwrap();
         assert!(check(
             "ctx.user_id == 'u-2' and ctx.session_id == nil and ctx.lang == nil"
@@ -350,13 +355,17 @@ mod tests {
     fn each_call_gets_its_own_tables() {
         let lua = Lua::new();
         let b = builder(&lua);
-        let first = b.build(&CallContext::new(ExecutionMode::Rpc)).unwrap();
+        let first = b
+            .build(&lua, &CallContext::new(ExecutionMode::Rpc))
+            .unwrap();
         first
             .get::<Table>("env")
             .unwrap()
             .set("region", "changed")
             .unwrap();
-        let second = b.build(&CallContext::new(ExecutionMode::Rpc)).unwrap();
+        let second = b
+            .build(&lua, &CallContext::new(ExecutionMode::Rpc))
+            .unwrap();
         assert!(!first.equals(&second).unwrap());
         let env: Table = second.get("env").unwrap();
         assert_eq!(env.get::<String>("region").unwrap(), "eu");
@@ -370,12 +379,13 @@ mod tests {
             .unwrap();
         let mut ctx = CallContext::new(ExecutionMode::Rpc);
         ctx.headers.insert("Big".into(), vec!["x".repeat(1 << 20)]);
-        let err = b.build(&ctx).unwrap_err();
+        let err = b.build(&lua, &ctx).unwrap_err();
         assert!(
             matches!(err, mlua::Error::MemoryError(_)) || err.to_string().contains("memory"),
             "{err}"
         );
         // The state stays usable, and a small context still builds.
-        b.build(&CallContext::new(ExecutionMode::Rpc)).unwrap();
+        b.build(&lua, &CallContext::new(ExecutionMode::Rpc))
+            .unwrap();
     }
 }

@@ -497,9 +497,9 @@ impl Vm {
         ctx: &CallContext,
         args: Vec<Value>,
     ) -> Result<Option<Value>, RuntimeError> {
-        let f: LuaValue = self
-            .callbacks
-            .raw_get(key)
+        // A raw lookup runs no Lua; unguarded, the key's string costs no
+        // protected call (see [`unlimited`]).
+        let f: LuaValue = unlimited(&self.lua, || self.callbacks.raw_get(key))
             .map_err(|e| RuntimeError::internal(e.to_string()))?;
         let LuaValue::Function(f) = f else {
             return Err(RuntimeError::not_found("function not found"));
@@ -541,15 +541,32 @@ impl Vm {
         // last call's (which may have stopped).
         self.reset_budget();
         let ctx_table = match &self.ctx_builder {
-            Some(builder) => builder.build(ctx),
+            Some(builder) => builder.build(lua, ctx),
             None => ctx::context_table(lua, &self.shared, ctx),
         }
         .map_err(internal)?;
         let mut call_args = mlua::MultiValue::new();
         call_args.push_back(LuaValue::Function(f));
         call_args.push_back(LuaValue::Table(ctx_table));
-        for arg in &args {
-            call_args.push_back(convert::to_lua(lua, arg).map_err(internal)?);
+        // The payload (or a hook's request) as Lua values: no Lua runs while
+        // they are built, and their size is the request's, which the server
+        // bounds before it gets here.
+        unlimited(lua, || -> mlua::Result<()> {
+            for arg in &args {
+                call_args.push_back(convert::to_lua(lua, arg)?);
+            }
+            Ok(())
+        })
+        .map_err(internal)?;
+        // Arguments that alone take the VM past its limit fail the call, as
+        // they did when built under it (after a collection, so that an
+        // earlier call's garbage does not count).
+        let limit = self.shared.settings.memory_limit_bytes;
+        if limit > 0 && lua.used_memory() > limit {
+            let _ = lua.gc_collect();
+            if lua.used_memory() > limit {
+                return Err(RuntimeError::busy(self.memory_message()));
+            }
         }
         let result = self.run(call_args).await;
         if let Some(stop) = self.state().stopped.get() {

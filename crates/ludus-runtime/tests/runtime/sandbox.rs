@@ -105,6 +105,44 @@ async fn huge_allocations_are_stopped() {
     );
 }
 
+/// The server builds a call's payload and `ctx` with the VM's memory limit
+/// lifted (no mlua guard per value): the module still runs under the
+/// limit, and arguments that alone exceed it still fail the call.
+#[tokio::test]
+async fn call_arguments_leave_the_memory_limit_in_force() {
+    let mut s = settings("sandbox");
+    s.instruction_budget = 10_000_000_000;
+    let limit = s.memory_limit_bytes;
+    // Payloads past the VM's limit reach it only when the payload limit is
+    // raised above it (by default it is far below).
+    s.max_payload_bytes = 2 * limit;
+    let rt = start(s).await.unwrap();
+    let mut ctx = CallContext::default();
+    ctx.headers.insert("Big".into(), vec!["h".repeat(64 << 10)]);
+    let payload = "p".repeat(1 << 20);
+    for _ in 0..3 {
+        assert_eq!(
+            rt.rpc(ctx.clone(), "sizes", payload.clone()).await.unwrap(),
+            format!("{}:{}", 1 << 20, 64 << 10)
+        );
+        for id in ["alloc_table", "alloc_string"] {
+            let err = rt.rpc(ctx.clone(), id, payload.clone()).await.unwrap_err();
+            assert_eq!(err.code, Code::ResourceExhausted, "{id}: {err:?}");
+            assert!(err.message.contains("memory"), "{id}: {}", err.message);
+        }
+    }
+    let err = rt
+        .rpc(ctx.clone(), "sizes", "p".repeat(limit + (1 << 20)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
+    assert!(err.message.contains("memory"), "{}", err.message);
+    assert_eq!(
+        rt.rpc(ctx, "sizes", payload).await.unwrap(),
+        format!("{}:{}", 1 << 20, 64 << 10)
+    );
+}
+
 #[tokio::test]
 async fn saturated_pool_answers_errors_instead_of_hanging() {
     let mut s = settings("sandbox");
