@@ -143,22 +143,29 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/v2/match", get(matches::list))
         .route("/ws", get(crate::socket::upgrade))
         .route("/v2/rpc/{id}", get(rpc::call).post(rpc::call));
-    absent::routes(served)
+    let routed = absent::routes(served)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(limit))
-        .layer(RequestDecompressionLayer::new())
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::GATEWAY_TIMEOUT,
-            timeout,
-        ))
+        .with_state(state);
+    // The middleware wraps the routed service once, outermost first, rather
+    // than each route (`Router::layer`): there every layer boxed every
+    // route again, so each request cloned and dropped six nested boxes
+    // (4.6 % of the server's samples on the native echo RPC).
+    let layered = tower::ServiceBuilder::new()
+        .layer(axum::middleware::from_fn(access_log::access_log))
+        .layer(cors)
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CACHE_CONTROL,
             HeaderValue::from_static("no-store, no-cache, must-revalidate"),
         ))
-        .layer(cors)
-        .layer(axum::middleware::from_fn(access_log::access_log))
-        .with_state(state)
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::GATEWAY_TIMEOUT,
+            timeout,
+        ))
+        .layer(RequestDecompressionLayer::new())
+        .layer(DefaultBodyLimit::max(limit))
+        .service(routed);
+    Router::new().fallback_service(layered)
 }
 
 async fn healthcheck() -> Response {

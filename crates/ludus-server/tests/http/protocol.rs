@@ -15,6 +15,7 @@ both_backends!(
     oversized_body_is_refused_and_writes_nothing,
     gzip_bodies_are_accepted,
     cors_allows_any_origin,
+    every_answer_carries_the_common_headers,
 );
 
 async fn healthcheck_needs_no_auth(b: Backend) {
@@ -115,6 +116,32 @@ async fn cors_allows_any_origin(b: Backend) {
         methods.contains("PUT") && methods.contains("DELETE"),
         "{methods}"
     );
+}
+
+/// The middleware wraps every answer, routed or not: an answer, an unknown
+/// path and a wrong method all carry the cache and CORS headers.
+async fn every_answer_carries_the_common_headers(b: Backend) {
+    let t = TestServer::start(b).await;
+    for (method, path, status) in [
+        (reqwest::Method::GET, "/healthcheck", 200),
+        (reqwest::Method::GET, "/v2/nothing/here", 404),
+        (reqwest::Method::GET, "/v2/account/authenticate/device", 501),
+    ] {
+        let res = t
+            .http
+            .request(method, t.url(path))
+            .header("origin", "https://game.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), status, "{path}");
+        assert_eq!(
+            res.headers()["cache-control"],
+            "no-store, no-cache, must-revalidate",
+            "{path}"
+        );
+        assert_eq!(res.headers()["access-control-allow-origin"], "*", "{path}");
+    }
 }
 
 /// A client that connects and never sends a request is closed after
