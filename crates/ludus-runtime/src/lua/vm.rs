@@ -561,12 +561,9 @@ impl Vm {
         // Arguments that alone take the VM past its limit fail the call, as
         // they did when built under it (after a collection, so that an
         // earlier call's garbage does not count).
-        let limit = self.shared.settings.memory_limit_bytes;
-        if limit > 0 && lua.used_memory() > limit {
+        if check_memory(lua, 0).is_err() {
             let _ = lua.gc_collect();
-            if lua.used_memory() > limit {
-                return Err(RuntimeError::busy(self.memory_message()));
-            }
+            check_memory(lua, 0).map_err(|e| self.classify(e))?;
         }
         let result = self.run(call_args).await;
         if let Some(stop) = self.state().stopped.get() {
