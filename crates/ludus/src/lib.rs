@@ -12,8 +12,22 @@
 //! ```
 //!
 //! Modules are compiled in; there is no dynamic plugin loading.
+//!
+//! With the default `jemalloc` feature, jemalloc is the global allocator of
+//! any binary that links this crate; a binary that sets its own turns the
+//! feature off (`default-features = false`).
 
 mod cli;
+
+/// jemalloc rather than the system's malloc: on this server's load (many
+/// short-lived allocations of a few sizes from several threads: each
+/// request's buffers and headers, each Lua call's tables and strings)
+/// glibc's malloc spent a fifth of the core of a Lua RPC over HTTP, and
+/// jemalloc is faster there and no larger per idle socket or match
+/// (BENCHMARKS.md, "Allocator: jemalloc").
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use std::future::Future;
 use std::process::ExitCode;
