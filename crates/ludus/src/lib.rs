@@ -19,6 +19,15 @@
 
 mod cli;
 
+use std::future::Future;
+use std::process::ExitCode;
+
+pub use ludus_runtime::{
+    CallContext, Code, ExecutionMode, NativeCall, NativeModule, RuntimeError, RuntimeServices,
+    matches,
+};
+pub use serde_json::Value;
+
 /// jemalloc rather than the system's malloc: on this server's load (many
 /// short-lived allocations of a few sizes from several threads: each
 /// request's buffers and headers, each Lua call's tables and strings)
@@ -28,15 +37,6 @@ mod cli;
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-use std::future::Future;
-use std::process::ExitCode;
-
-pub use ludus_runtime::{
-    CallContext, Code, ExecutionMode, NativeCall, NativeModule, RuntimeError, RuntimeServices,
-    matches,
-};
-pub use serde_json::Value;
 
 /// Entry point of a binary built on Ludus.
 #[derive(Debug)]

@@ -160,8 +160,6 @@ struct Harness {
     _dir: tempfile::TempDir,
 }
 
-/// A realtime layer with the test handler; time is paused once the store is
-/// open.
 /// A harness whose matches tick exactly one period after they start, so
 /// that tests can pin what each tick sees.
 async fn harness(config: MatchConfig) -> Harness {
@@ -172,6 +170,8 @@ async fn harness(config: MatchConfig) -> Harness {
     .await
 }
 
+/// A realtime layer with the test handler and `config` as given; time is
+/// paused once the store is open.
 async fn harness_as_is(config: MatchConfig) -> Harness {
     let (store, dir) = crate::test_support::store().await;
     let rt = Realtime::new(

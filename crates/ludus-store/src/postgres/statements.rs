@@ -440,7 +440,8 @@ impl Stmt {
             // CPU on a 1,000-friend page.
             Stmt::FriendsList => {
                 "SELECT u.id, u.username, NULLIF(u.display_name, ''), NULLIF(u.avatar_url, ''), \
-                 u.lang_tag, NULLIF(u.location, ''), NULLIF(u.timezone, ''), u.metadata, u.facebook_id, u.google_id, u.gamecenter_id, u.steam_id, \
+                 u.lang_tag, NULLIF(u.location, ''), NULLIF(u.timezone, ''), u.metadata, \
+                 u.facebook_id, u.google_id, u.gamecenter_id, u.steam_id, \
                  u.facebook_instant_game_id, u.apple_id, u.edge_count, u.create_time, u.update_time, \
                  e.state, e.update_time, e.metadata, e.position
                    FROM user_edge e JOIN users u ON u.id = e.destination_id
