@@ -205,6 +205,9 @@ pub struct DatabaseConfig {
     pub acquire_timeout_ms: u64,
     /// PostgreSQL: registration batches that may commit at once.
     pub register_in_flight: usize,
+    /// PostgreSQL: friends' profiles cached in memory (checked against the
+    /// row's version on every listing); 0 turns the cache off.
+    pub profile_cache_entries: usize,
 }
 
 impl Default for DatabaseConfig {
@@ -216,6 +219,7 @@ impl Default for DatabaseConfig {
             conn_max_lifetime_ms: d.conn_max_lifetime_ms,
             acquire_timeout_ms: d.acquire_timeout_ms,
             register_in_flight: d.register_in_flight,
+            profile_cache_entries: d.profile_cache_entries,
         }
     }
 }
@@ -249,6 +253,7 @@ impl Config {
             acquire_timeout_ms: self.database.acquire_timeout_ms,
             module_sql_timeout_ms: self.runtime.lua_call_timeout_ms,
             register_in_flight: self.database.register_in_flight,
+            profile_cache_entries: self.database.profile_cache_entries,
         }
     }
 
@@ -821,6 +826,10 @@ mod tests {
         );
         let ok = Config::load(None, [], &flags(&[("database.register_in_flight", "3")])).unwrap();
         assert_eq!(ok.store_options().register_in_flight, 3);
+        assert_eq!(ok.store_options().profile_cache_entries, 10_000);
+        let off =
+            Config::load(None, [], &flags(&[("database.profile_cache_entries", "0")])).unwrap();
+        assert_eq!(off.store_options().profile_cache_entries, 0);
     }
 
     /// `match.*` is the match engine's own `MatchConfig`: zero values the

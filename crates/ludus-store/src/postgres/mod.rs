@@ -11,6 +11,7 @@ mod links;
 mod lookup;
 mod module_sql;
 mod pool;
+mod profiles;
 mod register;
 mod schema;
 mod social;
@@ -55,6 +56,8 @@ pub(crate) struct PgStore {
     pool: Pool,
     registrar: Registrar,
     lookups: lookup::Lookups,
+    /// Friends' profiles by row version (`database.profile_cache_entries`).
+    profiles: Option<profiles::Profiles>,
 }
 
 async fn connect_for_setup(
@@ -120,6 +123,7 @@ impl PgStore {
             pool,
             registrar,
             lookups,
+            profiles: profiles::Profiles::new(opts.profile_cache_entries, profiles::MAX_AGE),
         })
     }
 
@@ -774,12 +778,24 @@ impl Store for PgStore {
         limit: usize,
         mut sink: Box<dyn FriendSink>,
     ) -> StoreResult<Box<dyn FriendSink>> {
-        let rows = with_retry("list friends", || async {
+        let cache = self.profiles.as_ref();
+        let slim = cache.is_some_and(profiles::Profiles::slim);
+        let (rows, users) = with_retry("list friends", || async {
             let conn = self.pool.get().await?;
-            social::friends_rows(&conn, user, state, after, limit).await
+            let rows = social::friends_rows(&conn, slim, user, state, after, limit).await?;
+            let users = match cache {
+                Some(cache) if slim => social::friend_profiles(&conn, cache, &rows).await?,
+                _ => Vec::new(),
+            };
+            Ok((rows, users))
         })
         .await?;
-        social::push_friends(&rows, &mut *sink).map_err(|e| match e {
+        let pushed = if slim {
+            social::push_slim_friends(&rows, &users, &mut *sink)
+        } else {
+            social::push_friends(&rows, cache, &mut *sink)
+        };
+        pushed.map_err(|e| match e {
             Failure::Fatal(e) => e,
             Failure::Retry(why) => StoreError::Backend(why),
         })?;

@@ -10,6 +10,9 @@
 //! prepared once per connection in `statements.rs`; the rest is prepared
 //! per call (one extra round trip on paths that write anyway).
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use ludus_core::friend::{
     self, Edge, EdgeWrite, FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendRef,
     FriendSink, FriendState,
@@ -18,13 +21,15 @@ use ludus_core::group::{
     self, Group, GroupFilter, GroupOp, GroupRefusal, GroupRole, GroupSnapshot, GroupUpdate,
     GroupUser, RoleBound, RoleChange, Target, UserGroup,
 };
+use ludus_core::model::User;
 use ludus_core::store::StoreError;
 use tokio_postgres::{GenericClient, Row, Transaction};
 use uuid::Uuid;
 
 use super::errors::Failure;
 use super::pool::Conn;
-use super::statements::{GROUP_SELECT, Stmt, USER_SELECT};
+use super::profiles::{Profiles, Xmin};
+use super::statements::{GROUP_SELECT, Stmt, USER_COLUMNS, USER_SELECT};
 use super::{JsonbText, user_from_row, user_ref_from_row};
 
 const GROUP_COLUMNS: &str = GROUP_SELECT;
@@ -158,8 +163,11 @@ pub(super) async fn friends_change(
 }
 
 /// The rows of one friends page ([`push_friends`] reads them).
+/// One page of `user`'s friends: full rows (`Stmt::FriendsList`) or, when
+/// `slim`, the edges and each friend's row version (`Stmt::FriendEdges`).
 pub(super) async fn friends_rows(
     conn: &Conn,
+    slim: bool,
     user: Uuid,
     state: Option<FriendState>,
     after: Option<FriendBound>,
@@ -169,10 +177,15 @@ pub(super) async fn friends_rows(
         Some(b) => (b.state as i16, b.position, b.id),
         None => (-1, i64::MIN, Uuid::nil()),
     };
+    let stmt = if slim {
+        Stmt::FriendEdges
+    } else {
+        Stmt::FriendsList
+    };
     Ok(conn
         .client
         .query(
-            conn.stmt(Stmt::FriendsList),
+            conn.stmt(stmt),
             &[
                 &user,
                 &state.map(|s| s as i16),
@@ -185,16 +198,92 @@ pub(super) async fn friends_rows(
         .await?)
 }
 
-/// Pushes each row of [`friends_rows`] to `sink`, its strings borrowed
-/// from the row.
-pub(super) fn push_friends(rows: &[Row], sink: &mut dyn FriendSink) -> Result<(), Failure> {
+/// Pushes each full row of [`friends_rows`] to `sink`, its strings
+/// borrowed from the row, and keeps in `cache` the profiles it lacked.
+pub(super) fn push_friends(
+    rows: &[Row],
+    cache: Option<&Profiles>,
+    sink: &mut dyn FriendSink,
+) -> Result<(), Failure> {
+    let mut hits = 0;
     for row in rows {
+        let user = user_ref_from_row(row)?;
+        if let Some(cache) = cache {
+            let xmin: Xmin = row.try_get(21)?;
+            match cache.get(user.id, xmin) {
+                Some(_) => hits += 1,
+                None => cache.put(xmin, Arc::new(user.to_user())),
+            }
+        }
         sink.push(&FriendRef {
-            user: user_ref_from_row(row)?,
+            user,
             state: friend_state_at(row, 17)?,
             update_time: row.try_get(18)?,
             metadata: row.try_get::<_, JsonbText<'_>>(19)?.0,
             position: row.try_get(20)?,
+        });
+    }
+    if let Some(cache) = cache {
+        cache.record(hits, rows.len());
+    }
+    Ok(())
+}
+
+/// The profiles the slim rows of [`friends_rows`] name, from `cache` where
+/// it holds the row version listed and otherwise read (and kept) with one
+/// more statement; `None` for a friend deleted meanwhile.
+pub(super) async fn friend_profiles(
+    conn: &Conn,
+    cache: &Profiles,
+    rows: &[Row],
+) -> Result<Vec<Option<Arc<User>>>, Failure> {
+    let mut users = Vec::with_capacity(rows.len());
+    let mut missing = Vec::new();
+    for row in rows {
+        let id: Uuid = row.try_get(0)?;
+        let found = cache.get(id, row.try_get(1)?);
+        if found.is_none() {
+            missing.push(id);
+        }
+        users.push(found);
+    }
+    cache.record(rows.len() - missing.len(), rows.len());
+    if missing.is_empty() {
+        return Ok(users);
+    }
+    let fetched = conn
+        .client
+        .query(conn.stmt(Stmt::ProfilesByIds), &[&missing])
+        .await?;
+    let mut by_id = HashMap::with_capacity(fetched.len());
+    for row in &fetched {
+        let user = Arc::new(user_from_row(row)?);
+        cache.put(row.try_get(USER_COLUMNS)?, user.clone());
+        by_id.insert(user.id, user);
+    }
+    for (slot, row) in users.iter_mut().zip(rows) {
+        if slot.is_none() {
+            *slot = by_id.get(&row.try_get::<_, Uuid>(0)?).cloned();
+        }
+    }
+    Ok(users)
+}
+
+/// Pushes the slim rows of [`friends_rows`] with their profiles from
+/// [`friend_profiles`] to `sink`.
+pub(super) fn push_slim_friends(
+    rows: &[Row],
+    users: &[Option<Arc<User>>],
+    sink: &mut dyn FriendSink,
+) -> Result<(), Failure> {
+    for (row, user) in rows.iter().zip(users) {
+        let Some(user) = user else { continue };
+        sink.push(&FriendRef {
+            user: user.view(),
+            state: friend_state_at(row, 2)?,
+            update_time: row.try_get(3)?,
+            metadata: row.try_get::<_, JsonbText<'_>>(4)?.0,
+            position: row.try_get(5)?,
         });
     }
     Ok(())

@@ -113,6 +113,8 @@ pub(super) enum Stmt {
     LedgerUpdate,
     WalletUpdateOne,
     FriendsList,
+    FriendEdges,
+    ProfilesByIds,
     GroupUsers,
     UserGroups,
     GroupsList,
@@ -125,7 +127,7 @@ pub(super) enum Stmt {
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 52] = [
+    const ALL: [Stmt; 54] = [
         Stmt::FindDevices,
         Stmt::FindCustoms,
         Stmt::FindByEmail,
@@ -170,6 +172,8 @@ impl Stmt {
         Stmt::LedgerUpdate,
         Stmt::WalletUpdateOne,
         Stmt::FriendsList,
+        Stmt::FriendEdges,
+        Stmt::ProfilesByIds,
         Stmt::GroupUsers,
         Stmt::UserGroups,
         Stmt::GroupsList,
@@ -443,12 +447,25 @@ impl Stmt {
                  u.lang_tag, NULLIF(u.location, ''), NULLIF(u.timezone, ''), u.metadata, \
                  u.facebook_id, u.google_id, u.gamecenter_id, u.steam_id, \
                  u.facebook_instant_game_id, u.apple_id, u.edge_count, u.create_time, u.update_time, \
-                 e.state, e.update_time, e.metadata, e.position
+                 e.state, e.update_time, e.metadata, e.position, u.xmin
                    FROM user_edge e JOIN users u ON u.id = e.destination_id
                   WHERE e.source_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
                     AND (e.state, e.position, e.destination_id) > ($3, $4, $5)
                   ORDER BY e.state, e.position, e.destination_id LIMIT $6"
             }
+            // The same listing without the profiles, for `profiles.rs`.
+            Stmt::FriendEdges => {
+                "SELECT e.destination_id, u.xmin, e.state, e.update_time, e.metadata, e.position
+                   FROM user_edge e JOIN users u ON u.id = e.destination_id
+                  WHERE e.source_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
+                    AND (e.state, e.position, e.destination_id) > ($3, $4, $5)
+                  ORDER BY e.state, e.position, e.destination_id LIMIT $6"
+            }
+            Stmt::ProfilesByIds => concat!(
+                "SELECT ",
+                user_columns!(),
+                ", u.xmin FROM users u WHERE u.id = ANY($1::uuid[])"
+            ),
             Stmt::GroupUsers => concat!(
                 "SELECT ",
                 user_columns!(),

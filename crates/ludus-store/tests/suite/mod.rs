@@ -194,6 +194,7 @@ macro_rules! store_test_suite {
             wallet::multi_update_is_all_or_nothing,
             social::friend_invite_accept_delete_block,
             social::friends_list_carries_profiles,
+            social::friends_list_follows_profile_changes,
             social::friend_changes_with_unknown_users_write_nothing,
             social::friend_lists_page_by_state_and_follow_user_deletion,
             social::friends_of_friends_skip_self_and_own_friends,

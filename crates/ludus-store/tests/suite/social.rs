@@ -53,6 +53,82 @@ async fn change(store: &Arc<dyn Store>, user: Uuid, op: FriendOp, target: Uuid) 
     out[0].1
 }
 
+/// Lists `user`'s friends `times` times and checks that each listing shows
+/// every friend's profile exactly as `get_users` reads it now.
+async fn assert_listed_profiles_current(store: &Arc<dyn Store>, user: Uuid, times: usize) {
+    for _ in 0..times {
+        let listed = friends_list(store, user, None, None, 100).await;
+        let ids: Vec<Uuid> = listed.iter().map(|f| f.user.id).collect();
+        let mut now = store.get_users(&ids, &[]).await.unwrap();
+        now.sort_by_key(|u| u.id);
+        let mut shown: Vec<_> = listed.into_iter().map(|f| f.user).collect();
+        shown.sort_by_key(|u| u.id);
+        assert_eq!(shown, now);
+    }
+}
+
+/// A listing shows each friend's profile as it is now, however often the
+/// same friends were listed before (the PostgreSQL backend keeps listed
+/// profiles by row version, and after a few listings that mostly find them
+/// it reads only the edges): an account update, an `edge_count` change, a
+/// change made straight in the database (as another node would) and a
+/// deletion each show on the next listing.
+pub(crate) async fn friends_list_follows_profile_changes<B: Backend>() {
+    let (backend, store) = B::store().await;
+    let ann = user(&store, "ann").await;
+    let mut friends = Vec::new();
+    for i in 0..5 {
+        let f = user(&store, &format!("friend{i}")).await;
+        change(&store, ann, FriendOp::Add, f).await;
+        friends.push(f);
+    }
+    assert_listed_profiles_current(&store, ann, 6).await;
+
+    let update = ludus_core::model::AccountUpdate {
+        display_name: Some("Renamed".into()),
+        metadata: Some(r#"{"level":9}"#.into()),
+        ..Default::default()
+    };
+    store
+        .update_account(friends[0], update, NOW_US)
+        .await
+        .unwrap();
+    assert_listed_profiles_current(&store, ann, 2).await;
+    let listed = friends_list(&store, ann, None, None, 100).await;
+    let f0 = &listed
+        .iter()
+        .find(|f| f.user.id == friends[0])
+        .unwrap()
+        .user;
+    assert_eq!(f0.display_name, "Renamed");
+    let metadata: serde_json::Value = serde_json::from_str(&f0.metadata).unwrap();
+    assert_eq!(metadata, serde_json::json!({"level": 9}));
+
+    let before = edge_count(&store, friends[1]).await;
+    let other = user(&store, "other").await;
+    change(&store, friends[1], FriendOp::Add, other).await;
+    assert_eq!(edge_count(&store, friends[1]).await, before + 1);
+    assert_listed_profiles_current(&store, ann, 2).await;
+
+    backend
+        .exec("UPDATE users SET location = 'Oslo' WHERE username = 'friend2'")
+        .await;
+    let listed = friends_list(&store, ann, None, None, 100).await;
+    let f2 = &listed
+        .iter()
+        .find(|f| f.user.id == friends[2])
+        .unwrap()
+        .user;
+    assert_eq!(f2.location, "Oslo");
+    assert_listed_profiles_current(&store, ann, 2).await;
+
+    assert!(store.delete_user(friends[3]).await.unwrap());
+    let listed = friends_list(&store, ann, None, None, 100).await;
+    assert_eq!(listed.len(), 4);
+    assert!(listed.iter().all(|f| f.user.id != friends[3]));
+    assert_listed_profiles_current(&store, ann, 2).await;
+}
+
 /// A listed friend carries the user's profile exactly: fields set and
 /// fields left empty alike.
 pub(crate) async fn friends_list_carries_profiles<B: Backend>() {
