@@ -20,11 +20,11 @@ PY
 }
 
 # A throwaway PostgreSQL in $work/pg on core 0 (beside the client: core 1
-# measures the server alone), installed first if missing (as root); sets
-# pg_bin and pg_port.
+# measures the server alone) or on the CPUs given (a taskset list),
+# installed first if missing (as root); sets pg_bin and pg_port.
 pg_bin=
 pg_started=0
-start_postgres() {
+start_postgres() { # [cpus]
   pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5,5 -n -r | head -n1)
   if [ -z "$pg_bin" ]; then
     [ "$EUID" -eq 0 ] || { echo "$(basename "$0"): PostgreSQL server binaries are missing (apt-get install postgresql)" >&2; exit 1; }
@@ -42,8 +42,7 @@ start_postgres() {
   as_pg "$pg_bin/initdb" -D "$work/pg/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$work/initdb.log" 2>&1 ||
     { cat "$work/initdb.log" >&2; exit 1; }
   pg_port=$(free_port)
-  # Core 0, beside the client: core 1 measures the server alone.
-  as_pg taskset -c 0 "$pg_bin/pg_ctl" -D "$work/pg/data" -l "$work/pg/postgres.log" -w -t 60 \
+  as_pg taskset -c "${1:-0}" "$pg_bin/pg_ctl" -D "$work/pg/data" -l "$work/pg/postgres.log" -w -t 60 \
     -o "-k $work/pg/sock -c listen_addresses=127.0.0.1 -p $pg_port -c fsync=off -c full_page_writes=off -c max_connections=300" \
     start >/dev/null
   pg_started=1
