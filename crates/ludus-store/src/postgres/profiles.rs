@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use ludus_core::model::User;
+use ludus_core::model::{User, UserRef};
 use tokio_postgres::types::{FromSql, Type};
 use uuid::Uuid;
 
@@ -35,6 +35,11 @@ const SHARDS: usize = 16;
 
 /// Longest an entry is served before it is read again.
 pub(super) const MAX_AGE: Duration = Duration::from_secs(600);
+
+/// Largest profile kept (the bytes of its text fields, metadata included),
+/// so the cache's memory stays bounded whatever modules store in a user's
+/// metadata: a larger one is read from PostgreSQL at every listing.
+pub(super) const MAX_PROFILE_BYTES: usize = 2048;
 
 /// Hit ratio (per mille, of listed friends found current here) above which
 /// a listing reads edges only and fetches the missing profiles afterwards.
@@ -106,9 +111,33 @@ impl Profiles {
         (entry.xmin == xmin.0 && fresh).then(|| entry.user.clone())
     }
 
-    /// Keeps `user`, read from row version `xmin`. A full shard is emptied
-    /// first: listings refill what they use.
+    /// Whether a profile is small enough to keep ([`MAX_PROFILE_BYTES`]).
+    pub(super) fn fits(user: &UserRef<'_>) -> bool {
+        let texts = [
+            user.username,
+            user.display_name,
+            user.avatar_url,
+            user.lang_tag,
+            user.location,
+            user.timezone,
+            user.metadata,
+            user.facebook_id,
+            user.google_id,
+            user.gamecenter_id,
+            user.steam_id,
+            user.facebook_instant_game_id,
+            user.apple_id,
+        ];
+        texts.iter().map(|t| t.len()).sum::<usize>() <= MAX_PROFILE_BYTES
+    }
+
+    /// Keeps `user`, read from row version `xmin`, unless it is larger than
+    /// [`MAX_PROFILE_BYTES`]. A full shard is emptied first: listings refill
+    /// what they use.
     pub(super) fn put(&self, xmin: Xmin, user: Arc<User>) {
+        if !Self::fits(&user.view()) {
+            return;
+        }
         let read_at = self.now();
         let mut shard = self.shard(&user.id);
         if shard.len() >= self.per_shard && !shard.contains_key(&user.id) {
@@ -184,6 +213,28 @@ mod tests {
         let id = Uuid::new_v4();
         cache.put(Xmin(7), user(id, "ann"));
         assert!(cache.get(id, Xmin(7)).is_none());
+    }
+
+    #[test]
+    fn large_profiles_are_not_kept() {
+        let cache = Profiles::new(100, MAX_AGE).unwrap();
+        let (small, large) = (Uuid::new_v4(), Uuid::new_v4());
+        let mut big = User {
+            id: large,
+            metadata: "x".repeat(MAX_PROFILE_BYTES + 1),
+            ..Default::default()
+        };
+        cache.put(Xmin(1), user(small, "ann"));
+        cache.put(Xmin(1), Arc::new(big.clone()));
+        assert!(cache.get(small, Xmin(1)).is_some());
+        assert!(cache.get(large, Xmin(1)).is_none());
+        big.metadata.truncate(MAX_PROFILE_BYTES - 3);
+        big.username = "bob".into();
+        cache.put(Xmin(2), Arc::new(big));
+        assert!(
+            cache.get(large, Xmin(2)).is_some(),
+            "exactly at the bound is kept"
+        );
     }
 
     #[test]

@@ -212,7 +212,8 @@ pub(super) fn push_friends(
             let xmin: Xmin = row.try_get(21)?;
             match cache.get(user.id, xmin) {
                 Some(_) => hits += 1,
-                None => cache.put(xmin, Arc::new(user.to_user())),
+                None if Profiles::fits(&user) => cache.put(xmin, Arc::new(user.to_user())),
+                None => {}
             }
         }
         sink.push(&FriendRef {

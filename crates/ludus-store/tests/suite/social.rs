@@ -71,8 +71,8 @@ async fn assert_listed_profiles_current(store: &Arc<dyn Store>, user: Uuid, time
 /// same friends were listed before (the PostgreSQL backend keeps listed
 /// profiles by row version, and after a few listings that mostly find them
 /// it reads only the edges): an account update, an `edge_count` change, a
-/// change made straight in the database (as another node would) and a
-/// deletion each show on the next listing.
+/// change made straight in the database (as another node would), a profile
+/// too large to cache and a deletion each show on the next listing.
 pub(crate) async fn friends_list_follows_profile_changes<B: Backend>() {
     let (backend, store) = B::store().await;
     let ann = user(&store, "ann").await;
@@ -121,6 +121,18 @@ pub(crate) async fn friends_list_follows_profile_changes<B: Backend>() {
         .user;
     assert_eq!(f2.location, "Oslo");
     assert_listed_profiles_current(&store, ann, 2).await;
+
+    // A profile too large for the cache is read again at every listing.
+    let big = format!(r#"{{"bio":"{}"}}"#, "x".repeat(3000));
+    let update = ludus_core::model::AccountUpdate {
+        metadata: Some(big),
+        ..Default::default()
+    };
+    store
+        .update_account(friends[4], update, NOW_US)
+        .await
+        .unwrap();
+    assert_listed_profiles_current(&store, ann, 3).await;
 
     assert!(store.delete_user(friends[3]).await.unwrap());
     let listed = friends_list(&store, ann, None, None, 100).await;
