@@ -205,7 +205,7 @@ pub struct DatabaseConfig {
     pub acquire_timeout_ms: u64,
     /// PostgreSQL: registration batches that may commit at once.
     pub register_in_flight: usize,
-    /// PostgreSQL: friends' profiles cached in memory (checked against the
+    /// PostgreSQL: listed users' profiles cached in memory (checked against the
     /// row's version on every listing); 0 turns the cache off.
     pub profile_cache_entries: usize,
 }

@@ -60,9 +60,10 @@ pub struct StoreOptions {
     /// gathers, so fewer in flight means larger batches: one made sign-up
     /// about a third faster than four (BENCHMARKS.md).
     pub register_in_flight: usize,
-    /// PostgreSQL: friends' profiles kept in memory, each checked against
-    /// its row's version whenever it is listed, so PostgreSQL sends only
-    /// the edges of a listing it mostly holds
+    /// PostgreSQL: listed users' profiles (friends, group members) kept in
+    /// memory, each checked against its row's version whenever it is
+    /// listed, so PostgreSQL sends only the edges of a listing it mostly
+    /// holds
     /// (`database.profile_cache_entries`); 0 turns the cache off.
     pub profile_cache_entries: usize,
 }

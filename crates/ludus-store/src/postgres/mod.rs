@@ -56,7 +56,7 @@ pub(crate) struct PgStore {
     pool: Pool,
     registrar: Registrar,
     lookups: lookup::Lookups,
-    /// Friends' profiles by row version (`database.profile_cache_entries`).
+    /// Listed users' profiles by row version (`database.profile_cache_entries`).
     profiles: Option<profiles::Profiles>,
 }
 
@@ -779,12 +779,15 @@ impl Store for PgStore {
         mut sink: Box<dyn FriendSink>,
     ) -> StoreResult<Box<dyn FriendSink>> {
         let cache = self.profiles.as_ref();
-        let slim = cache.is_some_and(profiles::Profiles::slim);
+        let slim = cache.is_some_and(|c| c.slim(profiles::Listing::Friends));
         let (rows, users) = with_retry("list friends", || async {
             let conn = self.pool.get().await?;
             let rows = social::friends_rows(&conn, slim, user, state, after, limit).await?;
             let users = match cache {
-                Some(cache) if slim => social::friend_profiles(&conn, cache, &rows).await?,
+                Some(cache) if slim => {
+                    let friends = profiles::Listing::Friends;
+                    social::cached_profiles(&conn, cache, friends, &rows).await?
+                }
                 _ => Vec::new(),
             };
             Ok((rows, users))
@@ -930,7 +933,7 @@ impl Store for PgStore {
     ) -> StoreResult<Vec<GroupUser>> {
         with_retry("list group users", || async {
             let conn = self.pool.get().await?;
-            social::group_users(&conn, group, role, after, limit).await
+            social::group_users(&conn, self.profiles.as_ref(), group, role, after, limit).await
         })
         .await
     }

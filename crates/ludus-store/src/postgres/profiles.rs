@@ -1,6 +1,9 @@
-//! A cache of user profiles for the friends listing, so that PostgreSQL
-//! sends a listed friend's profile only when this server does not already
-//! hold it.
+//! A cache of user profiles for the listings that return many users, so
+//! that PostgreSQL sends a listed user's profile only when this server does
+//! not already hold it.
+//!
+//! The friends listing and the group members listing read profiles
+//! through it.
 //!
 //! Every cached profile carries the `xmin` of the `users` row it was read
 //! from: the id of the transaction that wrote that row version. Any change
@@ -63,6 +66,14 @@ impl<'a> FromSql<'a> for Xmin {
     }
 }
 
+/// The listings that read profiles through the cache; each keeps its own
+/// hit ratio, as each lists its own set of users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Listing {
+    Friends = 0,
+    GroupUsers = 1,
+}
+
 struct Entry {
     xmin: u32,
     /// Seconds after the cache was made that the entry was read.
@@ -75,8 +86,9 @@ pub(super) struct Profiles {
     per_shard: usize,
     born: Instant,
     max_age: Duration,
-    /// Moving average of the per-mille hit ratio of recent listings.
-    hit_ratio: AtomicU32,
+    /// Moving average of the per-mille hit ratio of recent listings, per
+    /// [`Listing`].
+    hit_ratio: [AtomicU32; 2],
 }
 
 impl Profiles {
@@ -87,7 +99,7 @@ impl Profiles {
             per_shard: capacity.div_ceil(SHARDS),
             born: Instant::now(),
             max_age,
-            hit_ratio: AtomicU32::new(0),
+            hit_ratio: [AtomicU32::new(0), AtomicU32::new(0)],
         })
     }
 
@@ -153,23 +165,23 @@ impl Profiles {
         );
     }
 
-    /// Whether the next listing should read edges only.
-    pub(super) fn slim(&self) -> bool {
-        self.hit_ratio.load(Ordering::Relaxed) > SLIM_ABOVE
+    /// Whether the next listing of this kind should read edges only.
+    pub(super) fn slim(&self, listing: Listing) -> bool {
+        self.hit_ratio[listing as usize].load(Ordering::Relaxed) > SLIM_ABOVE
     }
 
     /// Records that a listing found `hits` of its `listed` profiles current.
-    pub(super) fn record(&self, hits: usize, listed: usize) {
+    pub(super) fn record(&self, listing: Listing, hits: usize, listed: usize) {
         if listed == 0 {
             return;
         }
         let ratio = u32::try_from(hits * 1000 / listed).unwrap_or(1000);
         // A quarter of the new ratio: a few listings change the mode.
-        let _ = self
-            .hit_ratio
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
-                Some((old * 3 + ratio) / 4)
-            });
+        let _ = self.hit_ratio[listing as usize].fetch_update(
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+            |old| Some((old * 3 + ratio) / 4),
+        );
     }
 
     #[cfg(test)]
@@ -258,18 +270,20 @@ mod tests {
 
     #[test]
     fn mode_follows_the_hit_ratio() {
+        use Listing::{Friends, GroupUsers};
         let cache = Profiles::new(100, MAX_AGE).unwrap();
-        assert!(!cache.slim(), "an empty cache starts with full rows");
-        cache.record(100, 100);
-        cache.record(100, 100);
-        assert!(!cache.slim(), "two listings are not yet enough");
-        cache.record(100, 100);
-        assert!(cache.slim());
+        assert!(!cache.slim(Friends), "an empty cache starts with full rows");
+        cache.record(Friends, 100, 100);
+        cache.record(Friends, 100, 100);
+        assert!(!cache.slim(Friends), "two listings are not yet enough");
+        cache.record(Friends, 100, 100);
+        assert!(cache.slim(Friends));
+        assert!(!cache.slim(GroupUsers), "each listing has its own ratio");
         for _ in 0..3 {
-            cache.record(10, 100);
+            cache.record(Friends, 10, 100);
         }
-        assert!(!cache.slim(), "mostly misses go back to full rows");
-        cache.record(0, 0);
-        assert!(!cache.slim());
+        assert!(!cache.slim(Friends), "mostly misses go back to full rows");
+        cache.record(Friends, 0, 0);
+        assert!(!cache.slim(Friends));
     }
 }

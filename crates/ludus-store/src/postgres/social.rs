@@ -28,7 +28,7 @@ use uuid::Uuid;
 
 use super::errors::Failure;
 use super::pool::Conn;
-use super::profiles::{Profiles, Xmin};
+use super::profiles::{Listing, Profiles, Xmin};
 use super::statements::{GROUP_SELECT, Stmt, USER_COLUMNS, USER_SELECT};
 use super::{JsonbText, user_from_row, user_ref_from_row};
 
@@ -225,17 +225,18 @@ pub(super) fn push_friends(
         });
     }
     if let Some(cache) = cache {
-        cache.record(hits, rows.len());
+        cache.record(Listing::Friends, hits, rows.len());
     }
     Ok(())
 }
 
-/// The profiles the slim rows of [`friends_rows`] name, from `cache` where
-/// it holds the row version listed and otherwise read (and kept) with one
-/// more statement; `None` for a friend deleted meanwhile.
-pub(super) async fn friend_profiles(
+/// The profiles that slim rows (a user id, then its row's `xmin`) name,
+/// from `cache` where it holds the row version listed and otherwise read
+/// (and kept) with one more statement; `None` for a user deleted meanwhile.
+pub(super) async fn cached_profiles(
     conn: &Conn,
     cache: &Profiles,
+    listing: Listing,
     rows: &[Row],
 ) -> Result<Vec<Option<Arc<User>>>, Failure> {
     let mut users = Vec::with_capacity(rows.len());
@@ -248,7 +249,7 @@ pub(super) async fn friend_profiles(
         }
         users.push(found);
     }
-    cache.record(rows.len() - missing.len(), rows.len());
+    cache.record(listing, rows.len() - missing.len(), rows.len());
     if missing.is_empty() {
         return Ok(users);
     }
@@ -271,7 +272,7 @@ pub(super) async fn friend_profiles(
 }
 
 /// Pushes the slim rows of [`friends_rows`] with their profiles from
-/// [`friend_profiles`] to `sink`.
+/// [`cached_profiles`] to `sink`.
 pub(super) fn push_slim_friends(
     rows: &[Row],
     users: &[Option<Arc<User>>],
@@ -669,29 +670,61 @@ fn bound_params(after: Option<RoleBound>) -> (i16, Uuid) {
     after.map_or((-1, Uuid::nil()), |b| (b.role as i16, b.id))
 }
 
+/// One page of a group's users: full rows, or through `cache` (as the
+/// friends listing does, see `profiles.rs`) the edges and each user's row
+/// version, with the profiles from the cache or one more statement.
 pub(super) async fn group_users(
     conn: &Conn,
+    cache: Option<&Profiles>,
     group: Uuid,
     role: Option<GroupRole>,
     after: Option<RoleBound>,
     limit: usize,
 ) -> Result<Vec<GroupUser>, Failure> {
     let (r, id) = bound_params(after);
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+        [&group, &role.map(|r| r as i16), &r, &id, &(limit as i64)];
+    if let Some(cache) = cache.filter(|c| c.slim(Listing::GroupUsers)) {
+        let rows = conn
+            .client
+            .query(conn.stmt(Stmt::GroupUserEdges), &params)
+            .await?;
+        let users = cached_profiles(conn, cache, Listing::GroupUsers, &rows).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (row, user) in rows.iter().zip(users) {
+            let Some(user) = user else { continue };
+            out.push(GroupUser {
+                user: Arc::unwrap_or_clone(user),
+                role: role_at(row, 2)?,
+            });
+        }
+        return Ok(out);
+    }
     let rows = conn
         .client
-        .query(
-            conn.stmt(Stmt::GroupUsers),
-            &[&group, &role.map(|r| r as i16), &r, &id, &(limit as i64)],
-        )
+        .query(conn.stmt(Stmt::GroupUsers), &params)
         .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(GroupUser {
-                user: user_from_row(row)?,
-                role: role_at(row, 17)?,
-            })
-        })
-        .collect()
+    let mut hits = 0;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let user = user_ref_from_row(row)?;
+        if let Some(cache) = cache {
+            let xmin: Xmin = row.try_get(18)?;
+            match cache.get(user.id, xmin) {
+                Some(_) => hits += 1,
+                None if Profiles::fits(&user) => cache.put(xmin, Arc::new(user.to_user())),
+                None => {}
+            }
+        }
+        out.push(GroupUser {
+            user: user.to_user(),
+            role: role_at(row, 17)?,
+        });
+    }
+    if let Some(cache) = cache {
+        cache.record(Listing::GroupUsers, hits, rows.len());
+    }
+    Ok(out)
 }
 
 pub(super) async fn user_groups(

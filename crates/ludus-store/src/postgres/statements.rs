@@ -116,6 +116,7 @@ pub(super) enum Stmt {
     FriendEdges,
     ProfilesByIds,
     GroupUsers,
+    GroupUserEdges,
     UserGroups,
     GroupsList,
     GroupsByPrefix,
@@ -127,7 +128,7 @@ pub(super) enum Stmt {
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 54] = [
+    const ALL: [Stmt; 55] = [
         Stmt::FindDevices,
         Stmt::FindCustoms,
         Stmt::FindByEmail,
@@ -175,6 +176,7 @@ impl Stmt {
         Stmt::FriendEdges,
         Stmt::ProfilesByIds,
         Stmt::GroupUsers,
+        Stmt::GroupUserEdges,
         Stmt::UserGroups,
         Stmt::GroupsList,
         Stmt::GroupsByPrefix,
@@ -469,12 +471,20 @@ impl Stmt {
             Stmt::GroupUsers => concat!(
                 "SELECT ",
                 user_columns!(),
-                ", e.state
+                ", e.state, u.xmin
                    FROM group_edge e JOIN users u ON u.id = e.user_id
                   WHERE e.group_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
                     AND (e.state, e.user_id) > ($3, $4)
                   ORDER BY e.state, e.user_id LIMIT $5"
             ),
+            // The same listing without the profiles, for `profiles.rs`.
+            Stmt::GroupUserEdges => {
+                "SELECT e.user_id, u.xmin, e.state
+                   FROM group_edge e JOIN users u ON u.id = e.user_id
+                  WHERE e.group_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
+                    AND (e.state, e.user_id) > ($3, $4)
+                  ORDER BY e.state, e.user_id LIMIT $5"
+            }
             Stmt::UserGroups => concat!(
                 "SELECT ",
                 group_columns!(),

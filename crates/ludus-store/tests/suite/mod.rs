@@ -199,6 +199,7 @@ macro_rules! store_test_suite {
             social::friend_lists_page_by_state_and_follow_user_deletion,
             social::friends_of_friends_skip_self_and_own_friends,
             social::groups_create_update_delete,
+            social::group_users_follow_profile_changes,
             social::group_roles_follow_nakamas_rules,
             social::group_search_filters_and_pages,
             social::concurrent_joins_never_pass_max_count,

@@ -435,6 +435,62 @@ fn refused(r: Result<impl std::fmt::Debug, StoreError>) -> GroupRefusal {
     }
 }
 
+/// A group's user listing shows each member's profile as it is now,
+/// however often it was listed before (the PostgreSQL backend reads it
+/// through the same profile cache as the friends listing).
+pub(crate) async fn group_users_follow_profile_changes<B: Backend>() {
+    let (backend, store) = B::store().await;
+    let boss = user(&store, "boss").await;
+    let g = new_group(boss, "Listed", true, 100);
+    store.group_create(&g, g.creator_id).await.unwrap();
+    // members[i + 1] is `member{i}`.
+    let mut members = vec![boss];
+    for i in 0..5 {
+        let m = user(&store, &format!("member{i}")).await;
+        store
+            .group_change(g.id, GroupOp::Join, Some(m), &[m], NOW_US)
+            .await
+            .unwrap();
+        members.push(m);
+    }
+    let check = |times: usize| {
+        let store = store.clone();
+        async move {
+            for _ in 0..times {
+                let listed = store.group_users(g.id, None, None, 100).await.unwrap();
+                let mut shown: Vec<_> = listed.into_iter().map(|m| m.user).collect();
+                shown.sort_by_key(|u| u.id);
+                let ids: Vec<Uuid> = shown.iter().map(|u| u.id).collect();
+                let mut now = store.get_users(&ids, &[]).await.unwrap();
+                now.sort_by_key(|u| u.id);
+                assert_eq!(shown, now);
+            }
+        }
+    };
+    check(6).await;
+    let update = ludus_core::model::AccountUpdate {
+        display_name: Some("Renamed".into()),
+        ..Default::default()
+    };
+    store
+        .update_account(members[1], update, NOW_US)
+        .await
+        .unwrap();
+    backend
+        .exec("UPDATE users SET location = 'Oslo' WHERE username = 'member1'")
+        .await;
+    let listed = store.group_users(g.id, None, None, 100).await.unwrap();
+    let of = |id: Uuid| &listed.iter().find(|m| m.user.id == id).unwrap().user;
+    assert_eq!(of(members[1]).display_name, "Renamed");
+    assert_eq!(of(members[2]).location, "Oslo");
+    check(2).await;
+    assert!(store.delete_user(members[3]).await.unwrap());
+    let listed = store.group_users(g.id, None, None, 100).await.unwrap();
+    assert_eq!(listed.len(), 5);
+    assert!(listed.iter().all(|m| m.user.id != members[3]));
+    check(2).await;
+}
+
 pub(crate) async fn groups_create_update_delete<B: Backend>() {
     let (_b, store) = B::store().await;
     let (ann, bob) = (user(&store, "ann").await, user(&store, "bob").await);
