@@ -165,6 +165,19 @@ impl Profiles {
         );
     }
 
+    /// Whether the cache holds `user` at row version `xmin`; when it does
+    /// not, keeps it (if it [fits](Self::fits)). Full-row listings call
+    /// this for each user they read.
+    pub(super) fn check_in(&self, user: &UserRef<'_>, xmin: Xmin) -> bool {
+        if self.get(user.id, xmin).is_some() {
+            return true;
+        }
+        if Self::fits(user) {
+            self.put(xmin, Arc::new(user.to_user()));
+        }
+        false
+    }
+
     /// Whether the next listing of this kind should read edges only.
     pub(super) fn slim(&self, listing: Listing) -> bool {
         self.hit_ratio[listing as usize].load(Ordering::Relaxed) > SLIM_ABOVE

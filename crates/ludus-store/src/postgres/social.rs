@@ -28,7 +28,7 @@ use uuid::Uuid;
 
 use super::errors::Failure;
 use super::pool::Conn;
-use super::profiles::{Listing, Profiles, Xmin};
+use super::profiles::{Listing, Profiles};
 use super::statements::{GROUP_SELECT, Stmt, USER_COLUMNS, USER_SELECT};
 use super::{JsonbText, user_from_row, user_ref_from_row};
 
@@ -209,12 +209,7 @@ pub(super) fn push_friends(
     for row in rows {
         let user = user_ref_from_row(row)?;
         if let Some(cache) = cache {
-            let xmin: Xmin = row.try_get(21)?;
-            match cache.get(user.id, xmin) {
-                Some(_) => hits += 1,
-                None if Profiles::fits(&user) => cache.put(xmin, Arc::new(user.to_user())),
-                None => {}
-            }
+            hits += usize::from(cache.check_in(&user, row.try_get(21)?));
         }
         sink.push(&FriendRef {
             user,
@@ -709,12 +704,7 @@ pub(super) async fn group_users(
     for row in &rows {
         let user = user_ref_from_row(row)?;
         if let Some(cache) = cache {
-            let xmin: Xmin = row.try_get(18)?;
-            match cache.get(user.id, xmin) {
-                Some(_) => hits += 1,
-                None if Profiles::fits(&user) => cache.put(xmin, Arc::new(user.to_user())),
-                None => {}
-            }
+            hits += usize::from(cache.check_in(&user, row.try_get(18)?));
         }
         out.push(GroupUser {
             user: user.to_user(),
