@@ -63,8 +63,7 @@ pub struct StoreOptions {
     /// PostgreSQL: listed users' profiles (friends, group members) kept in
     /// memory, each checked against its row's version whenever it is
     /// listed, so PostgreSQL sends only the edges of a listing it mostly
-    /// holds
-    /// (`database.profile_cache_entries`); 0 turns the cache off.
+    /// holds (`database.profile_cache_entries`); 0 turns the cache off.
     pub profile_cache_entries: usize,
 }
 

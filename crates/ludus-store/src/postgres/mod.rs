@@ -779,25 +779,13 @@ impl Store for PgStore {
         mut sink: Box<dyn FriendSink>,
     ) -> StoreResult<Box<dyn FriendSink>> {
         let cache = self.profiles.as_ref();
-        let slim = cache.is_some_and(|c| c.slim(profiles::Listing::Friends));
-        let (rows, users) = with_retry("list friends", || async {
+        let page = with_retry("list friends", || async {
             let conn = self.pool.get().await?;
-            let rows = social::friends_rows(&conn, slim, user, state, after, limit).await?;
-            let users = match cache {
-                Some(cache) if slim => {
-                    let friends = profiles::Listing::Friends;
-                    social::cached_profiles(&conn, cache, friends, &rows).await?
-                }
-                _ => Vec::new(),
-            };
-            Ok((rows, users))
+            social::friends_page(&conn, cache, user, state, after, limit).await
         })
         .await?;
-        let pushed = if slim {
-            social::push_slim_friends(&rows, &users, &mut *sink)
-        } else {
-            social::push_friends(&rows, cache, &mut *sink)
-        };
+        // Pushed after the retry loop, so a retried read never pushes twice.
+        let pushed = social::push_friends(&page, cache, &mut *sink);
         pushed.map_err(|e| match e {
             Failure::Fatal(e) => e,
             Failure::Retry(why) => StoreError::Backend(why),

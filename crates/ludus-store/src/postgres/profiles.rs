@@ -9,7 +9,7 @@
 //! from: the id of the transaction that wrote that row version. Any change
 //! to the row (an account update, a link, an `edge_count` trigger) writes a
 //! new version with a new `xmin`, and freezing keeps `xmin` as it was
-//! (PostgreSQL 9.4 and later), so a listing that reads each friend's current
+//! (PostgreSQL 9.4 and later), so a listing that reads each user's current
 //! `xmin` and finds the same one here holds that row's current content. A
 //! profile is therefore never served without being checked against the
 //! database in the same statement, which keeps every node of a cluster
@@ -17,12 +17,15 @@
 //! [`MAX_AGE`], so a transaction id that wraps around (2^32 transactions
 //! later) cannot match an old entry.
 //!
-//! When most profiles would miss (many listings of different friends, a
+//! When most profiles would miss (many listings of different users, a
 //! cache smaller than the set of profiles listed), fetching the missing ones
 //! in a second statement would cost PostgreSQL more than sending them at
 //! once, so the listing reads full rows while fewer than half of them would
 //! have been found here, and only the edges plus `xmin` once more than half
-//! would. Full rows fill the cache too, so it warms up in either mode.
+//! would. Full rows fill the cache too, so it warms up in either mode. A
+//! listed user gone by the time its profile is fetched (deleted between the
+//! two statements) makes the listing read full rows instead, so a page is
+//! never shorter than the rows it found.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -44,7 +47,7 @@ pub(super) const MAX_AGE: Duration = Duration::from_secs(600);
 /// metadata: a larger one is read from PostgreSQL at every listing.
 pub(super) const MAX_PROFILE_BYTES: usize = 2048;
 
-/// Hit ratio (per mille, of listed friends found current here) above which
+/// Hit ratio (per mille, of listed users found current here) above which
 /// a listing reads edges only and fetches the missing profiles afterwards.
 const SLIM_ABOVE: u32 = 500;
 

@@ -162,78 +162,108 @@ pub(super) async fn friends_change(
     Ok(outcomes)
 }
 
-/// The rows of one friends page ([`push_friends`] reads them).
-/// One page of `user`'s friends: full rows (`Stmt::FriendsList`) or, when
-/// `slim`, the edges and each friend's row version (`Stmt::FriendEdges`).
-pub(super) async fn friends_rows(
+/// One page of a user's friends, read as `profiles.rs` decides.
+pub(super) enum FriendsPage {
+    /// Full rows (`Stmt::FriendsList`).
+    Full(Vec<Row>),
+    /// The edges and each friend's row version (`Stmt::FriendEdges`), with
+    /// the friends' profiles in the same order.
+    Slim(Vec<Row>, Vec<Arc<User>>),
+}
+
+/// One page of `user`'s friends: edges only when `cache` mostly holds the
+/// profiles listed lately, full rows otherwise (and when a friend vanished
+/// between the edges and the profiles).
+pub(super) async fn friends_page(
     conn: &Conn,
-    slim: bool,
+    cache: Option<&Profiles>,
     user: Uuid,
     state: Option<FriendState>,
     after: Option<FriendBound>,
     limit: usize,
-) -> Result<Vec<Row>, Failure> {
+) -> Result<FriendsPage, Failure> {
     let (s, p, id) = match after {
         Some(b) => (b.state as i16, b.position, b.id),
         None => (-1, i64::MIN, Uuid::nil()),
     };
-    let stmt = if slim {
-        Stmt::FriendEdges
-    } else {
-        Stmt::FriendsList
-    };
-    Ok(conn
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+        &user,
+        &state.map(|s| s as i16),
+        &s,
+        &p,
+        &id,
+        &(limit as i64),
+    ];
+    if let Some(cache) = cache.filter(|c| c.slim(Listing::Friends)) {
+        let rows = conn
+            .client
+            .query(conn.stmt(Stmt::FriendEdges), &params)
+            .await?;
+        if let Some(users) = cached_profiles(conn, cache, Listing::Friends, &rows).await? {
+            return Ok(FriendsPage::Slim(rows, users));
+        }
+    }
+    let rows = conn
         .client
-        .query(
-            conn.stmt(stmt),
-            &[
-                &user,
-                &state.map(|s| s as i16),
-                &s,
-                &p,
-                &id,
-                &(limit as i64),
-            ],
-        )
-        .await?)
+        .query(conn.stmt(Stmt::FriendsList), &params)
+        .await?;
+    Ok(FriendsPage::Full(rows))
 }
 
-/// Pushes each full row of [`friends_rows`] to `sink`, its strings
-/// borrowed from the row, and keeps in `cache` the profiles it lacked.
+/// Pushes each friend of `page` to `sink`, its strings borrowed from the
+/// row or the cached profile; full rows also keep in `cache` the profiles
+/// it lacked.
 pub(super) fn push_friends(
-    rows: &[Row],
+    page: &FriendsPage,
     cache: Option<&Profiles>,
     sink: &mut dyn FriendSink,
 ) -> Result<(), Failure> {
-    let mut hits = 0;
-    for row in rows {
-        let user = user_ref_from_row(row)?;
-        if let Some(cache) = cache {
-            hits += usize::from(cache.check_in(&user, row.try_get(21)?));
+    match page {
+        FriendsPage::Slim(rows, users) => {
+            for (row, user) in rows.iter().zip(users) {
+                sink.push(&FriendRef {
+                    user: user.view(),
+                    state: friend_state_at(row, 2)?,
+                    update_time: row.try_get(3)?,
+                    metadata: row.try_get::<_, JsonbText<'_>>(4)?.0,
+                    position: row.try_get(5)?,
+                });
+            }
         }
-        sink.push(&FriendRef {
-            user,
-            state: friend_state_at(row, 17)?,
-            update_time: row.try_get(18)?,
-            metadata: row.try_get::<_, JsonbText<'_>>(19)?.0,
-            position: row.try_get(20)?,
-        });
-    }
-    if let Some(cache) = cache {
-        cache.record(Listing::Friends, hits, rows.len());
+        FriendsPage::Full(rows) => {
+            let mut hits = 0;
+            for row in rows {
+                let user = user_ref_from_row(row)?;
+                if let Some(cache) = cache {
+                    hits += usize::from(cache.check_in(&user, row.try_get(21)?));
+                }
+                sink.push(&FriendRef {
+                    user,
+                    state: friend_state_at(row, 17)?,
+                    update_time: row.try_get(18)?,
+                    metadata: row.try_get::<_, JsonbText<'_>>(19)?.0,
+                    position: row.try_get(20)?,
+                });
+            }
+            if let Some(cache) = cache {
+                cache.record(Listing::Friends, hits, rows.len());
+            }
+        }
     }
     Ok(())
 }
 
-/// The profiles that slim rows (a user id, then its row's `xmin`) name,
-/// from `cache` where it holds the row version listed and otherwise read
-/// (and kept) with one more statement; `None` for a user deleted meanwhile.
+/// The profiles that slim rows (a user id, then its row's `xmin`) name, in
+/// their order: from `cache` where it holds the row version listed, the
+/// rest read (and kept) with one more statement. `None` when a listed user
+/// is gone by then (deleted after the edges were read): the caller reads
+/// full rows instead, so a page never comes back short.
 pub(super) async fn cached_profiles(
     conn: &Conn,
     cache: &Profiles,
     listing: Listing,
     rows: &[Row],
-) -> Result<Vec<Option<Arc<User>>>, Failure> {
+) -> Result<Option<Vec<Arc<User>>>, Failure> {
     let mut users = Vec::with_capacity(rows.len());
     let mut missing = Vec::new();
     for row in rows {
@@ -245,45 +275,24 @@ pub(super) async fn cached_profiles(
         users.push(found);
     }
     cache.record(listing, rows.len() - missing.len(), rows.len());
-    if missing.is_empty() {
-        return Ok(users);
-    }
-    let fetched = conn
-        .client
-        .query(conn.stmt(Stmt::ProfilesByIds), &[&missing])
-        .await?;
-    let mut by_id = HashMap::with_capacity(fetched.len());
-    for row in &fetched {
-        let user = Arc::new(user_from_row(row)?);
-        cache.put(row.try_get(USER_COLUMNS)?, user.clone());
-        by_id.insert(user.id, user);
-    }
-    for (slot, row) in users.iter_mut().zip(rows) {
-        if slot.is_none() {
-            *slot = by_id.get(&row.try_get::<_, Uuid>(0)?).cloned();
+    if !missing.is_empty() {
+        let fetched = conn
+            .client
+            .query(conn.stmt(Stmt::ProfilesByIds), &[&missing])
+            .await?;
+        let mut by_id = HashMap::with_capacity(fetched.len());
+        for row in &fetched {
+            let user = Arc::new(user_from_row(row)?);
+            cache.put(row.try_get(USER_COLUMNS)?, user.clone());
+            by_id.insert(user.id, user);
+        }
+        for (slot, row) in users.iter_mut().zip(rows) {
+            if slot.is_none() {
+                *slot = by_id.get(&row.try_get::<_, Uuid>(0)?).cloned();
+            }
         }
     }
-    Ok(users)
-}
-
-/// Pushes the slim rows of [`friends_rows`] with their profiles from
-/// [`cached_profiles`] to `sink`.
-pub(super) fn push_slim_friends(
-    rows: &[Row],
-    users: &[Option<Arc<User>>],
-    sink: &mut dyn FriendSink,
-) -> Result<(), Failure> {
-    for (row, user) in rows.iter().zip(users) {
-        let Some(user) = user else { continue };
-        sink.push(&FriendRef {
-            user: user.view(),
-            state: friend_state_at(row, 2)?,
-            update_time: row.try_get(3)?,
-            metadata: row.try_get::<_, JsonbText<'_>>(4)?.0,
-            position: row.try_get(5)?,
-        });
-    }
-    Ok(())
+    Ok(users.into_iter().collect())
 }
 
 pub(super) async fn friends_of_friends(
@@ -665,9 +674,9 @@ fn bound_params(after: Option<RoleBound>) -> (i16, Uuid) {
     after.map_or((-1, Uuid::nil()), |b| (b.role as i16, b.id))
 }
 
-/// One page of a group's users: full rows, or through `cache` (as the
-/// friends listing does, see `profiles.rs`) the edges and each user's row
-/// version, with the profiles from the cache or one more statement.
+/// One page of a group's users: full rows, or through `cache` (as
+/// [`friends_page`] does) the edges and each user's row version, with the
+/// profiles from the cache or one more statement.
 pub(super) async fn group_users(
     conn: &Conn,
     cache: Option<&Profiles>,
@@ -684,16 +693,18 @@ pub(super) async fn group_users(
             .client
             .query(conn.stmt(Stmt::GroupUserEdges), &params)
             .await?;
-        let users = cached_profiles(conn, cache, Listing::GroupUsers, &rows).await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (row, user) in rows.iter().zip(users) {
-            let Some(user) = user else { continue };
-            out.push(GroupUser {
-                user: Arc::unwrap_or_clone(user),
-                role: role_at(row, 2)?,
-            });
+        if let Some(users) = cached_profiles(conn, cache, Listing::GroupUsers, &rows).await? {
+            return rows
+                .iter()
+                .zip(users)
+                .map(|(row, user)| {
+                    Ok(GroupUser {
+                        user: Arc::unwrap_or_clone(user),
+                        role: role_at(row, 2)?,
+                    })
+                })
+                .collect();
         }
-        return Ok(out);
     }
     let rows = conn
         .client
@@ -740,4 +751,114 @@ pub(super) async fn user_groups(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use ludus_core::Store;
+    use ludus_core::model::{Identity, NewUser};
+
+    use super::*;
+    use crate::StoreOptions;
+    use crate::address::{Address, parse};
+    use crate::postgres::PgStore;
+
+    async fn store() -> (PgStore, tempfile::TempDir) {
+        let url = tokio::task::spawn_blocking(ludus_testkit::postgres_database)
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        crate::migrate_up(&url, dir.path()).await.unwrap();
+        let Address::Postgres(config) = parse(&url).unwrap() else {
+            panic!("{url} is not a PostgreSQL address");
+        };
+        let store = PgStore::open(*config, &StoreOptions::default())
+            .await
+            .unwrap();
+        (store, dir)
+    }
+
+    async fn user(store: &PgStore, name: &str) -> Uuid {
+        let id = Uuid::new_v4();
+        store
+            .create_user(NewUser {
+                id,
+                username: name.to_owned(),
+                identity: Identity::Device(format!("{name}-device-0001")),
+                password_hash: None,
+                create_time: 1_700_000_000,
+            })
+            .await
+            .unwrap();
+        id
+    }
+
+    /// A friend deleted after the edges were read and before its profile
+    /// is fetched: `cached_profiles` says so rather than leave the friend
+    /// out (a page one short of its limit would end the listing early), and
+    /// the next page read in slim mode no longer lists the friend.
+    #[tokio::test]
+    async fn a_friend_deleted_between_the_statements_is_not_dropped_silently() {
+        let (store, _dir) = store().await;
+        let ann = user(&store, "ann").await;
+        let mut friends = Vec::new();
+        for name in ["bob", "cat", "dan"] {
+            friends.push(user(&store, name).await);
+        }
+        store
+            .friends_change(ann, FriendOp::Add, &friends, "{}", 1)
+            .await
+            .unwrap();
+        let cache = store.profiles.as_ref().unwrap();
+        let conn = store.pool.get().await.unwrap();
+        let edges = || async {
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+                [&ann, &None::<i16>, &-1i16, &i64::MIN, &Uuid::nil(), &100i64];
+            conn.client
+                .query(conn.stmt(Stmt::FriendEdges), &params)
+                .await
+                .unwrap()
+        };
+
+        let rows = edges().await;
+        let users = cached_profiles(&conn, cache, Listing::Friends, &rows)
+            .await
+            .unwrap()
+            .unwrap();
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.get(0)).collect();
+        let listed: Vec<Uuid> = users.iter().map(|u| u.id).collect();
+        assert_eq!(
+            (ids.len(), &listed),
+            (3, &ids),
+            "profiles in the rows' order"
+        );
+
+        let rows = edges().await;
+        assert!(store.delete_user(friends[1]).await.unwrap());
+        // Held at the version the edges saw: the page is as of that read.
+        let users = cached_profiles(&conn, cache, Listing::Friends, &rows)
+            .await
+            .unwrap();
+        assert_eq!(users.map(|u| u.len()), Some(3));
+        // Not held, and gone by the time it is fetched.
+        let cold = Profiles::new(100, crate::postgres::profiles::MAX_AGE).unwrap();
+        let users = cached_profiles(&conn, &cold, Listing::Friends, &rows)
+            .await
+            .unwrap();
+        assert!(users.is_none(), "a vanished friend asks for full rows");
+
+        for _ in 0..4 {
+            cache.record(Listing::Friends, 1, 1);
+        }
+        match friends_page(&conn, Some(cache), ann, None, None, 100)
+            .await
+            .unwrap()
+        {
+            FriendsPage::Slim(rows, users) => {
+                assert_eq!(rows.len(), 2);
+                assert!(users.iter().all(|u| u.id != friends[1]));
+            }
+            FriendsPage::Full(_) => panic!("a cache that mostly hits reads edges only"),
+        }
+    }
 }
