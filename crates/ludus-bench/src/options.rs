@@ -91,6 +91,19 @@ impl LeaderboardOp {
     }
 }
 
+/// What each request of the `storage` workload does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StorageOp {
+    /// Write, read back and list, in turn
+    Mixed,
+    /// PUT /v2/storage: the user's own object, a new value each time
+    Write,
+    /// POST /v2/storage: the user's own object, after one write
+    Read,
+    /// GET /v2/storage/ludus_bench?limit=10, after one write
+    List,
+}
+
 /// Sockets per loopback source address when `--sources` is not given.
 pub const SOCKETS_PER_SOURCE: usize = 10_000;
 
@@ -133,7 +146,8 @@ enum WorkloadCommand {
     Match(Flags),
     /// Storage objects: each user in turn writes its own object (public
     /// read), reads it back, and lists 10 objects of the shared collection
-    /// (PUT/POST/GET /v2/storage)
+    /// (PUT/POST/GET /v2/storage); --storage-op write, read or list runs
+    /// one of the three alone
     Storage(Flags),
     /// RPC ludus_bench_wallet: adds 1 to the caller's wallet with a ledger
     /// entry; needs bench/modules on the server
@@ -203,6 +217,9 @@ struct Flags {
     /// match: also report echo latency above this floor (a bare number is milliseconds)
     #[arg(long = "tick-floor-ms", default_value = "100", value_parser = millis)]
     tick_floor: Duration,
+    /// storage: what each request does
+    #[arg(long, value_enum, default_value_t = StorageOp::Mixed)]
+    storage_op: StorageOp,
     /// leaderboard: what each request does
     #[arg(long, value_enum, default_value_t = LeaderboardOp::Write)]
     leaderboard_op: LeaderboardOp,
@@ -300,6 +317,7 @@ pub struct Options {
     pub format: Format,
     /// Sockets appear online (`/ws?status=true`).
     pub status: bool,
+    pub storage_op: StorageOp,
     pub leaderboard_op: LeaderboardOp,
     pub leaderboard_id: String,
     pub score_max: u64,
@@ -389,6 +407,7 @@ impl Options {
             tick_floor: f.tick_floor,
             format: f.format,
             status: f.status,
+            storage_op: f.storage_op,
             leaderboard_op: f.leaderboard_op,
             leaderboard_id: f.leaderboard_id,
             score_max: f.score_max,
@@ -574,6 +593,15 @@ mod tests {
         assert_eq!(o.score_max, 10);
         assert!(Options::parse(&args("leaderboard --leaderboard-op sideways")).is_err());
         assert!(Options::parse(&args("leaderboard --score-max 0")).is_err());
+    }
+
+    #[test]
+    fn storage_flags() {
+        let o = Options::parse(&args("storage")).unwrap();
+        assert_eq!(o.storage_op, StorageOp::Mixed);
+        let o = Options::parse(&args("storage --storage-op write")).unwrap();
+        assert_eq!(o.storage_op, StorageOp::Write);
+        assert!(Options::parse(&args("storage --storage-op erase")).is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 
 use crate::http::Conn;
-use crate::options::{LeaderboardOp, Options, Workload};
+use crate::options::{LeaderboardOp, Options, StorageOp, Workload};
 use crate::stats::Recorder;
 
 /// Counters the progress line reads while the run goes on.
@@ -186,9 +186,18 @@ async fn virtual_user(
     let mut cursor = String::new();
     let rpc_body = serde_json::to_vec(&payload(opts.payload_size)).unwrap_or_default();
     let user_id = token_user_id(&bearer);
-    // Records around the user's own need one: written before the clock runs.
-    if opts.workload == Workload::Leaderboard && opts.leaderboard_op == LeaderboardOp::Around {
-        let plan = leaderboard_write(opts, vu, u64::MAX, &bearer);
+    // Records around the user's own need one, and reading or listing
+    // storage objects needs them written: done before the clock runs.
+    let first_write = match opts.workload {
+        Workload::Leaderboard if opts.leaderboard_op == LeaderboardOp::Around => {
+            Some(leaderboard_write(opts, vu, u64::MAX, &bearer))
+        }
+        Workload::Storage if matches!(opts.storage_op, StorageOp::Read | StorageOp::List) => {
+            Some(storage_step(StorageOp::Write, vu, 0, &user_id, &bearer))
+        }
+        _ => None,
+    };
+    if let Some(plan) = first_write {
         match conn
             .request(plan.method, &plan.path, Some(&plan.auth), &plan.body)
             .await
@@ -229,7 +238,7 @@ async fn virtual_user(
                     body: format!(r#"{{"id":"login-{tag}-{i}"}}"#).into_bytes(),
                 }
             }
-            Workload::Storage => storage_step(vu, n, &user_id, &bearer),
+            Workload::Storage => storage_step(opts.storage_op, vu, n, &user_id, &bearer),
             Workload::Social => {
                 let seed = opts.social.as_ref().expect("seeded before the run");
                 let r = super::social::request(seed, opts.social_op, n, &cursor);
@@ -334,9 +343,16 @@ fn leaderboard_write(opts: &Options, vu: usize, n: u64, bearer: &str) -> Plan {
 }
 
 /// The `storage` workload's `n`th request of virtual user `vu`: write its
-/// own object, read it back, list the shared collection, in turn.
-fn storage_step(vu: usize, n: u64, user_id: &str, bearer: &str) -> Plan {
-    match n % 3 {
+/// own object, read it back, list the shared collection, in turn
+/// (`StorageOp::Mixed`), or always the one `op` names.
+fn storage_step(op: StorageOp, vu: usize, n: u64, user_id: &str, bearer: &str) -> Plan {
+    let step = match op {
+        StorageOp::Mixed => n % 3,
+        StorageOp::Write => 0,
+        StorageOp::Read => 1,
+        StorageOp::List => 2,
+    };
+    match step {
         0 => Plan {
             method: "PUT",
             path: "/v2/storage".into(),
@@ -391,7 +407,9 @@ mod tests {
     #[test]
     fn storage_steps_write_read_list_in_turn() {
         let bearer = "Bearer x";
-        let steps: Vec<_> = (0..4).map(|n| storage_step(3, n, "u-1", bearer)).collect();
+        let steps: Vec<_> = (0..4)
+            .map(|n| storage_step(StorageOp::Mixed, 3, n, "u-1", bearer))
+            .collect();
         assert_eq!(
             steps.iter().map(|p| p.method).collect::<Vec<_>>(),
             ["PUT", "POST", "GET", "PUT"]
@@ -401,6 +419,30 @@ mod tests {
         assert_eq!(write["objects"][0]["value"], r#"{"n":0}"#);
         let read: serde_json::Value = serde_json::from_slice(&steps[1].body).unwrap();
         assert_eq!(read["object_ids"][0]["user_id"], "u-1");
+    }
+
+    #[test]
+    fn a_storage_op_repeats_one_request() {
+        let bearer = "Bearer x";
+        for (op, method) in [
+            (StorageOp::Write, "PUT"),
+            (StorageOp::Read, "POST"),
+            (StorageOp::List, "GET"),
+        ] {
+            let steps: Vec<_> = (0..3)
+                .map(|n| storage_step(op, 3, n, "u-1", bearer))
+                .collect();
+            assert!(steps.iter().all(|p| p.method == method), "{op:?}");
+        }
+        // Each write stores a new value, so no write is a no-op.
+        let values: Vec<serde_json::Value> = (0..2)
+            .map(|n| {
+                let p = storage_step(StorageOp::Write, 3, n, "u-1", bearer);
+                serde_json::from_slice::<serde_json::Value>(&p.body).unwrap()["objects"][0]["value"]
+                    .clone()
+            })
+            .collect();
+        assert_ne!(values[0], values[1]);
     }
 
     #[test]
