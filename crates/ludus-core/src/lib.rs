@@ -19,6 +19,7 @@ pub mod notification;
 pub mod query;
 pub mod rank_index;
 pub mod revocation;
+pub mod sched;
 pub mod schedule;
 pub mod social_service;
 pub mod storage;

@@ -20,6 +20,45 @@ async fn open_creates_the_data_dir_in_wal_mode() {
     assert_eq!(mode, "wal");
 }
 
+/// The writer and reader threads run as `SCHED_BATCH` (policy 3), so a
+/// query queued to one of them does not preempt the thread that queued it;
+/// in a niced process they keep the default policy (0) and the niceness.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn writer_and_readers_are_batch_scheduled() {
+    let root = tempfile::tempdir().unwrap();
+    let store = ludus_store::open("", root.path(), StoreOptions::default())
+        .await
+        .unwrap();
+    // Thread names are cut to 15 bytes: ludus-sqlite-wr, ludus-sqlite-re.
+    // A thread sets its policy as it starts, which may be just after open
+    // returns, and other tests' stores may be starting too: wait a while
+    // for every such thread to have it.
+    let expected = |policy: i64, nice: i64| policy == if nice == 0 { 3 } else { 0 };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (writers, readers) = loop {
+        let writers = ludus_core::sched::thread_policies("ludus-sqlite-wr");
+        let readers = ludus_core::sched::thread_policies("ludus-sqlite-re");
+        let all_set = writers
+            .iter()
+            .chain(&readers)
+            .all(|(_, policy, nice)| expected(*policy, *nice));
+        if all_set || std::time::Instant::now() > deadline {
+            break (writers, readers);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    store.close().await;
+    assert!(!writers.is_empty(), "no writer thread found");
+    assert!(readers.len() >= 2, "readers: {readers:?}");
+    for (comm, policy, nice) in writers.iter().chain(&readers) {
+        assert!(
+            expected(*policy, *nice),
+            "{comm}: policy {policy}, nice {nice}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn status_of_a_missing_database_creates_nothing() {
     let root = tempfile::tempdir().unwrap();

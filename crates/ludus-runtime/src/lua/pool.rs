@@ -291,7 +291,9 @@ impl Thread {
     /// Polls woken calls and starts queued ones until the pool closes and
     /// the last call of this thread is over.
     fn serve(mut self) {
-        batch_scheduling();
+        // A call queued to this sleeping thread does not preempt the I/O
+        // thread that queued it (+22 % Lua RPCs over HTTP; BENCHMARKS.md).
+        ludus_core::sched::batch_scheduling("lua vm");
         // Server calls from Lua make tokio timers and tasks on this thread.
         let handle = self.slots[0].vm.as_ref().map(|vm| vm.runtime_handle());
         let _entered = handle.as_ref().map(|h| h.enter());
@@ -401,46 +403,6 @@ impl Thread {
 
     fn live_vms(&self) -> usize {
         self.slots.iter().filter(|s| s.vm.is_some()).count()
-    }
-}
-
-/// Marks the calling thread `SCHED_BATCH` (Linux) when it runs at niceness
-/// 0 (the policy is set together with a niceness, and a niced server keeps
-/// its own).
-///
-/// A VM thread sleeps whenever the queue is empty. Under the default policy
-/// the kernel lets a thread that wakes preempt the running one, so every
-/// call queued to an idle VM switched the core from the I/O thread to the
-/// VM thread and back: one call per switch pair. A batch thread does not
-/// preempt on waking; the I/O thread goes on queueing the calls it has and
-/// the VM then runs them back to back, with the same share of the CPU as
-/// before. (+22 % Lua RPCs over HTTP, +15 % over the socket; BENCHMARKS.md.)
-/// Where the policy cannot be set the VM runs as before.
-fn batch_scheduling() {
-    #[cfg(target_os = "linux")]
-    {
-        use thread_priority::{
-            NormalThreadSchedulePolicy, ThreadPriority, ThreadPriorityOsValue,
-            ThreadSchedulePolicy, set_thread_priority_and_policy, thread_native_id,
-        };
-        // Field 19 of /proc/thread-self/stat, after the parenthesised name.
-        let nice = std::fs::read_to_string("/proc/thread-self/stat")
-            .ok()
-            .and_then(|stat| {
-                let rest = &stat[stat.rfind(')')? + 2..];
-                rest.split(' ').nth(16)?.parse::<i32>().ok()
-            });
-        if nice != Some(0) {
-            return;
-        }
-        let set = set_thread_priority_and_policy(
-            thread_native_id(),
-            ThreadPriority::Os(ThreadPriorityOsValue::default()),
-            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch),
-        );
-        if let Err(e) = set {
-            tracing::debug!(error = ?e, "lua vm thread: scheduling policy or niceness not set");
-        }
     }
 }
 

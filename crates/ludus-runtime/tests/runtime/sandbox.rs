@@ -218,26 +218,14 @@ async fn vm_threads_are_batch_scheduled() {
             .unwrap(),
         "fine"
     );
-    // Fields after the parenthesised name start at field 3.
-    let field = |stat: &str, n: usize| -> i64 {
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        rest.split(' ').nth(n - 3).unwrap().parse().unwrap()
-    };
-    let mut vms = 0;
-    for task in std::fs::read_dir("/proc/self/task").unwrap() {
-        let dir = task.unwrap().path();
-        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
-            continue; // a thread that ended meanwhile
-        };
-        if !comm.starts_with("ludus-lua-") {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
-            continue;
-        };
-        let (nice, policy) = (field(&stat, 19), field(&stat, 41));
-        assert_eq!(policy, if nice == 0 { 3 } else { 0 }, "{comm} nice {nice}");
-        vms += 1;
+    let vms = ludus_core::sched::thread_policies("ludus-lua-");
+    for (comm, policy, nice) in &vms {
+        assert_eq!(
+            *policy,
+            if *nice == 0 { 3 } else { 0 },
+            "{comm} nice {nice}"
+        );
     }
+    let vms = vms.len();
     assert!(vms >= 2, "the pool's two VM threads, found {vms}");
 }

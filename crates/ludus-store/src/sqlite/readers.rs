@@ -40,7 +40,11 @@ impl Readers {
             let rx = Arc::clone(&rx);
             let thread = std::thread::Builder::new()
                 .name(format!("ludus-sqlite-reader-{i}"))
-                .spawn(move || run(conn, &rx))?;
+                .spawn(move || {
+                    // As the writer: a queued read does not preempt the I/O thread.
+                    ludus_core::sched::batch_scheduling("sqlite reader");
+                    run(conn, &rx)
+                })?;
             threads.push(thread);
         }
         Ok(Readers {
