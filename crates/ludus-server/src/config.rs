@@ -208,6 +208,9 @@ pub struct DatabaseConfig {
     /// PostgreSQL: listed users' profiles cached in memory (checked against the
     /// row's version on every listing); 0 turns the cache off.
     pub profile_cache_entries: usize,
+    /// PostgreSQL: how often tables still under 100,000 rows are checked and
+    /// analyzed once they grew by half; 0 leaves statistics to autovacuum.
+    pub analyze_interval_ms: u64,
 }
 
 impl Default for DatabaseConfig {
@@ -220,6 +223,7 @@ impl Default for DatabaseConfig {
             acquire_timeout_ms: d.acquire_timeout_ms,
             register_in_flight: d.register_in_flight,
             profile_cache_entries: d.profile_cache_entries,
+            analyze_interval_ms: d.analyze_interval_ms,
         }
     }
 }
@@ -254,6 +258,7 @@ impl Config {
             module_sql_timeout_ms: self.runtime.lua_call_timeout_ms,
             register_in_flight: self.database.register_in_flight,
             profile_cache_entries: self.database.profile_cache_entries,
+            analyze_interval_ms: self.database.analyze_interval_ms,
         }
     }
 
@@ -830,6 +835,9 @@ mod tests {
         let off =
             Config::load(None, [], &flags(&[("database.profile_cache_entries", "0")])).unwrap();
         assert_eq!(off.store_options().profile_cache_entries, 0);
+        assert_eq!(ok.store_options().analyze_interval_ms, 1_000);
+        let off = Config::load(None, [], &flags(&[("database.analyze_interval_ms", "0")])).unwrap();
+        assert_eq!(off.store_options().analyze_interval_ms, 0);
     }
 
     /// `match.*` is the match engine's own `MatchConfig`: zero values the

@@ -65,6 +65,12 @@ pub struct StoreOptions {
     /// listed, so PostgreSQL sends only the edges of a listing it mostly
     /// holds (`database.profile_cache_entries`); 0 turns the cache off.
     pub profile_cache_entries: usize,
+    /// PostgreSQL: how often tables that are still filling up (under
+    /// 100,000 rows) are checked and, when they grew by half since their
+    /// last statistics, analyzed, so plans made while they were empty do not
+    /// last until autovacuum's next visit (`database.analyze_interval_ms`);
+    /// 0 leaves statistics to autovacuum alone.
+    pub analyze_interval_ms: u64,
 }
 
 impl Default for StoreOptions {
@@ -76,6 +82,7 @@ impl Default for StoreOptions {
             module_sql_timeout_ms: 5_000,
             register_in_flight: 1,
             profile_cache_entries: 10_000,
+            analyze_interval_ms: 1_000,
         }
     }
 }

@@ -186,3 +186,76 @@ async fn module_sql_cannot_touch_server_files() {
         1
     );
 }
+
+/// One number from a query on a connection of its own.
+async fn pg_i64(url: &str, sql: &str) -> i64 {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(connection);
+    let n: i64 = client.query_one(sql, &[]).await.expect("query").get(0);
+    drop(client);
+    let _ = driver.await;
+    n
+}
+
+/// A new database's tables start with the statistics of empty tables, and
+/// plans made from them (a foreign-key check that scans `users` whole) last
+/// until the statistics change: the store analyzes tables that are still
+/// filling up instead of waiting up to a minute for autovacuum.
+#[tokio::test]
+async fn young_tables_are_analyzed_as_they_fill() {
+    let url = fresh_database().await;
+    ludus_store::migrate_up(&url, no_data_dir()).await.unwrap();
+    // Autovacuum off on users: any statistics it gets come from the store.
+    pg_exec(&url, "ALTER TABLE users SET (autovacuum_enabled = false)").await;
+    const MODS: &str =
+        "SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = 'users'";
+    const ANALYZED: &str =
+        "SELECT count(last_analyze) FROM pg_stat_user_tables WHERE relname = 'users'";
+    let wait_for = |sql: &'static str, want: fn(i64) -> bool| {
+        let url = url.clone();
+        async move {
+            // PostgreSQL publishes a backend's counts when it goes idle, at
+            // most once a second and at the latest after ten.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                let n = pg_i64(&url, sql).await;
+                if want(n) {
+                    return n;
+                }
+                assert!(std::time::Instant::now() < deadline, "{sql}: still {n}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+
+    // Turned off: 200 sign-ups, and nothing analyzes the table.
+    let off = StoreOptions {
+        analyze_interval_ms: 0,
+        ..StoreOptions::default()
+    };
+    let store = ludus_store::open(&url, no_data_dir(), off).await.unwrap();
+    for i in 0..200 {
+        let user = new_user(&format!("young{i}"), device(&format!("young-device-{i}")));
+        store.create_user(user).await.unwrap();
+    }
+    wait_for(MODS, |n| n >= 200).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(
+        pg_i64(&url, ANALYZED).await,
+        0,
+        "analyzed with the task off"
+    );
+    store.close().await;
+
+    // On: the table has grown by more than half since (never) analyzed.
+    let on = StoreOptions {
+        analyze_interval_ms: 100,
+        ..StoreOptions::default()
+    };
+    let store = ludus_store::open(&url, no_data_dir(), on).await.unwrap();
+    wait_for(ANALYZED, |n| n == 1).await;
+    assert!(pg_i64(&url, MODS).await < 200);
+    store.close().await;
+}

@@ -4,6 +4,7 @@
 //! deadlocks are retried here; unique violations become `UsernameTaken` or
 //! `IdentityTaken` by constraint name; lost connections become `Unavailable`.
 
+mod analyze;
 mod chat;
 mod errors;
 mod leaderboard;
@@ -58,6 +59,7 @@ pub(crate) struct PgStore {
     lookups: lookup::Lookups,
     /// Listed users' profiles by row version (`database.profile_cache_entries`).
     profiles: Option<profiles::Profiles>,
+    analyzer: analyze::Analyzer,
 }
 
 async fn connect_for_setup(
@@ -119,11 +121,18 @@ impl PgStore {
             max_open_conns = pool.size(),
             "store open"
         );
+        // Statistics of tables that are still filling up, so plans made
+        // while they were empty do not outlive it.
+        let analyzer = analyze::Analyzer::start(
+            pool.clone(),
+            std::time::Duration::from_millis(opts.analyze_interval_ms),
+        );
         Ok(PgStore {
             pool,
             registrar,
             lookups,
             profiles: profiles::Profiles::new(opts.profile_cache_entries, profiles::MAX_AGE),
+            analyzer,
         })
     }
 
@@ -1115,6 +1124,7 @@ impl Store for PgStore {
     }
 
     async fn close(&self) {
+        self.analyzer.close();
         self.registrar.close().await;
         self.pool.close().await;
         tracing::info!(backend = "postgres", "store closed");

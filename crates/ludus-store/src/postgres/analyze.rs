@@ -1,0 +1,94 @@
+//! Fresh planner statistics for young tables.
+//!
+//! PostgreSQL plans a prepared statement, and each foreign-key check, from
+//! the table statistics it has when it first runs them, and keeps that plan
+//! until the statistics change. A database that starts empty has statistics
+//! of empty tables: every sign-up's check that its device's user exists
+//! then scans `users` whole, so sign-up slows with every user (6,400/s in
+//! the first second, 1,340/s after eight; back to 16,000/s at once after an
+//! `ANALYZE users`; BENCHMARKS.md). Autovacuum fixes that, but it visits a
+//! database once a minute (`autovacuum_naptime`), a long first minute for a
+//! game that opens its doors.
+//!
+//! So every `database.analyze_interval_ms` this task asks which tables of
+//! the schema are still young (fewer than [`YOUNG_ROWS`] live rows) and
+//! have changed by more than half since they were last analyzed (plus 50
+//! rows), and analyzes those. Growth by half means a few analyses per
+//! tenfold growth, each a sample of at most 30,000 rows; past
+//! [`YOUNG_ROWS`] autovacuum's own rule (a tenth changed) is left alone.
+//! Every node of a cluster may run it; a table another node is analyzing
+//! waits for it, and a role that may not analyze a table only gets
+//! PostgreSQL's warning.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use super::pool::Pool;
+
+/// Tables with more live rows than this are left to autovacuum.
+pub(super) const YOUNG_ROWS: i64 = 100_000;
+
+/// The young tables whose statistics are stale, schema-qualified and quoted.
+const STALE_TABLES: &str = "SELECT quote_ident(schemaname) || '.' || quote_ident(relname)
+       FROM pg_stat_user_tables
+      WHERE schemaname = current_schema()
+        AND n_live_tup < $1
+        AND n_mod_since_analyze > 50 + n_live_tup / 2
+      ORDER BY relname";
+
+pub(super) struct Analyzer {
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Analyzer {
+    /// Starts the task; `every` zero starts nothing.
+    pub(super) fn start(pool: Pool, every: Duration) -> Analyzer {
+        let task = (!every.is_zero()).then(|| tokio::spawn(run(pool, every)));
+        Analyzer {
+            task: Mutex::new(task),
+        }
+    }
+
+    /// Stops the task (an `ANALYZE` under way is abandoned with its connection).
+    pub(super) fn close(&self) {
+        if let Some(task) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            task.abort();
+        }
+    }
+}
+
+async fn run(pool: Pool, every: Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        match analyze_stale(&pool).await {
+            Ok(tables) if !tables.is_empty() => {
+                tracing::debug!(tables = %tables.join(", "), "analyzed young tables");
+            }
+            Ok(_) => {}
+            // The pool is busy or the database away: the next tick tries again.
+            Err(e) => tracing::debug!(error = %e, "analyzing young tables skipped"),
+        }
+    }
+}
+
+/// Analyzes the young tables with stale statistics; returns their names.
+pub(super) async fn analyze_stale(pool: &Pool) -> Result<Vec<String>, String> {
+    let conn = pool.get().await.map_err(|e| e.to_string())?;
+    let rows = conn
+        .client
+        .query(STALE_TABLES, &[&YOUNG_ROWS])
+        .await
+        .map_err(|e| e.to_string())?;
+    let tables: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    if !tables.is_empty() {
+        conn.client
+            .batch_execute(&format!("ANALYZE {}", tables.join(", ")))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(tables)
+}
