@@ -17,8 +17,7 @@
 //! tenfold growth, each a sample of at most 30,000 rows; past
 //! [`YOUNG_ROWS`] autovacuum's own rule (a tenth changed) is left alone.
 //! Every node of a cluster may run it; a table another node is analyzing
-//! waits for it, and a role that may not analyze a table only gets
-//! PostgreSQL's warning.
+//! waits for it. Tables the role may not analyze are left out.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -30,13 +29,17 @@ use super::pool::Pool;
 /// Tables with more live rows than this are left to autovacuum.
 pub(super) const YOUNG_ROWS: i64 = 100_000;
 
-/// The young tables whose statistics are stale, schema-qualified and quoted.
-const STALE_TABLES: &str = "SELECT quote_ident(schemaname) || '.' || quote_ident(relname)
-       FROM pg_stat_user_tables
-      WHERE schemaname = current_schema()
-        AND n_live_tup < $1
-        AND n_mod_since_analyze > 50 + n_live_tup / 2
-      ORDER BY relname";
+/// The young tables whose statistics are stale, schema-qualified and
+/// quoted; only tables this role may analyze (it owns them, or has its
+/// owner's privileges), so a table of another role is not retried, with
+/// PostgreSQL's warning, on every tick.
+const STALE_TABLES: &str = "SELECT quote_ident(s.schemaname) || '.' || quote_ident(s.relname)
+       FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+      WHERE s.schemaname = current_schema()
+        AND s.n_live_tup < $1
+        AND s.n_mod_since_analyze > 50 + s.n_live_tup / 2
+        AND pg_has_role(c.relowner, 'USAGE')
+      ORDER BY s.relname";
 
 pub(super) struct Analyzer {
     task: Mutex<Option<JoinHandle<()>>>,
