@@ -38,27 +38,23 @@ pub fn batch_scheduling(what: &str) {
     let _ = what;
 }
 
-/// The calling thread's niceness: field 19 of `/proc/thread-self/stat`,
-/// counted after the parenthesised name (which may hold spaces).
+/// The calling thread's niceness (field 19 of `/proc/thread-self/stat`).
 #[cfg(target_os = "linux")]
-fn niceness() -> Option<i32> {
+fn niceness() -> Option<i64> {
     let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    parse_niceness(&stat)
+    stat_field(&stat, 19)
 }
 
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-fn parse_niceness(stat: &str) -> Option<i32> {
+/// Field `n` (numbered from 1, as in proc(5)) of a `stat` line, counted
+/// after the parenthesised name, which may hold spaces and parentheses.
+fn stat_field(stat: &str, n: usize) -> Option<i64> {
     let rest = stat.get(stat.rfind(')')? + 2..)?;
-    rest.split(' ').nth(16)?.parse().ok()
+    rest.split(' ').nth(n.checked_sub(3)?)?.parse().ok()
 }
 
 /// The scheduling policy (field 41) and niceness (field 19) of every thread
 /// of this process whose name starts with `prefix`, for tests.
 pub fn thread_policies(prefix: &str) -> Vec<(String, i64, i64)> {
-    let field = |stat: &str, n: usize| -> Option<i64> {
-        let rest = stat.get(stat.rfind(')')? + 2..)?;
-        rest.split(' ').nth(n - 3)?.parse().ok()
-    };
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
@@ -75,7 +71,7 @@ pub fn thread_policies(prefix: &str) -> Vec<(String, i64, i64)> {
         let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
             continue;
         };
-        if let (Some(policy), Some(nice)) = (field(&stat, 41), field(&stat, 19)) {
+        if let (Some(policy), Some(nice)) = (stat_field(&stat, 41), stat_field(&stat, 19)) {
             found.push((comm, policy, nice));
         }
     }
@@ -90,9 +86,10 @@ mod tests {
     fn niceness_is_read_after_the_name() {
         // A name with spaces and a parenthesis, then fields 3.. as in proc(5).
         let stat = "4242 (ludus (x) y) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 20 5 1 0";
-        assert_eq!(parse_niceness(stat), Some(5));
-        assert_eq!(parse_niceness("4242 (short) S 1"), None);
-        assert_eq!(parse_niceness("garbage"), None);
+        assert_eq!(stat_field(stat, 19), Some(5));
+        assert_eq!(stat_field(stat, 4), Some(1));
+        assert_eq!(stat_field("4242 (short) S 1", 19), None);
+        assert_eq!(stat_field("garbage", 19), None);
     }
 
     #[cfg(target_os = "linux")]

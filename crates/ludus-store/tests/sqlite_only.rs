@@ -31,9 +31,10 @@ async fn writer_and_readers_are_batch_scheduled() {
         .await
         .unwrap();
     // Thread names are cut to 15 bytes: ludus-sqlite-wr, ludus-sqlite-re.
-    // A thread sets its policy as it starts, which may be just after open
-    // returns, and other tests' stores may be starting too: wait a while
-    // for every such thread to have it.
+    // A thread takes its name and sets its policy as it starts, which may
+    // be just after open returns, and other tests' stores may be starting
+    // too: wait a while for this store's threads to show up by name and
+    // for every such thread to have the policy.
     let expected = |policy: i64, nice: i64| policy == if nice == 0 { 3 } else { 0 };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let (writers, readers) = loop {
@@ -43,7 +44,8 @@ async fn writer_and_readers_are_batch_scheduled() {
             .iter()
             .chain(&readers)
             .all(|(_, policy, nice)| expected(*policy, *nice));
-        if all_set || std::time::Instant::now() > deadline {
+        let all_named = !writers.is_empty() && readers.len() >= 2;
+        if (all_set && all_named) || std::time::Instant::now() > deadline {
             break (writers, readers);
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;

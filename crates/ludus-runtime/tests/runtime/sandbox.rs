@@ -218,7 +218,18 @@ async fn vm_threads_are_batch_scheduled() {
             .unwrap(),
         "fine"
     );
-    let vms = ludus_core::sched::thread_policies("ludus-lua-");
+    // A thread takes its name and policy as it starts: wait a while for
+    // both VM threads to show up set.
+    let expected = |policy: i64, nice: i64| policy == if nice == 0 { 3 } else { 0 };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let vms = loop {
+        let vms = ludus_core::sched::thread_policies("ludus-lua-");
+        let ready = vms.len() >= 2 && vms.iter().all(|(_, p, n)| expected(*p, *n));
+        if ready || std::time::Instant::now() > deadline {
+            break vms;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
     for (comm, policy, nice) in &vms {
         assert_eq!(
             *policy,

@@ -27,7 +27,7 @@ use tokio::task::JoinHandle;
 use super::pool::Pool;
 
 /// Tables with more live rows than this are left to autovacuum.
-pub(super) const YOUNG_ROWS: i64 = 100_000;
+const YOUNG_ROWS: i64 = 100_000;
 
 /// The young tables whose statistics are stale, schema-qualified and
 /// quoted; only tables this role may analyze (it owns them, or has its
@@ -79,7 +79,7 @@ async fn run(pool: Pool, every: Duration) {
 }
 
 /// Analyzes the young tables with stale statistics; returns their names.
-pub(super) async fn analyze_stale(pool: &Pool) -> Result<Vec<String>, String> {
+async fn analyze_stale(pool: &Pool) -> Result<Vec<String>, String> {
     let conn = pool.get().await.map_err(|e| e.to_string())?;
     let rows = conn
         .client

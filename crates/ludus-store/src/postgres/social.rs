@@ -194,14 +194,10 @@ pub(super) async fn friends_page(
         &id,
         &(limit as i64),
     ];
-    if let Some(cache) = cache.filter(|c| c.slim(Listing::Friends)) {
-        let rows = conn
-            .client
-            .query(conn.stmt(Stmt::FriendEdges), &params)
-            .await?;
-        if let Some(users) = cached_profiles(conn, cache, Listing::Friends, &rows).await? {
-            return Ok(FriendsPage::Slim(rows, users));
-        }
+    if let Some((rows, users)) =
+        slim_read(conn, cache, Listing::Friends, Stmt::FriendEdges, &params).await?
+    {
+        return Ok(FriendsPage::Slim(rows, users));
     }
     let rows = conn
         .client
@@ -251,6 +247,26 @@ pub(super) fn push_friends(
         }
     }
     Ok(())
+}
+
+/// A slim read of `listing` when `cache` mostly holds what it listed
+/// lately: the rows of `edges` (a user id, its row's `xmin`, then the
+/// edge's columns) and their users' profiles in order. `None` means read
+/// full rows: no cache, a cache that mostly misses, or a listed user gone
+/// before its profile was fetched.
+async fn slim_read(
+    conn: &Conn,
+    cache: Option<&Profiles>,
+    listing: Listing,
+    edges: Stmt,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Option<(Vec<Row>, Vec<Arc<User>>)>, Failure> {
+    let Some(cache) = cache.filter(|c| c.slim(listing)) else {
+        return Ok(None);
+    };
+    let rows = conn.client.query(conn.stmt(edges), params).await?;
+    let users = cached_profiles(conn, cache, listing, &rows).await?;
+    Ok(users.map(|users| (rows, users)))
 }
 
 /// The profiles that slim rows (a user id, then its row's `xmin`) name, in
@@ -688,23 +704,25 @@ pub(super) async fn group_users(
     let (r, id) = bound_params(after);
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
         [&group, &role.map(|r| r as i16), &r, &id, &(limit as i64)];
-    if let Some(cache) = cache.filter(|c| c.slim(Listing::GroupUsers)) {
-        let rows = conn
-            .client
-            .query(conn.stmt(Stmt::GroupUserEdges), &params)
-            .await?;
-        if let Some(users) = cached_profiles(conn, cache, Listing::GroupUsers, &rows).await? {
-            return rows
-                .iter()
-                .zip(users)
-                .map(|(row, user)| {
-                    Ok(GroupUser {
-                        user: Arc::unwrap_or_clone(user),
-                        role: role_at(row, 2)?,
-                    })
+    if let Some((rows, users)) = slim_read(
+        conn,
+        cache,
+        Listing::GroupUsers,
+        Stmt::GroupUserEdges,
+        &params,
+    )
+    .await?
+    {
+        return rows
+            .iter()
+            .zip(users)
+            .map(|(row, user)| {
+                Ok(GroupUser {
+                    user: Arc::unwrap_or_clone(user),
+                    role: role_at(row, 2)?,
                 })
-                .collect();
-        }
+            })
+            .collect();
     }
     let rows = conn
         .client
