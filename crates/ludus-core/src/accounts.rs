@@ -202,7 +202,7 @@ impl AccountService {
                 req.username.clone()
             };
             let user = NewUser {
-                id: Uuid::new_v4(),
+                id: crate::new_row_id(),
                 username: username.clone(),
                 identity: identity.clone(),
                 password_hash: password_hash.clone(),

@@ -49,8 +49,42 @@ pub fn unix_now_ns() -> i64 {
     since_epoch().as_nanos() as i64
 }
 
+/// A new id for a row the server stores: a time-ordered UUID (version 7:
+/// milliseconds since the epoch, then random bits), so each table's primary
+/// key index grows at its right edge instead of taking each insert on a
+/// random page. On SQLite that halves the pages a commit writes to the WAL
+/// (sign-up +33 %, wallet updates with a ledger entry +17 %: BENCHMARKS.md,
+/// "Time-ordered row ids"). Nakama makes version-4 ids; clients only see an
+/// opaque UUID either way. Within a process the uuid crate's counter keeps
+/// the ids of one millisecond increasing; the rest of their bits are random.
+/// Ids that are not row keys (sessions, tokens, matches) stay version 4.
+pub fn new_row_id() -> uuid::Uuid {
+    uuid::Uuid::now_v7()
+}
+
 fn since_epoch() -> std::time::Duration {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_ids_are_version_7_and_increase_in_creation_order() {
+        let ids: Vec<uuid::Uuid> = (0..10_000).map(|_| new_row_id()).collect();
+        assert!(ids.iter().all(|id| id.get_version_num() == 7));
+        // Many ids fall in one millisecond: the counter still orders them,
+        // as bytes and as the text SQLite keys them by.
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert!(
+            ids.windows(2)
+                .all(|w| w[0].hyphenated().to_string() < w[1].hyphenated().to_string())
+        );
+        let secs = |id: &uuid::Uuid| id.get_timestamp().map(|t| t.to_unix().0 as i64);
+        let now = unix_now();
+        assert!(secs(&ids[0]).is_some_and(|s| (now - 2..=now).contains(&s)));
+    }
 }

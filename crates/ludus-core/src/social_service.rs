@@ -194,7 +194,7 @@ fn notification(
     content: String,
 ) -> Notification {
     Notification {
-        id: Uuid::new_v4(),
+        id: crate::new_row_id(),
         user_id: user,
         subject,
         content,
@@ -513,7 +513,7 @@ impl SocialService {
         };
         let now = crate::unix_now();
         let group = Group {
-            id: Uuid::new_v4(),
+            id: crate::new_row_id(),
             creator_id: creator,
             name: g.name,
             description: g.description,

@@ -292,7 +292,7 @@ impl Chat {
     async fn dm_request(&self, session: &SessionHandle, other: Uuid) {
         let content = serde_json::json!({ "username": session.username() }).to_string();
         let n = Notification {
-            id: Uuid::new_v4(),
+            id: ludus_core::new_row_id(),
             user_id: other,
             subject: format!("{} wants to chat", session.username()),
             content,
@@ -368,7 +368,7 @@ impl Chat {
         let me = self.member(session, &key, "sending")?;
         let now = now_us();
         let message = ChannelMessage {
-            id: Uuid::new_v4(),
+            id: ludus_core::new_row_id(),
             channel: key,
             code: CODE_CHAT,
             sender_id: session.user_id(),
@@ -414,7 +414,7 @@ impl Chat {
         check_content(&content)?;
         let now = now_us();
         let message = ChannelMessage {
-            id: Uuid::new_v4(),
+            id: ludus_core::new_row_id(),
             channel: key,
             code: CODE_CHAT,
             sender_id: sender,

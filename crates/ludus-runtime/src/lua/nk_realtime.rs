@@ -375,7 +375,7 @@ fn notification(
         ));
     }
     Ok(Notification {
-        id: Uuid::new_v4(),
+        id: ludus_core::new_row_id(),
         user_id,
         subject,
         content,

@@ -139,7 +139,7 @@ pub(super) async fn single_wallet_update(
                 &u.user_id,
                 &changeset,
                 &(now_us / 1_000_000),
-                &Uuid::new_v4(),
+                &ludus_core::new_row_id(),
                 &u.metadata,
                 &now_us,
                 &update.update_ledger,
@@ -399,7 +399,7 @@ async fn update_wallets(
             .iter()
             .filter(|u| stored.contains_key(&u.user_id))
             .collect();
-        let entry_ids: Vec<Uuid> = found.iter().map(|_| Uuid::new_v4()).collect();
+        let entry_ids: Vec<Uuid> = found.iter().map(|_| ludus_core::new_row_id()).collect();
         let users: Vec<Uuid> = found.iter().map(|u| u.user_id).collect();
         let changesets: Vec<String> = found.iter().map(|u| wallet::encode(&u.changeset)).collect();
         let metadata: Vec<&str> = found.iter().map(|u| u.metadata.as_str()).collect();

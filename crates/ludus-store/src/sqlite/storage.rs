@@ -266,7 +266,7 @@ fn update_wallets(
         if update.update_ledger {
             ledger
                 .execute(params![
-                    IdText::new(Uuid::new_v4()),
+                    IdText::new(ludus_core::new_row_id()),
                     user,
                     wallet::encode(&u.changeset),
                     u.metadata,
