@@ -54,6 +54,7 @@ pub(super) struct Checkpointer {
 
 /// What the writer holds to wake the checkpointer.
 #[derive(Clone)]
+#[cfg_attr(test, derive(Default))]
 pub(super) struct Committed(Arc<Signal>);
 
 impl Committed {

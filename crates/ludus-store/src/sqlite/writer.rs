@@ -2,10 +2,18 @@
 //! connection and commits every write queued while the previous transaction
 //! ran in one transaction (group commit).
 //!
-//! Each write runs inside its own SAVEPOINT, so a write that fails (a taken
-//! username, say) rolls back only itself while the rest of the batch commits.
-//! Callers hear back only after COMMIT, so a reply of success means the write
-//! is visible to every reader.
+//! A write that fails (a taken username, say) leaves nothing behind while
+//! the rest of its batch commits. Most failures change no row (a check
+//! before the first statement, or a statement that fails, which SQLite
+//! undoes by itself), so writes run bare and the connection's change count
+//! tells whether a failed one left rows behind. Only then is the batch
+//! rolled back and run again with a SAVEPOINT around each write, which
+//! rolls back that write alone. Savepoints on every write cost 8 % of the
+//! wallet updates a core commits (each page a write touches is copied to
+//! the savepoint's journal first: BENCHMARKS.md, "Writes without a
+//! savepoint each"); hence writes are `Fn` closures, which can run twice.
+//! Callers hear back only after COMMIT, so a reply of success means the
+//! write is visible to every reader.
 
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -26,29 +34,26 @@ const QUEUE_CAPACITY: usize = 4096;
 
 /// A write waiting for its transaction, type-erased so one queue carries them all.
 trait WriteJob: Send {
-    /// Runs the write inside the open transaction; false means it failed and
-    /// its savepoint must be rolled back.
+    /// Runs the write inside the open transaction (again, if its batch is
+    /// run again: the last run's outcome counts); false means it failed.
     fn run(&mut self, conn: &Connection) -> bool;
     /// Reports the outcome once the transaction has committed, or why it did not.
     fn finish(self: Box<Self>, commit: Result<(), StoreError>);
 }
 
 struct Job<F, T> {
-    work: Option<F>,
+    work: F,
     outcome: Option<StoreResult<T>>,
     reply: oneshot::Sender<StoreResult<T>>,
 }
 
 impl<F, T> WriteJob for Job<F, T>
 where
-    F: FnOnce(&Connection) -> StoreResult<T> + Send,
+    F: Fn(&Connection) -> StoreResult<T> + Send,
     T: Send,
 {
     fn run(&mut self, conn: &Connection) -> bool {
-        let Some(work) = self.work.take() else {
-            return true;
-        };
-        let outcome = work(conn);
+        let outcome = (self.work)(conn);
         let ok = outcome.is_ok();
         self.outcome = Some(outcome);
         ok
@@ -100,14 +105,20 @@ impl Writer {
     }
 
     /// Queues a write and waits until its transaction has committed.
+    ///
+    /// `work` may run twice (module docs), so it must not change what it
+    /// captured, which `Fn` ensures, and it must change the database only
+    /// with statements that count as changes (INSERT, UPDATE, DELETE) or
+    /// with a single statement of another kind: a write that fails after a
+    /// `CREATE TABLE` of its own would keep the table.
     pub(super) async fn write<T, F>(&self, work: F) -> StoreResult<T>
     where
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: Fn(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
     {
         let (reply, rx) = oneshot::channel();
         let job = Box::new(Job {
-            work: Some(work),
+            work,
             outcome: None,
             reply,
         });
@@ -174,15 +185,27 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Msg>, committed: &Committed) {
     }
 }
 
-/// Runs the batch in one transaction, one savepoint per write, and replies to each.
+/// Runs the batch in one transaction and replies to each write.
 fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteJob>>) {
     let size = batch.len();
-    let result = run_in_transaction(conn, batch);
+    let result = match run_in_transaction(conn, batch, Guard::Bare) {
+        Err(Abort::Undo) => {
+            rollback(conn);
+            tracing::debug!(
+                writes = size,
+                "a write failed after changing rows: its batch runs again with savepoints"
+            );
+            run_in_transaction(conn, batch, Guard::Savepoints)
+        }
+        other => other,
+    };
+    let result = result.map_err(|abort| match abort {
+        Abort::Failed(e) => e,
+        Abort::Undo => StoreError::Backend("a write could not be undone".into()),
+    });
     if let Err(e) = &result {
         tracing::warn!(error = %e, writes = size, "sqlite group commit failed");
-        if !conn.is_autocommit() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
+        rollback(conn);
     } else {
         tracing::trace!(writes = size, "sqlite group commit");
     }
@@ -191,19 +214,208 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteJob>>) {
     }
 }
 
+/// How a batch keeps a failed write's rows out.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Guard {
+    /// No savepoints: a failed write that changed rows aborts the run.
+    Bare,
+    /// A savepoint around each write, rolled back when it fails.
+    Savepoints,
+}
+
+/// Why a run of a batch stopped before COMMIT.
+#[derive(Debug)]
+enum Abort {
+    /// A write failed after changing rows, which only a savepoint could undo.
+    Undo,
+    /// The transaction itself failed; every write of the batch fails with this.
+    Failed(StoreError),
+}
+
+impl From<StoreError> for Abort {
+    fn from(e: StoreError) -> Self {
+        Abort::Failed(e)
+    }
+}
+
 fn run_in_transaction(
     conn: &Connection,
     batch: &mut [Box<dyn WriteJob>],
-) -> Result<(), StoreError> {
+    guard: Guard,
+) -> Result<(), Abort> {
     exec(conn, "BEGIN IMMEDIATE")?;
     for job in batch.iter_mut() {
-        exec(conn, "SAVEPOINT write")?;
-        if job.run(conn) {
-            exec(conn, "RELEASE write")?;
-        } else {
-            exec(conn, "ROLLBACK TO write")?;
-            exec(conn, "RELEASE write")?;
+        match guard {
+            Guard::Bare => {
+                let before = conn.total_changes();
+                if !job.run(conn) && conn.total_changes() != before {
+                    return Err(Abort::Undo);
+                }
+            }
+            Guard::Savepoints => {
+                exec(conn, "SAVEPOINT write")?;
+                if !job.run(conn) {
+                    exec(conn, "ROLLBACK TO write")?;
+                }
+                exec(conn, "RELEASE write")?;
+            }
+        }
+        // An error that ends the whole transaction (SQLite rolls back on
+        // some, e.g. a full disk): what follows must not commit alone.
+        if conn.is_autocommit() {
+            return Err(Abort::Failed(StoreError::Backend(
+                "the write transaction was rolled back".into(),
+            )));
         }
     }
-    exec(conn, "COMMIT")
+    exec(conn, "COMMIT")?;
+    Ok(())
+}
+
+fn rollback(conn: &Connection) {
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    type Reply = oneshot::Receiver<StoreResult<()>>;
+
+    fn conn() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (v TEXT NOT NULL UNIQUE)")
+            .unwrap();
+        conn
+    }
+
+    /// A write that inserts `rows` and then fails when `fail` says so,
+    /// counting its runs.
+    fn job(
+        rows: &'static [&'static str],
+        fail: bool,
+        runs: &Arc<AtomicUsize>,
+    ) -> (Box<dyn WriteJob>, Reply) {
+        let (reply, rx) = oneshot::channel();
+        let runs = runs.clone();
+        let work = move |conn: &Connection| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            for v in rows {
+                conn.execute("INSERT INTO t (v) VALUES (?1)", [v])
+                    .map_err(|e| StoreError::Sql(e.to_string()))?;
+            }
+            if fail {
+                return Err(StoreError::Sql("refused".into()));
+            }
+            Ok(())
+        };
+        let job: Box<dyn WriteJob> = Box::new(Job {
+            work,
+            outcome: None,
+            reply,
+        });
+        (job, rx)
+    }
+
+    fn rows(conn: &Connection) -> Vec<String> {
+        let mut stmt = conn.prepare("SELECT v FROM t ORDER BY v").unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    fn outcome(mut rx: Reply) -> StoreResult<()> {
+        rx.try_recv().expect("every write hears back")
+    }
+
+    /// A write that fails after inserting a row: its batch runs again with
+    /// savepoints, so its row is gone and the others' are committed once.
+    #[test]
+    fn a_write_that_fails_after_changing_rows_leaves_none() {
+        let conn = conn();
+        let runs: Vec<Arc<AtomicUsize>> = (0..3).map(|_| Arc::default()).collect();
+        let (a, ra) = job(&["a"], false, &runs[0]);
+        let (b, rb) = job(&["b1", "b2"], true, &runs[1]);
+        let (c, rc) = job(&["c"], false, &runs[2]);
+        commit_batch(&conn, &mut vec![a, b, c]);
+        assert_eq!(rows(&conn), ["a", "c"]);
+        assert!(outcome(ra).is_ok());
+        assert!(matches!(outcome(rb), Err(StoreError::Sql(m)) if m == "refused"));
+        assert!(outcome(rc).is_ok());
+        // a and b ran bare, then the whole batch with savepoints.
+        let counts: Vec<usize> = runs.iter().map(|r| r.load(Ordering::SeqCst)).collect();
+        assert_eq!(counts, [2, 2, 1]);
+        assert!(conn.is_autocommit());
+    }
+
+    /// Failures that change no row (a check before any statement, or a
+    /// refused statement, which SQLite undoes itself) keep the bare run:
+    /// every write runs once.
+    #[test]
+    fn a_write_that_fails_without_changes_runs_once() {
+        let conn = conn();
+        conn.execute("INSERT INTO t (v) VALUES ('taken')", [])
+            .unwrap();
+        let runs: Vec<Arc<AtomicUsize>> = (0..4).map(|_| Arc::default()).collect();
+        let (a, ra) = job(&["a"], false, &runs[0]);
+        let (b, rb) = job(&[], true, &runs[1]);
+        let (c, rc) = job(&["taken"], false, &runs[2]);
+        let (d, rd) = job(&["d"], false, &runs[3]);
+        commit_batch(&conn, &mut vec![a, b, c, d]);
+        assert_eq!(rows(&conn), ["a", "d", "taken"]);
+        assert!(outcome(ra).is_ok());
+        assert!(outcome(rb).is_err());
+        assert!(matches!(outcome(rc), Err(StoreError::Sql(m)) if m.contains("UNIQUE")));
+        assert!(outcome(rd).is_ok());
+        assert!(runs.iter().all(|r| r.load(Ordering::SeqCst) == 1));
+    }
+
+    /// The same through the writer thread: a multi-row write refused half
+    /// way commits nothing of its own, and the writes beside it commit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_beside_a_failed_one_commit_through_the_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        let setup = Connection::open(&path).unwrap();
+        setup
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (v TEXT NOT NULL UNIQUE)")
+            .unwrap();
+        drop(setup);
+        let writer = Writer::start(Connection::open(&path).unwrap(), Committed::default()).unwrap();
+        let writer = Arc::new(writer);
+        let mut tasks = Vec::new();
+        for i in 0..200 {
+            let writer = writer.clone();
+            tasks.push(tokio::spawn(async move {
+                writer
+                    .write(move |conn| {
+                        conn.execute("INSERT INTO t (v) VALUES (?1)", [format!("ok-{i}")])
+                            .map_err(|e| StoreError::Backend(e.to_string()))?;
+                        if i % 7 == 0 {
+                            // Half way: a duplicate of its own row.
+                            conn.execute("INSERT INTO t (v) VALUES (?1)", [format!("ok-{i}")])
+                                .map_err(|e| StoreError::Sql(e.to_string()))?;
+                        }
+                        Ok(())
+                    })
+                    .await
+            }));
+        }
+        for (i, task) in tasks.into_iter().enumerate() {
+            let result = task.await.unwrap();
+            assert_eq!(result.is_err(), i % 7 == 0, "write {i}: {result:?}");
+        }
+        writer.close().await;
+        let conn = Connection::open(&path).unwrap();
+        let count: usize = conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, (0..200).filter(|i| i % 7 != 0).count());
+    }
 }
