@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
-use crate::state::AppState;
+use crate::state::{AppState, Services};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -167,7 +167,7 @@ pub async fn start_with(
         runtime.clone(),
         match_runtime,
     ));
-    let state = AppState {
+    let state = AppState::new(Services {
         config: Arc::new(config),
         storage,
         social,
@@ -175,7 +175,7 @@ pub async fn start_with(
         accounts,
         sockets,
         runtime,
-    };
+    });
     let app = crate::api::router(state.clone());
     let (stop, stopped) = watch::channel(false);
     let matchmaker = {

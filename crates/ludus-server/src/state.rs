@@ -9,9 +9,30 @@ use ludus_core::storage_service::StorageService;
 
 use crate::config::Config;
 
-/// Cheap to clone: everything lives behind one `Arc` each.
+/// Handed to every handler: axum clones the state for each request it
+/// routes, so it is one `Arc` (one reference count to bump and drop per
+/// request, not one per service; the drop alone was 0.7 % of a storage
+/// request's samples). Fields are reached through `Deref`.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+impl AppState {
+    pub fn new(services: Services) -> Self {
+        AppState(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// What [`AppState`] holds, each service behind an `Arc` of its own so
+/// background tasks can keep just the one they need.
+pub struct Services {
     pub config: Arc<Config>,
     pub accounts: Arc<AccountService>,
     /// Storage objects, wallets and the ledger.
