@@ -351,6 +351,13 @@ async fn three_nodes_share_presence_messages_and_survive_faults() {
         .await;
     assert_eq!(dm_c["channel"]["id"], json!(dm_id));
     assert!(has_user(&dm_c["channel"]["presences"], &ub), "{dm_c}");
+    // As in the room above: node b learns of cat's join through the bus, and
+    // a message sent before it has sends to the nodes it knows of.
+    wb.expect("cat's join of the conversation on b", SHORT, |v| {
+        v["channel_presence_event"]["channel_id"] == json!(dm_id)
+            && has_user(&v["channel_presence_event"]["joins"], &uc)
+    })
+    .await;
     say(&mut wb, &dm_id, "psst-from-b").await;
     wc.expect(
         "the direct message on c",
