@@ -52,7 +52,7 @@ pub fn unix_now_ns() -> i64 {
 /// A new id for a row the server stores: a time-ordered UUID (version 7:
 /// milliseconds since the epoch, then random bits), so each table's primary
 /// key index grows at its right edge instead of taking each insert on a
-/// random page. On SQLite that halves the pages a commit writes to the WAL
+/// random page. On SQLite that cuts the pages a commit writes to the WAL
 /// (sign-up +33 %, wallet updates with a ledger entry +17 %: BENCHMARKS.md,
 /// "Time-ordered row ids"). Nakama makes version-4 ids; clients only see an
 /// opaque UUID either way. Within a process the uuid crate's counter keeps

@@ -62,6 +62,14 @@ impl Analyzer {
     }
 }
 
+/// A store dropped without `close` must not leave the task ticking, with a
+/// handle on the pool and its connections.
+impl Drop for Analyzer {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 async fn run(pool: Pool, every: Duration) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

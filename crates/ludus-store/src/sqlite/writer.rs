@@ -215,7 +215,7 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteJob>>) {
 }
 
 /// How a batch keeps a failed write's rows out.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy)]
 enum Guard {
     /// No savepoints: a failed write that changed rows aborts the run.
     Bare,
