@@ -229,8 +229,6 @@ pub(super) struct Vm {
     /// The coroutine the pool's calls run in, one call after another (made
     /// again if a call kills it), so a call makes no thread of its own.
     runner: std::cell::RefCell<Option<mlua::Thread>>,
-    /// The pool's VMs only; a match VM builds its one `ctx` without it.
-    ctx_builder: Option<ctx::ContextBuilder>,
     shared: Arc<LuaShared>,
 }
 
@@ -257,8 +255,7 @@ impl Vm {
 
     /// A VM for one authoritative match: only the match module (and what it
     /// requires) is loaded; answers the table of callbacks it returned and
-    /// the match's `ctx`, built before the collection that ends loading so
-    /// that the builder made for it is not left as garbage in every match.
+    /// the match's `ctx`, built before the collection that ends loading.
     pub(super) fn for_match(
         shared: Arc<LuaShared>,
         modules: &Arc<Vec<ModuleSource>>,
@@ -355,7 +352,7 @@ impl Vm {
     }
 
     /// The sandboxed state with `nk`, before any module is loaded; a pool
-    /// VM (`pool`) keeps a `ctx` builder for its calls.
+    /// VM (`pool`) gets the loop its calls run in.
     fn build(
         shared: Arc<LuaShared>,
         modules: &Arc<Vec<ModuleSource>>,
@@ -409,14 +406,6 @@ impl Vm {
         if pool {
             lua.set_named_registry_value(DUAL, dual).map_err(setup)?;
         }
-        let ctx_builder = if pool {
-            Some(
-                ctx::ContextBuilder::install(&lua, &shared.settings.node, &shared.settings.env)
-                    .map_err(setup)?,
-            )
-        } else {
-            None
-        };
         let nk_table = nk::install(&lua, &shared, &callbacks).map_err(setup)?;
         let package: Table = lua.globals().get("package").map_err(setup)?;
         let loaded: Table = package.get("loaded").map_err(setup)?;
@@ -448,7 +437,6 @@ impl Vm {
             invoke,
             run_loop,
             runner: Default::default(),
-            ctx_builder,
             shared,
         })
     }
@@ -537,14 +525,8 @@ impl Vm {
     ) -> Result<Option<Value>, RuntimeError> {
         let lua = &self.lua;
         let internal = |e: mlua::Error| RuntimeError::internal(e.to_string());
-        // The builder runs Lua: the budget of this call counts it, never the
-        // last call's (which may have stopped).
         self.reset_budget();
-        let ctx_table = match &self.ctx_builder {
-            Some(builder) => builder.build(lua, ctx),
-            None => ctx::context_table(lua, &self.shared, ctx),
-        }
-        .map_err(internal)?;
+        let ctx_table = ctx::context_table(lua, &self.shared, ctx).map_err(internal)?;
         let mut call_args = mlua::MultiValue::new();
         call_args.push_back(LuaValue::Function(f));
         call_args.push_back(LuaValue::Table(ctx_table));
@@ -558,8 +540,8 @@ impl Vm {
             Ok(())
         })
         .map_err(internal)?;
-        // Arguments that alone take the VM past its limit fail the call, as
-        // they did when built under it (after a collection, so that an
+        // A `ctx` and arguments that alone take the VM past its limit fail
+        // the call, as they did when built under it (after a collection, so that an
         // earlier call's garbage does not count).
         if check_memory(lua, 0).is_err() {
             let _ = lua.gc_collect();

@@ -137,6 +137,13 @@ async fn call_arguments_leave_the_memory_limit_in_force() {
         .unwrap_err();
     assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
     assert!(err.message.contains("memory"), "{}", err.message);
+    // A `ctx` that alone exceeds the limit fails the call the same way.
+    let mut huge = CallContext::default();
+    huge.headers
+        .insert("Huge".into(), vec!["h".repeat(limit + (1 << 20))]);
+    let err = rt.rpc(huge, "sizes", "".into()).await.unwrap_err();
+    assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
+    assert!(err.message.contains("memory"), "{}", err.message);
     assert_eq!(
         rt.rpc(ctx, "sizes", payload).await.unwrap(),
         format!("{}:{}", 1 << 20, 64 << 10)
