@@ -12,6 +12,7 @@ use crate::model::{Account, AccountUpdate, Identity, NewUser, User, UserAuth};
 use crate::revocation::{RevocationFeed, RevocationList, Revoked};
 use crate::store::{Store, StoreError};
 use crate::token::{self, SessionClaims, TokenError, TokenKind};
+use crate::verified::VerifiedTokens;
 use crate::{unix_now, validate};
 
 /// Session settings, with Nakama's key names in the config.
@@ -23,6 +24,8 @@ pub struct SessionSettings {
     pub refresh_token_expiry_sec: i64,
     /// bcrypt cost for new passwords; Nakama uses 10.
     pub bcrypt_cost: u32,
+    /// Most access tokens remembered as verified (0: none; see `verified.rs`).
+    pub token_cache_size: usize,
 }
 
 impl Default for SessionSettings {
@@ -33,6 +36,7 @@ impl Default for SessionSettings {
             token_expiry_sec: 60,
             refresh_token_expiry_sec: 3600,
             bcrypt_cost: 10,
+            token_cache_size: 16_384,
         }
     }
 }
@@ -84,6 +88,7 @@ pub struct AccountService {
     store: Arc<dyn Store>,
     settings: SessionSettings,
     revocations: RevocationList,
+    verified: VerifiedTokens,
     /// Where revocations go for the other nodes of a cluster.
     feed: Option<Arc<dyn RevocationFeed>>,
 }
@@ -94,6 +99,7 @@ impl AccountService {
         let stored = store.load_revocations(unix_now()).await?;
         Ok(AccountService {
             store,
+            verified: VerifiedTokens::new(settings.token_cache_size),
             settings,
             revocations: RevocationList::from_stored(stored),
             feed: None,
@@ -355,7 +361,21 @@ impl AccountService {
 
     /// Checks an access token: algorithm, signature, expiry and revocation.
     pub fn verify_access(&self, token: &str) -> Result<Caller, ApiError> {
-        self.verify(token, TokenKind::Access)
+        // A token verified before skips the signature and the claims; the
+        // revocations are checked on every use all the same.
+        let now = unix_now();
+        if let Some(caller) = self.verified.get(token, now) {
+            if self
+                .revocations
+                .is_revoked(&caller.claims, caller.user_id, TokenKind::Access)
+            {
+                return Err(revoked("auth token"));
+            }
+            return Ok(caller);
+        }
+        let caller = self.verify(token, TokenKind::Access)?;
+        self.verified.insert(token, &caller, now);
+        Ok(caller)
     }
 
     fn verify(&self, token: &str, kind: TokenKind) -> Result<Caller, ApiError> {
@@ -381,9 +401,7 @@ impl AccountService {
         let user_id = Uuid::parse_str(&claims.user_id)
             .map_err(|_| ApiError::unauthenticated(format!("{what} invalid")))?;
         if self.revocations.is_revoked(&claims, user_id, kind) {
-            return Err(ApiError::unauthenticated(format!(
-                "{what} has been revoked, sign in again"
-            )));
+            return Err(revoked(what));
         }
         Ok(Caller { user_id, claims })
     }
@@ -649,4 +667,8 @@ pub fn generate_username() -> String {
     (0..10)
         .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
         .collect()
+}
+
+fn revoked(what: &str) -> ApiError {
+    ApiError::unauthenticated(format!("{what} has been revoked, sign in again"))
 }

@@ -28,6 +28,7 @@ pub mod storage_service;
 pub mod store;
 pub mod token;
 pub mod validate;
+mod verified;
 pub mod wallet;
 
 pub use error::{ApiError, Code};

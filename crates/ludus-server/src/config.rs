@@ -111,6 +111,9 @@ pub struct SessionConfig {
     pub refresh_token_expiry_sec: i64,
     /// bcrypt work factor for new passwords (4-31; Nakama uses 10).
     pub bcrypt_cost: u32,
+    /// Most access tokens a node remembers as verified, so a client's
+    /// requests skip the signature check (0 turns it off).
+    pub token_cache_size: usize,
     /// A new socket of a user closes that user's older sockets.
     pub single_socket: bool,
     /// A session that joins a party leaves its other parties (needs
@@ -127,6 +130,7 @@ impl Default for SessionConfig {
             token_expiry_sec: d.token_expiry_sec,
             refresh_token_expiry_sec: d.refresh_token_expiry_sec,
             bcrypt_cost: d.bcrypt_cost,
+            token_cache_size: d.token_cache_size,
             single_socket: false,
             single_party: false,
         }
@@ -464,6 +468,7 @@ impl Config {
             token_expiry_sec: self.session.token_expiry_sec,
             refresh_token_expiry_sec: self.session.refresh_token_expiry_sec,
             bcrypt_cost: self.session.bcrypt_cost,
+            token_cache_size: self.session.token_cache_size,
         }
     }
 }
