@@ -1,6 +1,7 @@
 //! The per-request access log: one `debug` event per HTTP request with its
 //! method, path, status, latency and, once the session extractor has read
-//! the token, the caller's user id. Costs nothing when debug is off.
+//! the token, the caller's user id. The router installs it only when debug
+//! events are on at start, so with the log off requests do not pass it.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;

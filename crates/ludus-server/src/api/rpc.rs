@@ -96,7 +96,7 @@ async fn run(
     ctx.headers = grouped(headers.iter().map(|(name, value)| {
         (
             canonical_header(name.as_str()),
-            String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            header_text(value.as_bytes()),
         )
     }));
     let result = state.runtime.rpc(ctx, &id, payload).await?;
@@ -166,6 +166,15 @@ fn grouped(pairs: impl Iterator<Item = (String, String)>) -> BTreeMap<String, Ve
         map.entry(k).or_default().push(v);
     }
     map
+}
+
+/// A header's value as modules see it: its text, with any bytes that are
+/// not UTF-8 replaced (checked whole first: the lossy walk cost more).
+fn header_text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
 }
 
 /// `x-custom-header` → `X-Custom-Header`, the form Nakama's modules see:

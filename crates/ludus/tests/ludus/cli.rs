@@ -111,3 +111,62 @@ fn help_into_a_closed_pipe_ends_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(status.success(), "{status:?}: {err}");
 }
+
+/// The access log is a layer the router gets only when debug events are on
+/// at start: with `logger.level debug` every request is logged, with the
+/// default level none is (and requests skip the layer).
+#[test]
+fn the_access_log_follows_the_level_set_at_start() {
+    use std::io::{Read as _, Write as _};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    for (level, logged) in [("debug", true), ("info", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ludus"))
+            .args(["--logger.level", level, "--logger.format", "json"])
+            .args(["--socket.port", &port.to_string()])
+            .arg("--data_dir")
+            .arg(dir.path())
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the ludus binary runs");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let answer = loop {
+            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                s.write_all(b"GET /healthcheck HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    .unwrap();
+                let mut answer = String::new();
+                s.read_to_string(&mut answer).unwrap();
+                break answer;
+            }
+            assert!(Instant::now() < deadline, "the server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        child.kill().unwrap();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        child.wait().unwrap();
+        let lines: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains("\"path\":\"/healthcheck\""))
+            .collect();
+        assert_eq!(!lines.is_empty(), logged, "{level}: {out}");
+        if logged {
+            assert!(lines[0].contains("\"status\":200"), "{}", lines[0]);
+        }
+    }
+}
