@@ -364,30 +364,31 @@ impl AccountService {
         // A token verified before skips the signature and the claims; the
         // revocations are checked on every use all the same.
         let now = unix_now();
-        if let Some(caller) = self.verified.get(token, now) {
-            if self
-                .revocations
-                .is_revoked(&caller.claims, caller.user_id, TokenKind::Access)
-            {
-                return Err(revoked("auth token"));
+        let caller = match self.verified.get(token, now) {
+            Some(caller) => caller,
+            None => {
+                let caller = self.decode(token, TokenKind::Access, now)?;
+                self.verified.insert(token, &caller, now);
+                caller
             }
-            return Ok(caller);
-        }
-        let caller = self.verify(token, TokenKind::Access)?;
-        self.verified.insert(token, &caller, now);
-        Ok(caller)
+        };
+        self.unrevoked(caller, TokenKind::Access)
     }
 
     fn verify(&self, token: &str, kind: TokenKind) -> Result<Caller, ApiError> {
+        let caller = self.decode(token, kind, unix_now())?;
+        self.unrevoked(caller, kind)
+    }
+
+    /// The caller a token names, if its algorithm, signature and expiry
+    /// (at `now`) hold; revocations are [`unrevoked`](Self::unrevoked)'s.
+    fn decode(&self, token: &str, kind: TokenKind, now: i64) -> Result<Caller, ApiError> {
         let key = match kind {
             TokenKind::Access => self.settings.encryption_key.as_bytes(),
             TokenKind::Refresh => self.settings.refresh_encryption_key.as_bytes(),
         };
-        let what = match kind {
-            TokenKind::Access => "auth token",
-            TokenKind::Refresh => "refresh token",
-        };
-        let claims = token::verify(key, token, unix_now()).map_err(|e| match e {
+        let what = token_name(kind);
+        let claims = token::verify(key, token, now).map_err(|e| match e {
             TokenError::Expired => ApiError::unauthenticated(format!(
                 "{what} expired, refresh the session or sign in again"
             )),
@@ -400,10 +401,20 @@ impl AccountService {
         })?;
         let user_id = Uuid::parse_str(&claims.user_id)
             .map_err(|_| ApiError::unauthenticated(format!("{what} invalid")))?;
-        if self.revocations.is_revoked(&claims, user_id, kind) {
-            return Err(revoked(what));
-        }
         Ok(Caller { user_id, claims })
+    }
+
+    fn unrevoked(&self, caller: Caller, kind: TokenKind) -> Result<Caller, ApiError> {
+        if self
+            .revocations
+            .is_revoked(&caller.claims, caller.user_id, kind)
+        {
+            return Err(ApiError::unauthenticated(format!(
+                "{} has been revoked, sign in again",
+                token_name(kind)
+            )));
+        }
+        Ok(caller)
     }
 
     /// New tokens from a refresh token; keeps its token id and issue time as Nakama does.
@@ -669,6 +680,10 @@ pub fn generate_username() -> String {
         .collect()
 }
 
-fn revoked(what: &str) -> ApiError {
-    ApiError::unauthenticated(format!("{what} has been revoked, sign in again"))
+/// How errors name a token of `kind`.
+fn token_name(kind: TokenKind) -> &'static str {
+    match kind {
+        TokenKind::Access => "auth token",
+        TokenKind::Refresh => "refresh token",
+    }
 }

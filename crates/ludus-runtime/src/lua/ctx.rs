@@ -113,14 +113,14 @@ mod tests {
         }
     }
 
-    fn builder(_lua: &Lua) -> Builder {
+    fn builder() -> Builder {
         Builder(BTreeMap::from([("region".to_owned(), "eu".to_owned())]))
     }
 
     #[test]
     fn every_mode_has_its_name() {
         let lua = Lua::new();
-        let b = builder(&lua);
+        let b = builder();
         for mode in [
             ExecutionMode::Rpc,
             ExecutionMode::Before,
@@ -147,7 +147,7 @@ mod tests {
     #[test]
     fn every_field_comes_through_and_absent_ones_stay_nil() {
         let lua = Lua::new();
-        let b = builder(&lua);
+        let b = builder();
         let mut ctx = CallContext::new(ExecutionMode::Before);
         ctx.user_id = Some("u-1".into());
         ctx.username = "ålice".into();
@@ -221,7 +221,7 @@ mod tests {
     #[test]
     fn each_call_gets_its_own_tables() {
         let lua = Lua::new();
-        let b = builder(&lua);
+        let b = builder();
         let first = b
             .build(&lua, &CallContext::new(ExecutionMode::Rpc))
             .unwrap();
