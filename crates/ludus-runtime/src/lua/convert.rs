@@ -114,6 +114,13 @@ fn number(n: f64) -> mlua::Result<Value> {
 }
 
 fn table(t: &Table, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
+    // A table filled on first use (a call's `ctx`) is filled before it is
+    // read; its metatable says how (see the sandbox).
+    if let Some(mt) = t.metatable()
+        && let LuaValue::Function(complete) = mt.raw_get("__ludus_complete")?
+    {
+        complete.call::<()>(t)?;
+    }
     let mut maxn: usize = 0;
     for pair in t.pairs::<LuaValue, LuaValue>() {
         let (k, _) = pair?;

@@ -9,61 +9,99 @@
 //! Rust builds it directly, with the VM's memory limit lifted (see
 //! [`unlimited`]): with a limit set, mlua guards each string, table and
 //! field it makes with a protected call of its own, and a context with six
-//! headers needs about forty. Its size is the request's, which the server
-//! bounds, and it counts towards the limit as soon as it is built: a call
-//! whose `ctx` and arguments alone take the VM past its limit fails before
-//! any module code runs (`Vm::call_function`). No Lua code runs here, so
-//! neither does the instruction hook. An earlier design built the tables
-//! with a Lua function from one string of every text and the marks that
-//! cut it; it took more than half of a Lua echo RPC's time on its VM
-//! thread (BENCHMARKS.md).
+//! headers needs about forty. No Lua code runs here, so neither does the
+//! instruction hook. An earlier design built the tables with a Lua
+//! function from one string of every text and the marks that cut it; it
+//! took more than half of a Lua echo RPC's time on its VM thread
+//! (BENCHMARKS.md).
+//!
+//! A pool call's `ctx` ([`call_table`]) gets its text and number fields at
+//! once and its four tables (`env`, `headers`, `query_params`, `vars`)
+//! when the call first needs them: most calls never read them, and making
+//! them was about a tenth of a Lua echo RPC's cost. Until then the table
+//! carries the sandbox's lazy `ctx` metatable and a [`Pending`] in the
+//! sandbox's registry of lazy tables, so it behaves as the whole table:
+//! reading or adding a field it lacks, `pairs`, `next`, `rawget`,
+//! `rawset`, `setmetatable` and the conversion to JSON make the tables
+//! first, and making them drops the metatable. They count towards the
+//! VM's memory limit once made: a call whose `ctx` tables alone take the
+//! VM past it fails when it reads them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use mlua::{Either, Lua, Table};
+use mlua::{Either, Lua, Table, UserData, UserDataMethods};
 
+use super::sandbox::Lazy;
 use super::shared::LuaShared;
-use super::vm::unlimited;
+use super::vm::{check_memory, unlimited};
 use crate::context::CallContext;
 
-/// A fresh `ctx` table for one call, with the node's name and
-/// `runtime.env` from the VM's settings.
+/// A fresh `ctx` table, made whole, with the node's name and `runtime.env`
+/// from the VM's settings: the contexts made once (a match's, `run_once`'s).
 pub(super) fn context_table(
     lua: &Lua,
     shared: &LuaShared,
     ctx: &CallContext,
 ) -> mlua::Result<Table> {
     unlimited(lua, || {
-        build(lua, &shared.settings.node, &shared.settings.env, ctx)
+        whole(lua, &shared.settings.node, &shared.settings.env, ctx)
+    })
+}
+
+fn whole(
+    lua: &Lua,
+    node: &str,
+    env: &BTreeMap<String, String>,
+    ctx: &CallContext,
+) -> mlua::Result<Table> {
+    let mut fields = scalars(node, ctx);
+    let vars = ctx.user_id.is_some().then_some(&ctx.vars);
+    let made = tables(lua, env, vars, &ctx.headers, &ctx.query_params)?;
+    fields.extend(
+        made.into_iter()
+            .map(|(k, t)| (k, Field::Right(Either::Left(t)))),
+    );
+    lua.create_table_from(fields)
+}
+
+/// A fresh `ctx` table for one pool call, its tables made on first use
+/// (see the module documentation).
+pub(super) fn call_table(
+    lua: &Lua,
+    shared: &Arc<LuaShared>,
+    lazy: &Lazy,
+    mut ctx: CallContext,
+) -> mlua::Result<Table> {
+    unlimited(lua, || {
+        let t = lua.create_table_from(scalars(&shared.settings.node, &ctx))?;
+        t.set_metatable(Some(lazy.ctx_metatable.clone()))?;
+        let pending = Pending {
+            shared: shared.clone(),
+            vars: ctx.user_id.is_some().then(|| std::mem::take(&mut ctx.vars)),
+            headers: std::mem::take(&mut ctx.headers),
+            query_params: std::mem::take(&mut ctx.query_params),
+        };
+        lazy.tables.raw_set(&t, lua.create_userdata(pending)?)?;
+        Ok(t)
     })
 }
 
 /// A field's value: text, a table or a number.
 type Field<'a> = Either<&'a str, Either<Table, i64>>;
 
-fn build(
-    lua: &Lua,
-    node: &str,
-    env: &BTreeMap<String, String>,
-    ctx: &CallContext,
-) -> mlua::Result<Table> {
-    // Each table is made in one go from its fields (one mlua operation per
-    // table, not one per field: each costs a lock and a reference).
+/// The text and number fields of `ctx`.
+fn scalars<'a>(node: &'a str, ctx: &'a CallContext) -> Vec<(&'static str, Field<'a>)> {
     let text = |s| Field::Left(s);
-    let table = |t| Field::Right(Either::Left(t));
     let mut fields: Vec<(&str, Field)> = Vec::with_capacity(14);
-    fields.push(("env", table(map(lua, env)?)));
     fields.push(("execution_mode", text(ctx.mode.as_str())));
     fields.push(("node", text(node)));
     fields.push(("version", text(env!("CARGO_PKG_VERSION"))));
-    fields.push(("headers", table(multimap(lua, &ctx.headers)?)));
-    fields.push(("query_params", table(multimap(lua, &ctx.query_params)?)));
     // The caller's fields only with a user, the session's only with a
     // session too (a socket's), as Nakama's contexts have them.
     if let Some(user_id) = &ctx.user_id {
         fields.push(("user_id", text(user_id)));
         fields.push(("username", text(&ctx.username)));
-        fields.push(("vars", table(map(lua, &ctx.vars)?)));
         fields.push((
             "user_session_exp",
             Field::Right(Either::Right(ctx.session_expiry)),
@@ -79,7 +117,77 @@ fn build(
     if !ctx.client_port.is_empty() {
         fields.push(("client_port", text(&ctx.client_port)));
     }
-    lua.create_table_from(fields)
+    fields
+}
+
+/// The tables of `ctx`; `vars` only for a call with a user. Each table is
+/// made in one go from its fields (one mlua operation per table, not one
+/// per field: each costs a lock and a reference).
+fn tables(
+    lua: &Lua,
+    env: &BTreeMap<String, String>,
+    vars: Option<&BTreeMap<String, String>>,
+    headers: &BTreeMap<String, Vec<String>>,
+    query_params: &BTreeMap<String, Vec<String>>,
+) -> mlua::Result<Vec<(&'static str, Table)>> {
+    let mut made = Vec::with_capacity(4);
+    made.push(("env", map(lua, env)?));
+    made.push(("headers", multimap(lua, headers)?));
+    made.push(("query_params", multimap(lua, query_params)?));
+    if let Some(vars) = vars {
+        made.push(("vars", map(lua, vars)?));
+    }
+    Ok(made)
+}
+
+/// The tables of a pool call's `ctx` not made yet: called with the `ctx`
+/// (by the sandbox's `complete`), it makes them and drops the lazy
+/// metatable.
+struct Pending {
+    shared: Arc<LuaShared>,
+    vars: Option<BTreeMap<String, String>>,
+    headers: BTreeMap<String, Vec<String>>,
+    query_params: BTreeMap<String, Vec<String>>,
+}
+
+impl Pending {
+    fn fill(&self, lua: &Lua, t: &Table) -> mlua::Result<()> {
+        let made = unlimited(lua, || {
+            tables(
+                lua,
+                &self.shared.settings.env,
+                self.vars.as_ref(),
+                &self.headers,
+                &self.query_params,
+            )
+        })?;
+        // As for a call's arguments: an earlier call's garbage does not
+        // count against what this one made. Tables past the limit are not
+        // kept: the read fails with the memory error, and the VM, under its
+        // limit again, can go on to answer it.
+        if check_memory(lua, 0).is_err() {
+            lua.gc_collect()?;
+            if let Err(e) = check_memory(lua, 0) {
+                drop(made);
+                lua.gc_collect()?;
+                return Err(e);
+            }
+        }
+        unlimited(lua, || {
+            for (name, table) in made {
+                t.raw_set(name, table)?;
+            }
+            t.set_metatable(None)
+        })
+    }
+}
+
+impl UserData for Pending {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method(mlua::MetaMethod::Call, |lua, pending, t: Table| {
+            pending.fill(lua, &t)
+        });
+    }
 }
 
 fn map(lua: &Lua, map: &BTreeMap<String, String>) -> mlua::Result<Table> {
@@ -109,7 +217,7 @@ mod tests {
 
     impl Builder {
         fn build(&self, lua: &Lua, ctx: &CallContext) -> mlua::Result<Table> {
-            build(lua, "node-1", &self.0, ctx)
+            whole(lua, "node-1", &self.0, ctx)
         }
     }
 

@@ -124,7 +124,7 @@ impl LuaRuntime {
         args: Vec<Value>,
     ) -> Result<Option<Value>, RuntimeError> {
         self.pool
-            .run(move |vm| async move { vm.call(&key, &ctx, args).await })
+            .run(move |vm| async move { vm.call(&key, ctx, args).await })
             .await
     }
 

@@ -8,7 +8,9 @@
 //! only, puts the budget-aware pattern matcher in place of LuaJIT's, and
 //! wraps the few functions that could escape the budgets or change shared
 //! state (`pcall`, `xpcall`, `coroutine.resume`, `setfenv`,
-//! `collectgarbage`, `rawset`, `table.insert`).
+//! `collectgarbage`, `rawset`, `table.insert`), and those that must see a
+//! lazily filled table whole (`pairs`, `next`, `rawget`, `rawset`,
+//! `setmetatable`).
 //!
 //! [`freeze`] runs once the modules have loaded (`runtime.read_only_globals`,
 //! on by default as in Nakama): `_G`, the standard library tables, `nakama`,
@@ -21,12 +23,14 @@
 //! writable.
 //!
 //! [`make_lazy`] registers a table its metatable fills on demand (`nk`,
-//! whose functions are made on first use): `pairs`, `next` and `rawget`
-//! complete it first, and a freeze moves the filling to its hidden contents.
+//! whose functions are made on first use; each call's `ctx`, whose tables
+//! are made on first use, registers through [`Lazy`]): `pairs`, `next`,
+//! `rawget`, `rawset` and `setmetatable` complete it first, and a freeze
+//! moves the filling to its hidden contents.
 
 use std::sync::Arc;
 
-use mlua::{Function, Lua, Value as LuaValue};
+use mlua::{Function, Lua, Table, Value as LuaValue};
 
 use super::modules::ModuleSource;
 use super::pattern;
@@ -42,7 +46,7 @@ const MAKE_LAZY: &str = "ludus.make_lazy";
 const LOADED: &str = "_G string table math os package bit coroutine";
 
 /// Sandboxes a fresh state (see the module documentation).
-pub(crate) fn install(lua: &Lua, modules: &Arc<Vec<ModuleSource>>) -> mlua::Result<()> {
+pub(crate) fn install(lua: &Lua, modules: &Arc<Vec<ModuleSource>>) -> mlua::Result<Lazy> {
     // Sources stay on the Rust side, shared by every VM: a VM copies a
     // module's text only while it loads it.
     let modules = modules.clone();
@@ -71,10 +75,24 @@ pub(crate) fn install(lua: &Lua, modules: &Arc<Vec<ModuleSource>>) -> mlua::Resu
     })?;
     pattern::install(lua)?;
     let setup: Function = lua.load(SANDBOX).set_name("=ludus.sandbox").eval()?;
-    let (freeze, make_lazy): (Function, Function) =
+    let (freeze, make_lazy, lazy, lazy_ctx): (Function, Function, Table, Table) =
         setup.call((sources, stopped, errtext, is_c_function, LOADED))?;
     lua.set_named_registry_value(MAKE_LAZY, make_lazy)?;
-    lua.set_named_registry_value(FREEZE, freeze)
+    lua.set_named_registry_value(FREEZE, freeze)?;
+    Ok(Lazy {
+        tables: lazy,
+        ctx_metatable: lazy_ctx,
+    })
+}
+
+/// What registers a table filled on demand from Rust, without a Lua call.
+pub(crate) struct Lazy {
+    /// Weak keys: `tables[t]` fills `t` when called with it (a function or
+    /// a callable userdata); `pairs`, `next`, `rawget`, `rawset` and
+    /// `setmetatable` call it first, once.
+    pub tables: Table,
+    /// The metatable of a lazily filled `ctx` (see the sandbox's script).
+    pub ctx_metatable: Table,
 }
 
 /// Registers `t` as filled on demand by its metatable's `__index` (`nk`):
@@ -227,8 +245,29 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
   local raw_rawset, raw_rawget, raw_insert, raw_pairs = rawset, rawget, table.insert, pairs
   G.rawset = function(t, k, v)
     if frozen[t] then refuse("rawset") end
+    complete(t)
     return raw_rawset(t, k, v)
   end
+  -- A lazy table's metatable fills it: it is completed before it changes.
+  G.setmetatable = function(t, mt)
+    complete(t)
+    return setmetatable(t, mt)
+  end
+  -- A call's `ctx` until its tables are made (ctx.rs): reading a field it
+  -- lacks, or adding one, makes them first; making them drops this
+  -- metatable. Rust code converting a table to JSON completes it through
+  -- `__ludus_complete`.
+  local lazy_ctx = {
+    __index = function(t, k)
+      complete(t)
+      return raw_rawget(t, k)
+    end,
+    __newindex = function(t, k, v)
+      complete(t)
+      raw_rawset(t, k, v)
+    end,
+    __ludus_complete = complete,
+  }
   G.rawget = function(t, k)
     local contents = frozen[t]
     if contents then
@@ -303,6 +342,6 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
     string_mt.__index = frozen[G.string]
     string_mt.__metatable = face
     freeze(G, "_G")
-  end, make_lazy
+  end, make_lazy, lazy, lazy_ctx
 end
 "#;

@@ -229,6 +229,8 @@ pub(super) struct Vm {
     /// The coroutine the pool's calls run in, one call after another (made
     /// again if a call kills it), so a call makes no thread of its own.
     runner: std::cell::RefCell<Option<mlua::Thread>>,
+    /// Where each call's `ctx` registers the tables it makes on first use.
+    lazy: sandbox::Lazy,
     shared: Arc<LuaShared>,
 }
 
@@ -397,7 +399,7 @@ impl Vm {
         let callbacks = lua.create_table().map_err(setup)?;
         lua.set_named_registry_value(CALLBACKS, &callbacks)
             .map_err(setup)?;
-        sandbox::install(&lua, modules).map_err(setup)?;
+        let lazy = sandbox::install(&lua, modules).map_err(setup)?;
         let (dual, calling, raw_yield): (Function, Table, Function) = lua
             .load(AWAIT)
             .set_name("=ludus.await")
@@ -437,6 +439,7 @@ impl Vm {
             invoke,
             run_loop,
             runner: Default::default(),
+            lazy,
             shared,
         })
     }
@@ -482,7 +485,7 @@ impl Vm {
     pub(super) async fn call(
         &self,
         key: &str,
-        ctx: &CallContext,
+        ctx: CallContext,
         args: Vec<Value>,
     ) -> Result<Option<Value>, RuntimeError> {
         // A raw lookup runs no Lua; unguarded, the key's string costs no
@@ -510,8 +513,11 @@ impl Vm {
                 e
             });
         // A call that ran out of memory leaves garbage behind; collect it now
-        // so the next call starts with the VM's full allowance.
+        // so the next call starts with the VM's full allowance. The runner
+        // goes too: until it is resumed, its stack holds the call's `ctx`
+        // and arguments.
         if matches!(&result, Err(e) if e.code == Code::ResourceExhausted) {
+            self.runner.borrow_mut().take();
             let _ = self.lua.gc_collect();
         }
         result
@@ -520,13 +526,13 @@ impl Vm {
     async fn call_function(
         &self,
         f: Function,
-        ctx: &CallContext,
+        ctx: CallContext,
         args: Vec<Value>,
     ) -> Result<Option<Value>, RuntimeError> {
         let lua = &self.lua;
         let internal = |e: mlua::Error| RuntimeError::internal(e.to_string());
         self.reset_budget();
-        let ctx_table = ctx::context_table(lua, &self.shared, ctx).map_err(internal)?;
+        let ctx_table = ctx::call_table(lua, &self.shared, &self.lazy, ctx).map_err(internal)?;
         let mut call_args = mlua::MultiValue::new();
         call_args.push_back(LuaValue::Function(f));
         call_args.push_back(LuaValue::Table(ctx_table));

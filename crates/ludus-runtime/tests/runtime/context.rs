@@ -112,3 +112,39 @@ async fn get_context_while_modules_load_is_the_run_once_context() {
     let v = read(&rt, CallContext::new(ExecutionMode::Rpc)).await;
     assert_eq!(v["loaded_mode"], "run_once");
 }
+
+/// A call's `ctx` gets its tables (`env`, `headers`, `query_params`,
+/// `vars`) on first use: every way of looking at the table sees them, and
+/// a module's own writes before that win.
+#[tokio::test]
+async fn a_ctx_is_whole_however_it_is_first_read() {
+    let rt = runtime().await;
+    let all = "client_ip,env,execution_mode,headers,lang,node,query_params,session_id,\
+               user_id,user_session_exp,username,vars,version";
+    let cases = [
+        ("pairs", all.to_owned()),
+        ("next", all.to_owned()),
+        ("rawget", "X-Alice".to_owned()),
+        ("json", all.to_owned()),
+        ("json_nested", all.to_owned()),
+        ("assign_nil", format!("nil|{}", all.replace("headers,", ""))),
+        (
+            "assign_new",
+            all.replace("execution_mode,", "execution_mode,extra,"),
+        ),
+        ("rawset", "mine|alice_q".to_owned()),
+        ("setmetatable", "X-Alice|from mt".to_owned()),
+        ("getmetatable", "true|nil".to_owned()),
+        ("absent", "nil|X-Alice".to_owned()),
+    ];
+    for (case, want) in cases {
+        let got = rt.rpc(alice(), "lazy", case.into()).await.unwrap();
+        assert_eq!(got, want, "{case}");
+    }
+    // A call without a user has no `vars`, however it is read.
+    let got = rt
+        .rpc(CallContext::new(ExecutionMode::Rpc), "lazy", "pairs".into())
+        .await
+        .unwrap();
+    assert_eq!(got, "env,execution_mode,headers,node,query_params,version");
+}
