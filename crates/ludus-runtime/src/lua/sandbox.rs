@@ -39,8 +39,9 @@ use super::vm::{CallState, error_text};
 /// Registry slot of the function that freezes the globals after loading.
 const FREEZE: &str = "ludus.freeze";
 
-/// Registry slot of the function that registers a lazily filled table.
-const MAKE_LAZY: &str = "ludus.make_lazy";
+/// Registry slot of the sandbox's table of lazily filled tables
+/// ([`Lazy::tables`]).
+const LAZY: &str = "ludus.lazy";
 
 /// What `package.loaded` keeps after set-up (besides `nakama`, added later).
 const LOADED: &str = "_G string table math os package bit coroutine";
@@ -75,9 +76,9 @@ pub(crate) fn install(lua: &Lua, modules: &Arc<Vec<ModuleSource>>) -> mlua::Resu
     })?;
     pattern::install(lua)?;
     let setup: Function = lua.load(SANDBOX).set_name("=ludus.sandbox").eval()?;
-    let (freeze, make_lazy, lazy, lazy_ctx): (Function, Function, Table, Table) =
+    let (freeze, lazy, lazy_ctx): (Function, Table, Table) =
         setup.call((sources, stopped, errtext, is_c_function, LOADED))?;
-    lua.set_named_registry_value(MAKE_LAZY, make_lazy)?;
+    lua.set_named_registry_value(LAZY, &lazy)?;
     lua.set_named_registry_value(FREEZE, freeze)?;
     Ok(Lazy {
         tables: lazy,
@@ -96,12 +97,13 @@ pub(crate) struct Lazy {
 }
 
 /// Registers `t` as filled on demand by its metatable's `__index` (`nk`):
-/// `pairs`, `next` and `rawget` call `complete(t)` first, so they see every
-/// entry a full table would have; a freeze keeps the metatable and the
-/// completion on the hidden contents.
-pub(crate) fn make_lazy(lua: &Lua, t: &mlua::Table, complete: Function) -> mlua::Result<()> {
-    let f: Function = lua.named_registry_value(MAKE_LAZY)?;
-    f.call((t, complete))
+/// `pairs`, `next`, `rawget`, `rawset` and `setmetatable` call
+/// `complete(t)` first, so they see every entry a full table would have; a
+/// freeze keeps the metatable and the completion on the hidden contents.
+/// (A call's `ctx` registers the same way, through the VM's [`Lazy`].)
+pub(crate) fn make_lazy(lua: &Lua, t: &Table, complete: Function) -> mlua::Result<()> {
+    let tables: Table = lua.named_registry_value(LAZY)?;
+    tables.raw_set(t, complete)
 }
 
 /// Makes globals, the standard library, `nakama` and `package` read-only
@@ -297,10 +299,6 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
     return raw_pairs(t)
   end
 
-  local function make_lazy(t, make)
-    lazy[t] = make
-  end
-
   return function()
     local function freeze(t, name)
       if frozen[t] then return frozen[t] end
@@ -342,6 +340,6 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
     string_mt.__index = frozen[G.string]
     string_mt.__metatable = face
     freeze(G, "_G")
-  end, make_lazy, lazy, lazy_ctx
+  end, lazy, lazy_ctx
 end
 "#;
