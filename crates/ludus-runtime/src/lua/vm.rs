@@ -229,6 +229,8 @@ pub(super) struct Vm {
     /// The coroutine the pool's calls run in, one call after another (made
     /// again if a call kills it), so a call makes no thread of its own.
     runner: std::cell::RefCell<Option<mlua::Thread>>,
+    /// The running call's coroutine (`[1]`) and `ctx` (`[2]`), see [`INVOKE`].
+    calling: Table,
     /// Where each call's `ctx` registers the tables it makes on first use.
     lazy: sandbox::Lazy,
     shared: Arc<LuaShared>,
@@ -416,7 +418,7 @@ impl Vm {
         let (invoke, call_with_ctx, get_context): (Function, Function, Function) = lua
             .load(INVOKE)
             .set_name("=ludus.invoke")
-            .call((fallback_ctx, calling))
+            .call((fallback_ctx, &calling))
             .map_err(setup)?;
         nk_table.set("get_context", get_context).map_err(setup)?;
         let run_loop = if pool {
@@ -439,6 +441,7 @@ impl Vm {
             invoke,
             run_loop,
             runner: Default::default(),
+            calling,
             lazy,
             shared,
         })
@@ -593,9 +596,16 @@ impl Vm {
         let outcome = std::future::poll_fn(|cx| std::pin::Pin::new(&mut calls).poll_next(cx)).await;
         let result = outcome.unwrap_or_else(|| Err(mlua::Error::runtime("lua call runner ended")));
         // A runner that raised outside the call's own `xpcall` is dead: the
-        // next call makes a fresh one.
+        // next call makes a fresh one. Its call could not restore what it
+        // found, so nothing runs now: no call's `ctx` or coroutine. Raw sets
+        // of existing keys run no Lua and, unguarded, cannot fail on memory.
         if result.is_ok() {
             *self.runner.borrow_mut() = Some(runner);
+        } else {
+            let _ = unlimited(&self.lua, || {
+                self.calling.raw_set(1, LuaValue::Nil)?;
+                self.calling.raw_set(2, LuaValue::Nil)
+            });
         }
         result
     }
@@ -695,28 +705,29 @@ fn strip_position(message: &str) -> &str {
 /// untouched so `error({"msg", code})` keeps its code. `call(fn, ctx, ...)`
 /// does the same for a callback and its `ctx`, which the third,
 /// `nk.get_context`, answers while the callback runs (`fallback()` when no
-/// callback runs). The running `ctx` lives in an upvalue, not the registry:
-/// setting a registry slot from Rust is a protected call of its own. `call`
-/// also records the coroutine the callback runs in (`calling[1]`, see
-/// [`AWAIT`]).
+/// callback runs). `call` records the running `ctx` in `calling[2]` and the
+/// coroutine the callback runs in in `calling[1]` (see [`AWAIT`]): a table
+/// the VM keeps, so that when the runner coroutine dies by an error
+/// outside the `xpcall` (before `call` could restore them), the VM clears
+/// both ([`Vm::run`]) instead of keeping the dead call's `ctx` for good.
 const INVOKE: &str = r#"
 local fallback, calling = ...
 local xpcall, running = xpcall, coroutine.running
-local current
 local function keep(e) return e end
 local function invoke(fn, ...)
   return xpcall(fn, keep, ...)
 end
 local function call(fn, ctx, ...)
-  local outer, outer_co = current, calling[1]
-  current = ctx
+  local outer, outer_co = calling[2], calling[1]
+  calling[2] = ctx
   calling[1] = running()
   local ok, result = xpcall(fn, keep, ctx, ...)
-  current = outer
+  calling[2] = outer
   calling[1] = outer_co
   return ok, result
 end
 local function get_context()
+  local current = calling[2]
   if current ~= nil then return current end
   return fallback()
 end
@@ -834,6 +845,85 @@ mod tests {
         }
     }
 
+    fn shared(rt: &tokio::runtime::Runtime, modules: &Arc<Vec<ModuleSource>>) -> Arc<LuaShared> {
+        Arc::new(LuaShared {
+            settings: crate::RuntimeSettings::default(),
+            services: Arc::new(NoServices),
+            cache: Default::default(),
+            handle: rt.handle().clone(),
+            sources: modules.clone(),
+            native_matches: Default::default(),
+            run_once: Default::default(),
+        })
+    }
+
+    /// A runner coroutine killed by an error outside its call's `xpcall`
+    /// (here a hook that raises at the first instruction after the callback
+    /// returned, before the trampoline restores what it found) leaves no
+    /// call running: `nk.get_context()` answers its fallback, not the dead
+    /// call's `ctx`, and the next call runs in a fresh runner with its own.
+    #[test]
+    fn a_dead_runner_leaves_no_call_running() {
+        use std::sync::atomic::Ordering;
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let modules = Arc::new(vec![ModuleSource {
+            name: "m".into(),
+            display_path: "m.lua".into(),
+            source: b"return {}".to_vec(),
+        }]);
+        let interrupt = Arc::new(AtomicBool::new(false));
+        let (vm, _) = Vm::new(shared(&rt, &modules), &modules, true, interrupt).unwrap();
+        let lua = vm.lua();
+        let kill = Arc::new(AtomicBool::new(false));
+        let armed = kill.clone();
+        lua.set_global_hook(
+            HookTriggers::new().every_nth_instruction(1),
+            move |_, _| match armed.load(Ordering::Relaxed) {
+                true => Err(mlua::Error::runtime("killed outside the call")),
+                false => Ok(VmState::Continue),
+            },
+        )
+        .unwrap();
+        let arm = kill.clone();
+        let callback = lua
+            .create_function(move |_, ()| {
+                arm.store(true, Ordering::Relaxed);
+                Ok(())
+            })
+            .unwrap();
+        let args = |f: Function, marker: &str| {
+            let ctx = lua.create_table().unwrap();
+            ctx.set("marker", marker).unwrap();
+            mlua::MultiValue::from_iter([LuaValue::Function(f), LuaValue::Table(ctx)])
+        };
+        let marker = || -> Option<String> {
+            lua.load(r#"return require("nakama").get_context().marker"#)
+                .eval()
+                .unwrap()
+        };
+        let died = rt.block_on(vm.run(args(callback, "dead call")));
+        assert!(died.is_err(), "the hook did not kill the runner: {died:?}");
+        kill.store(false, Ordering::Relaxed);
+        assert_eq!(marker(), None, "the dead call's ctx is still current");
+        let running: LuaValue = vm.calling.raw_get(1).unwrap();
+        assert!(
+            running.is_nil(),
+            "the dead call's coroutine is still current"
+        );
+
+        let reads: Function = lua
+            .load(r#"return function() return require("nakama").get_context().marker end"#)
+            .eval()
+            .unwrap();
+        let (ok, seen) = rt.block_on(vm.run(args(reads, "next call"))).unwrap();
+        assert!(ok);
+        assert_eq!(
+            seen.as_string().map(|s| s.to_string_lossy()),
+            Some("next call".into())
+        );
+        assert_eq!(marker(), None);
+    }
+
     /// A fresh match VM holds only the `nk` groups it used: reading one
     /// function of another group makes that group then, and the heap grows.
     #[test]
@@ -850,16 +940,7 @@ return M
 "#
             .to_vec(),
         }]);
-        let shared = Arc::new(LuaShared {
-            settings: crate::RuntimeSettings::default(),
-            services: Arc::new(NoServices),
-            cache: Default::default(),
-            handle: rt.handle().clone(),
-            sources: modules.clone(),
-            native_matches: Default::default(),
-            run_once: Default::default(),
-        });
-        let (vm, _callbacks, _ctx) = Vm::for_match(shared, &modules, "m").unwrap();
+        let (vm, _callbacks, _ctx) = Vm::for_match(shared(&rt, &modules), &modules, "m").unwrap();
         let lua = vm.lua();
         let _ = lua.gc_collect();
         let before = lua.used_memory();
