@@ -9,6 +9,8 @@
 //! as JSON.
 
 use mlua::{Lua, Table, Value as LuaValue};
+
+use super::sandbox;
 use serde_json::{Map, Number, Value};
 
 /// Deepest nesting converted either way.
@@ -71,11 +73,19 @@ fn to_lua_at(lua: &Lua, value: &Value, depth: usize) -> mlua::Result<LuaValue> {
     })
 }
 
-pub(super) fn from_lua(value: &LuaValue) -> mlua::Result<Value> {
-    from_lua_at(value, 0, &mut Budget(MAX_JSON_BYTES))
+/// Converts a Lua value to JSON. Runs no module code: the only Lua it may
+/// call is the sandbox's own completion of a table filled on first use, so
+/// it may run with the VM's memory limit lifted (`vm::unlimited`).
+pub(super) fn from_lua(lua: &Lua, value: &LuaValue) -> mlua::Result<Value> {
+    from_lua_at(lua, value, 0, &mut Budget(MAX_JSON_BYTES))
 }
 
-fn from_lua_at(value: &LuaValue, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
+fn from_lua_at(
+    lua: &Lua,
+    value: &LuaValue,
+    depth: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Value> {
     if depth > MAX_DEPTH {
         return Err(mlua::Error::runtime(format!(
             "table nested deeper than {MAX_DEPTH} levels (is it cyclic?)"
@@ -92,7 +102,7 @@ fn from_lua_at(value: &LuaValue, depth: usize, budget: &mut Budget) -> mlua::Res
         LuaValue::Integer(i) => Value::from(*i),
         LuaValue::Number(n) => number(*n)?,
         LuaValue::String(s) => Value::String(s.to_string_lossy()),
-        LuaValue::Table(t) => table(t, depth, budget)?,
+        LuaValue::Table(t) => table(lua, t, depth, budget)?,
         LuaValue::LightUserData(p) if p.0.is_null() => Value::Null,
         LuaValue::Error(e) => Value::String(super::vm::error_text(e)),
         other => {
@@ -113,13 +123,13 @@ fn number(n: f64) -> mlua::Result<Value> {
         .ok_or_else(|| mlua::Error::runtime("cannot convert NaN or infinity to JSON"))
 }
 
-fn table(t: &Table, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
+fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
     // A table filled on first use (a call's `ctx`) is filled before it is
-    // read; its metatable says how (see the sandbox).
-    if let Some(mt) = t.metatable()
-        && let LuaValue::Function(complete) = mt.raw_get("__ludus_complete")?
-    {
-        complete.call::<()>(t)?;
+    // read. Such a table has a metatable; the sandbox's `complete` fills it
+    // (and does nothing to any other table). A field of the metatable would
+    // be one a module could set to its own function.
+    if t.metatable().is_some() {
+        sandbox::complete(lua, t)?;
     }
     let mut maxn: usize = 0;
     for pair in t.pairs::<LuaValue, LuaValue>() {
@@ -148,7 +158,7 @@ fn table(t: &Table, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
                 }
             };
             budget.spend(key.len())?;
-            map.insert(key, from_lua_at(&v, depth + 1, budget)?);
+            map.insert(key, from_lua_at(lua, &v, depth + 1, budget)?);
         }
         return Ok(Value::Object(map));
     }
@@ -158,7 +168,7 @@ fn table(t: &Table, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
     let mut items = Vec::with_capacity(maxn.min(4096));
     for i in 1..=maxn {
         let v: LuaValue = t.raw_get(i)?;
-        items.push(from_lua_at(&v, depth + 1, budget)?);
+        items.push(from_lua_at(lua, &v, depth + 1, budget)?);
     }
     Ok(Value::Array(items))
 }
@@ -202,7 +212,7 @@ mod tests {
         #[test]
         fn json_round_trips_through_lua(value in tree()) {
             let lua = Lua::new();
-            let back = from_lua(&to_lua(&lua, &value).unwrap()).unwrap();
+            let back = from_lua(&lua, &to_lua(&lua, &value).unwrap()).unwrap();
             prop_assert_eq!(back, value);
         }
 
@@ -217,7 +227,7 @@ mod tests {
                     t.raw_set(s, i).unwrap();
                 }
             }
-            let _ = from_lua(&LuaValue::Table(t));
+            let _ = from_lua(&lua, &LuaValue::Table(t));
         }
     }
 
@@ -225,13 +235,13 @@ mod tests {
     fn nakama_shapes() {
         let lua = Lua::new();
         let empty = lua.create_table().unwrap();
-        assert_eq!(from_lua(&LuaValue::Table(empty)).unwrap(), json!({}));
-        assert_eq!(from_lua(&LuaValue::Number(2.0)).unwrap(), json!(2));
-        assert_eq!(from_lua(&LuaValue::Number(2.5)).unwrap(), json!(2.5));
-        assert!(from_lua(&LuaValue::Number(f64::NAN)).is_err());
+        assert_eq!(from_lua(&lua, &LuaValue::Table(empty)).unwrap(), json!({}));
+        assert_eq!(from_lua(&lua, &LuaValue::Number(2.0)).unwrap(), json!(2));
+        assert_eq!(from_lua(&lua, &LuaValue::Number(2.5)).unwrap(), json!(2.5));
+        assert!(from_lua(&lua, &LuaValue::Number(f64::NAN)).is_err());
         let cyclic = lua.create_table().unwrap();
         cyclic.raw_set("me", &cyclic).unwrap();
-        assert!(from_lua(&LuaValue::Table(cyclic)).is_err());
+        assert!(from_lua(&lua, &LuaValue::Table(cyclic)).is_err());
     }
 
     /// Small in Lua, enormous as JSON: a string repeated, a sparse array
@@ -246,7 +256,7 @@ mod tests {
             "local t = {} for i = 1, 60 do t = {t, t} end return t",
         ] {
             let v: LuaValue = lua.load(code).eval().unwrap();
-            let err = from_lua(&v).unwrap_err().to_string();
+            let err = from_lua(&lua, &v).unwrap_err().to_string();
             assert!(err.contains("too large to convert"), "{code}: {err}");
         }
     }

@@ -372,14 +372,14 @@ fn install_misc(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<
     nk.set(
         "localcache_put",
         lua.create_function(
-            move |_, (key, value, ttl): (String, LuaValue, Option<i64>)| {
+            move |lua, (key, value, ttl): (String, LuaValue, Option<i64>)| {
                 let ttl = ttl.unwrap_or(0);
                 if ttl < 0 {
                     return Err(mlua::Error::runtime(
                         "localcache_put: ttl must be 0 or more",
                     ));
                 }
-                let value = convert::from_lua(&value)?;
+                let value = convert::from_lua(lua, &value)?;
                 cache
                     .put(key, value, Duration::from_secs(ttl as u64))
                     .map_err(mlua::Error::runtime)

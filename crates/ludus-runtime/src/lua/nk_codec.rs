@@ -14,6 +14,7 @@ use mlua::{Lua, LuaString, Table, Value as LuaValue};
 use sha2::{Digest, Sha256};
 
 use super::convert;
+use super::vm::{unlimited, within_limit};
 
 const AES_BLOCK: usize = 16;
 
@@ -23,10 +24,18 @@ const MAX_BCRYPT_COST: u32 = 14;
 pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
     nk.set(
         "json_encode",
-        lua.create_function(|_, value: LuaValue| {
-            let json = convert::from_lua(&value)
-                .map_err(|e| mlua::Error::runtime(format!("json_encode: {e}")))?;
-            serde_json::to_string(&json).map_err(mlua::Error::runtime)
+        lua.create_function(|lua, value: LuaValue| {
+            // Unguarded (see `vm::unlimited`): the conversion runs no module
+            // code and its text is bounded (`convert::MAX_JSON_BYTES`); the
+            // text is then held to the VM's limit.
+            let text = unlimited(lua, || -> mlua::Result<_> {
+                let json = convert::from_lua(lua, &value)
+                    .map_err(|e| mlua::Error::runtime(format!("json_encode: {e}")))?;
+                let text = serde_json::to_string(&json).map_err(mlua::Error::runtime)?;
+                lua.create_string(text)
+            })?;
+            within_limit(lua)?;
+            Ok(text)
         })?,
     )?;
     nk.set(
@@ -145,8 +154,8 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
     )?;
     nk.set(
         "jwt_generate",
-        lua.create_function(|_, (algo, key, claims): (String, String, Table)| {
-            jwt_generate(&algo, &key, &claims)
+        lua.create_function(|lua, (algo, key, claims): (String, String, Table)| {
+            jwt_generate(lua, &algo, &key, &claims)
         })?,
     )?;
     for (name, key_len, encrypt) in [
@@ -200,7 +209,7 @@ fn unhex(text: &[u8]) -> Option<Vec<u8>> {
         .collect()
 }
 
-fn jwt_generate(algo: &str, key: &str, claims: &Table) -> mlua::Result<String> {
+fn jwt_generate(lua: &Lua, algo: &str, key: &str, claims: &Table) -> mlua::Result<String> {
     let header: &[u8] = match algo {
         "HS256" => br#"{"alg":"HS256","typ":"JWT"}"#,
         "RS256" => br#"{"alg":"RS256","typ":"JWT"}"#,
@@ -213,7 +222,7 @@ fn jwt_generate(algo: &str, key: &str, claims: &Table) -> mlua::Result<String> {
     if key.is_empty() {
         return Err(mlua::Error::runtime("jwt_generate: expects a signing key"));
     }
-    let claims = convert::from_lua(&LuaValue::Table(claims.clone()))?;
+    let claims = convert::from_lua(lua, &LuaValue::Table(claims.clone()))?;
     let payload =
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).map_err(mlua::Error::runtime)?);
     let signing_input = format!("{}.{payload}", URL_SAFE_NO_PAD.encode(header));

@@ -193,11 +193,11 @@ fn ids_arg(ids: Option<Table>, what: &str) -> mlua::Result<Vec<String>> {
     Ok(out)
 }
 
-fn metadata_arg(t: Option<Table>, arg: usize) -> mlua::Result<String> {
+fn metadata_arg(lua: &Lua, t: Option<Table>, arg: usize) -> mlua::Result<String> {
     match t {
         None => Ok(String::new()),
         Some(t) => {
-            let value = convert::from_lua(&LuaValue::Table(t))
+            let value = convert::from_lua(lua, &LuaValue::Table(t))
                 .map_err(|e| arg_error(arg, &format!("error encoding metadata: {e}")))?;
             Ok(value.to_string())
         }
@@ -299,14 +299,14 @@ fn install_leaderboards(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua:
     nk.set(
         "leaderboard_create",
         lua.create_function(
-            move |_,
+            move |lua,
                   (id, authoritative, sort, operator, reset, metadata, enable_ranks): CreateArgs| {
                 let mut spec = BoardSpec::leaderboard(&id_arg(id, "leaderboard")?);
                 spec.authoritative = authoritative.unwrap_or(false);
                 spec.sort_order = sort_arg(sort, 3)?;
                 spec.operator = operator_arg(operator, 4)?;
                 spec.reset_schedule = reset.unwrap_or_default();
-                spec.metadata = metadata_arg(metadata, 6)?;
+                spec.metadata = metadata_arg(lua, metadata, 6)?;
                 spec.enable_ranks = enable_ranks.unwrap_or(false);
                 let lb = service(&s)?;
                 run(&s, "error creating leaderboard", async move {
@@ -397,7 +397,7 @@ fn install_tournaments(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::
     let s = shared.clone();
     nk.set(
         "tournament_create",
-        lua.create_function(move |_, args: MultiValue| {
+        lua.create_function(move |lua, args: MultiValue| {
             let a: Vec<LuaValue> = args.into_iter().collect();
             let at = |i: usize| a.get(i - 1).cloned().unwrap_or(LuaValue::Nil);
             let string = |i: usize| -> mlua::Result<Option<String>> {
@@ -433,7 +433,7 @@ fn install_tournaments(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::
             spec.duration = duration as u32;
             spec.reset_schedule = string(6)?.unwrap_or_default();
             spec.metadata = match at(7) {
-                LuaValue::Table(t) => metadata_arg(Some(t), 7)?,
+                LuaValue::Table(t) => metadata_arg(lua, Some(t), 7)?,
                 _ => String::new(),
             };
             spec.title = string(8)?.unwrap_or_default();
@@ -669,7 +669,7 @@ fn install_records(
                 let owner = uuid_arg(owner, 2, "expects owner ID to be a valid identifier")?;
                 let score = score_arg(score, 4, "score")?;
                 let subscore = score_arg(subscore, 5, "subscore")?;
-                let metadata = metadata_arg(metadata, 6)?;
+                let metadata = metadata_arg(lua, metadata, 6)?;
                 let op = override_arg(op, 7)?;
                 let lb = service(&s)?;
                 let record = run(&s, &format!("error writing {what} record"), async move {

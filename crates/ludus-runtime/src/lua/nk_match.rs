@@ -25,13 +25,13 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
     let s = shared.clone();
     nk.set(
         "match_create",
-        lua.create_function(move |_, (module, params): (String, LuaValue)| {
+        lua.create_function(move |lua, (module, params): (String, LuaValue)| {
             if module.is_empty() {
                 return Err(mlua::Error::runtime("match_create: expects a module name"));
             }
             let params = match &params {
                 LuaValue::Nil => serde_json::Value::Null,
-                v => convert::from_lua(v)
+                v => convert::from_lua(lua, v)
                     .map_err(|e| mlua::Error::runtime(format!("match_create: params: {e}")))?,
             };
             let make = s.handlers().factory(&module);

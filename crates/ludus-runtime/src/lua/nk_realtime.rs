@@ -52,7 +52,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 Option<bool>,
             )| {
                 let content = match content {
-                    Some(t) => json_object(t, "message content")?,
+                    Some(t) => json_object(lua, t, "message content")?,
                     None => "{}".to_owned(),
                 };
                 let sender = optional_uuid(sender_id.as_deref(), "sender id")?;
@@ -84,7 +84,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
     nk.set(
         "notification_send",
         lua.create_function(
-            move |_,
+            move |lua,
                   (user_id, subject, content, code, sender_id, persistent): (
                 String,
                 String,
@@ -96,7 +96,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 let n = notification(
                     uuid_arg(&user_id, "user id")?,
                     subject,
-                    json_object(content, "content")?,
+                    json_object(lua, content, "content")?,
                     code,
                     optional_uuid(sender_id.as_deref(), "sender id")?,
                     persistent.unwrap_or(false),
@@ -108,7 +108,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
     let s = shared.clone();
     nk.set(
         "notifications_send",
-        lua.create_function(move |_, list: Table| {
+        lua.create_function(move |lua, list: Table| {
             let mut out = Vec::new();
             for entry in list.sequence_values::<Table>() {
                 let t = entry
@@ -116,7 +116,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 let user_id: String = t.get("user_id")?;
                 let sender_id: Option<String> = t.get("sender_id")?;
                 let content = match t.get::<Option<Table>>("content")? {
-                    Some(c) => json_object(c, "content")?,
+                    Some(c) => json_object(lua, c, "content")?,
                     None => "{}".to_owned(),
                 };
                 out.push(notification(
@@ -386,8 +386,8 @@ fn notification(
     })
 }
 
-fn json_object(t: Table, what: &str) -> mlua::Result<String> {
-    let json = serde_json::to_string(&convert::from_lua(&LuaValue::Table(t))?)
+fn json_object(lua: &Lua, t: Table, what: &str) -> mlua::Result<String> {
+    let json = serde_json::to_string(&convert::from_lua(lua, &LuaValue::Table(t))?)
         .map_err(mlua::Error::runtime)?;
     if !json.starts_with('{') {
         return Err(mlua::Error::runtime(format!(

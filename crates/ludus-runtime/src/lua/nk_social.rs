@@ -40,10 +40,10 @@ fn opt_uuid(arg: usize, value: Option<String>, what: &str) -> mlua::Result<Optio
     }
 }
 
-fn metadata_json(arg: usize, value: Option<Table>) -> mlua::Result<Option<String>> {
+fn metadata_json(lua: &Lua, arg: usize, value: Option<Table>) -> mlua::Result<Option<String>> {
     value
         .map(|t| {
-            let v = convert::from_lua(&LuaValue::Table(t))?;
+            let v = convert::from_lua(lua, &LuaValue::Table(t))?;
             // An empty Lua table converts to an array; metadata is an object.
             let v = match v {
                 serde_json::Value::Array(a) if a.is_empty() => {
@@ -209,12 +209,12 @@ fn install_friends(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
     nk.set(
         "friends_add",
         lua.create_function(
-            move |_, (user_id, username, ids, usernames, metadata): FriendAddArgs| {
+            move |lua, (user_id, username, ids, usernames, metadata): FriendAddArgs| {
                 let user = uuid_arg(1, &user_id, "user ID")?;
                 if username.is_empty() {
                     return Err(arg_error(2, "expects username string"));
                 }
-                let metadata = metadata_json(5, metadata)?;
+                let metadata = metadata_json(lua, 5, metadata)?;
                 let (ids, usernames) = (strings(ids), strings(usernames));
                 run(&s, "error adding friends", async {
                     s.services
@@ -261,10 +261,10 @@ fn install_friends(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
     nk.set(
         "friend_metadata_update",
         lua.create_function(
-            move |_, (user_id, friend_id, metadata): (String, String, Table)| {
+            move |lua, (user_id, friend_id, metadata): (String, String, Table)| {
                 let user = uuid_arg(1, &user_id, "user ID")?;
                 let friend = uuid_arg(2, &friend_id, "user ID")?;
-                let metadata = metadata_json(3, Some(metadata))?.unwrap_or_default();
+                let metadata = metadata_json(lua, 3, Some(metadata))?.unwrap_or_default();
                 run(&s, "error updating friends metadata", async {
                     s.services
                         .social()?
@@ -334,7 +334,7 @@ fn install_groups(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resul
                     None => SYSTEM_USER_ID,
                     Some(id) => uuid_arg(3, &id, "owner ID")?,
                 };
-                let metadata = metadata_json(8, metadata)?;
+                let metadata = metadata_json(lua, 8, metadata)?;
                 let g = NewGroup {
                     name,
                     description: description.unwrap_or_default(),
@@ -355,7 +355,7 @@ fn install_groups(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resul
     nk.set(
         "group_update",
         lua.create_function(
-            move |_,
+            move |lua,
                   (
                 group_id,
                 user_id,
@@ -377,7 +377,7 @@ fn install_groups(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resul
                     description: non_empty(description),
                     avatar_url: non_empty(avatar_url),
                     lang_tag: non_empty(lang_tag),
-                    metadata: metadata_json(9, metadata)?,
+                    metadata: metadata_json(lua, 9, metadata)?,
                     open,
                     // 0 keeps the stored value, as Nakama's.
                     max_count: max_count

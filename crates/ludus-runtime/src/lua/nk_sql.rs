@@ -21,8 +21,8 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
     let s = shared.clone();
     nk.set(
         "sql_exec",
-        lua.create_function(move |_, (query, params): (String, Option<Table>)| {
-            let params = sql_params("sql_exec", &query, params)?;
+        lua.create_function(move |lua, (query, params): (String, Option<Table>)| {
+            let params = sql_params(lua, "sql_exec", &query, params)?;
             let changed = s
                 .wait(s.services.sql_exec(&query, params))
                 .map_err(|e| mlua::Error::runtime(format!("sql exec error: {}", e.message)))?;
@@ -33,7 +33,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
     nk.set(
         "sql_query",
         lua.create_function(move |lua, (query, params): (String, Option<Table>)| {
-            let params = sql_params("sql_query", &query, params)?;
+            let params = sql_params(lua, "sql_query", &query, params)?;
             let rows = s
                 .wait(s.services.sql_query(&query, params))
                 .map_err(|e| mlua::Error::runtime(format!("sql query error: {}", e.message)))?;
@@ -44,7 +44,12 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
 }
 
 /// The parameter array as values to bind.
-fn sql_params(fn_name: &str, query: &str, params: Option<Table>) -> mlua::Result<Vec<SqlValue>> {
+fn sql_params(
+    lua: &Lua,
+    fn_name: &str,
+    query: &str,
+    params: Option<Table>,
+) -> mlua::Result<Vec<SqlValue>> {
     if query.trim().is_empty() {
         return Err(mlua::Error::runtime(format!(
             "{fn_name}: expects a query string"
@@ -73,12 +78,12 @@ fn sql_params(fn_name: &str, query: &str, params: Option<Table>) -> mlua::Result
     }
     for i in 1..=len {
         let value: LuaValue = params.raw_get(i)?;
-        out.push(sql_value(fn_name, i, &value)?);
+        out.push(sql_value(lua, fn_name, i, &value)?);
     }
     Ok(out)
 }
 
-fn sql_value(fn_name: &str, index: usize, value: &LuaValue) -> mlua::Result<SqlValue> {
+fn sql_value(lua: &Lua, fn_name: &str, index: usize, value: &LuaValue) -> mlua::Result<SqlValue> {
     Ok(match value {
         LuaValue::Nil => SqlValue::Null,
         LuaValue::Boolean(b) => SqlValue::Bool(*b),
@@ -90,7 +95,7 @@ fn sql_value(fn_name: &str, index: usize, value: &LuaValue) -> mlua::Result<SqlV
             Err(_) => SqlValue::Bytes(s.as_bytes().to_vec()),
         },
         LuaValue::Table(_) => {
-            let json = convert::from_lua(value)?;
+            let json = convert::from_lua(lua, value)?;
             SqlValue::Text(json.to_string())
         }
         other => {

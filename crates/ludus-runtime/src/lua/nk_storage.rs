@@ -54,7 +54,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
             let s = s.clone();
             async move {
                 let writes = list(&data, 1, "expects a valid set of data", |t| {
-                    storage_write(t, 1)
+                    storage_write(&lua, t, 1)
                 })?;
                 if writes.is_empty() {
                     return lua.create_table();
@@ -138,16 +138,14 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 let (accounts, writes, deletes, wallets, update_ledger) = args;
                 let mut update = MultiUpdate::new(Access::Server);
                 if let Some(t) = accounts {
-                    update.accounts = list(
-                        &t,
-                        1,
-                        "expects a valid set of account update data",
-                        account_update,
-                    )?;
+                    update.accounts =
+                        list(&t, 1, "expects a valid set of account update data", |t| {
+                            account_update(&lua, t)
+                        })?;
                 }
                 if let Some(t) = writes {
                     update.writes = list(&t, 2, "expects a valid set of storage data", |t| {
-                        storage_write(t, 2)
+                        storage_write(&lua, t, 2)
                     })?;
                 }
                 if let Some(t) = deletes {
@@ -157,7 +155,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 }
                 if let Some(t) = wallets {
                     update.wallets = list(&t, 4, "expects a valid set of updates", |t| {
-                        wallet_update(t, 4)
+                        wallet_update(&lua, t, 4)
                     })?;
                 }
                 update.update_ledger = update_ledger.unwrap_or(false);
@@ -218,7 +216,7 @@ fn install_wallets(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
                 let update = WalletUpdate {
                     user_id,
                     changeset: changeset_of(&changeset, 2)?,
-                    metadata: metadata_of(metadata, 3)?,
+                    metadata: metadata_of(&lua, metadata, 3)?,
                 };
                 let mut results = served(
                     "failed to update user wallet",
@@ -246,7 +244,7 @@ fn install_wallets(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
                 let s = s.clone();
                 async move {
                     let updates = list(&updates, 1, "expects a valid set of updates", |t| {
-                        wallet_update(t, 1)
+                        wallet_update(&lua, t, 1)
                     })?;
                     let results = served(
                         "failed to update user wallet",
@@ -299,7 +297,7 @@ fn install_wallets(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
             let s = s.clone();
             async move {
                 let id = Uuid::parse_str(&id).map_err(|_| arg_error(1, "expects a valid id"))?;
-                let metadata = metadata_of(Some(metadata), 2)?;
+                let metadata = metadata_of(&lua, Some(metadata), 2)?;
                 let entry = served(
                     "failed to update user wallet ledger",
                     s.services.wallet_ledger_update(id, &metadata),
@@ -402,11 +400,11 @@ fn permission(t: &Table, name: &str, arg: usize) -> mlua::Result<Option<i64>> {
     }
 }
 
-fn storage_write(t: &Table, arg: usize) -> mlua::Result<StorageWrite> {
+fn storage_write(lua: &Lua, t: &Table, arg: usize) -> mlua::Result<StorageWrite> {
     let id = object_id_at(t, arg)?;
     let value = match t.raw_get::<LuaValue>("value")? {
         LuaValue::Nil => return Err(arg_error(arg, "expects value to be supplied")),
-        v @ LuaValue::Table(_) => convert::from_lua(&v)
+        v @ LuaValue::Table(_) => convert::from_lua(lua, &v)
             .map_err(|e| arg_error(arg, &format!("failed to convert value: {e}")))?
             .to_string(),
         _ => return Err(arg_error(arg, "expects value to be table")),
@@ -444,11 +442,11 @@ fn changeset_of(t: &Table, arg: usize) -> mlua::Result<Wallet> {
     Ok(changeset)
 }
 
-fn metadata_of(t: Option<Table>, arg: usize) -> mlua::Result<String> {
+fn metadata_of(lua: &Lua, t: Option<Table>, arg: usize) -> mlua::Result<String> {
     match t {
         None => Ok("{}".to_owned()),
         Some(t) => {
-            let value = convert::from_lua(&LuaValue::Table(t))
+            let value = convert::from_lua(lua, &LuaValue::Table(t))
                 .map_err(|e| arg_error(arg, &format!("failed to convert metadata: {e}")))?;
             if !value.is_object() {
                 return Err(arg_error(arg, "expects metadata to be a table of fields"));
@@ -458,7 +456,7 @@ fn metadata_of(t: Option<Table>, arg: usize) -> mlua::Result<String> {
     }
 }
 
-fn wallet_update(t: &Table, arg: usize) -> mlua::Result<WalletUpdate> {
+fn wallet_update(lua: &Lua, t: &Table, arg: usize) -> mlua::Result<WalletUpdate> {
     let user_id = match string_field(t, "user_id", arg)? {
         None => return Err(arg_error(arg, "expects user_id to be supplied")),
         Some(id) => {
@@ -471,7 +469,7 @@ fn wallet_update(t: &Table, arg: usize) -> mlua::Result<WalletUpdate> {
         _ => return Err(arg_error(arg, "expects changeset to be table")),
     };
     let metadata = match t.raw_get::<LuaValue>("metadata")? {
-        LuaValue::Table(m) => metadata_of(Some(m), arg)?,
+        LuaValue::Table(m) => metadata_of(lua, Some(m), arg)?,
         LuaValue::Nil => "{}".to_owned(),
         _ => return Err(arg_error(arg, "expects metadata to be table")),
     };
@@ -482,14 +480,14 @@ fn wallet_update(t: &Table, arg: usize) -> mlua::Result<WalletUpdate> {
     })
 }
 
-fn account_update(t: &Table) -> mlua::Result<(Uuid, AccountUpdate)> {
+fn account_update(lua: &Lua, t: &Table) -> mlua::Result<(Uuid, AccountUpdate)> {
     let user_id = match string_field(t, "user_id", 1)? {
         Some(id) => Uuid::parse_str(&id).map_err(|_| arg_error(1, "expects a valid user ID"))?,
         None => return Err(arg_error(1, "expects a valid user ID")),
     };
     let metadata = match t.raw_get::<LuaValue>("metadata")? {
         LuaValue::Nil => None,
-        LuaValue::Table(m) => Some(metadata_of(Some(m), 1)?),
+        LuaValue::Table(m) => Some(metadata_of(lua, Some(m), 1)?),
         _ => return Err(arg_error(1, "expects metadata to be table")),
     };
     let text = |name: &str| -> mlua::Result<Option<String>> {

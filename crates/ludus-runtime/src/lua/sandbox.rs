@@ -43,6 +43,10 @@ const FREEZE: &str = "ludus.freeze";
 /// ([`Lazy::tables`]).
 const LAZY: &str = "ludus.lazy";
 
+/// Registry slot of the sandbox's `complete(t)`, which fills `t` if it is
+/// filled on first use and does nothing otherwise.
+const COMPLETE: &str = "ludus.complete";
+
 /// What `package.loaded` keeps after set-up (besides `nakama`, added later).
 const LOADED: &str = "_G string table math os package bit coroutine";
 
@@ -76,9 +80,10 @@ pub(crate) fn install(lua: &Lua, modules: &Arc<Vec<ModuleSource>>) -> mlua::Resu
     })?;
     pattern::install(lua)?;
     let setup: Function = lua.load(SANDBOX).set_name("=ludus.sandbox").eval()?;
-    let (freeze, lazy, lazy_ctx): (Function, Table, Table) =
+    let (freeze, lazy, lazy_ctx, complete): (Function, Table, Table, Function) =
         setup.call((sources, stopped, errtext, is_c_function, LOADED))?;
     lua.set_named_registry_value(LAZY, &lazy)?;
+    lua.set_named_registry_value(COMPLETE, complete)?;
     lua.set_named_registry_value(FREEZE, freeze)?;
     Ok(Lazy {
         tables: lazy,
@@ -104,6 +109,13 @@ pub(crate) struct Lazy {
 pub(crate) fn make_lazy(lua: &Lua, t: &Table, complete: Function) -> mlua::Result<()> {
     let tables: Table = lua.named_registry_value(LAZY)?;
     tables.raw_set(t, complete)
+}
+
+/// Fills `t` now if it is filled on first use (a call's `ctx`, `nk`); any
+/// other table is left as it is. Runs only the sandbox's own Lua.
+pub(crate) fn complete(lua: &Lua, t: &Table) -> mlua::Result<()> {
+    let complete: Function = lua.named_registry_value(COMPLETE)?;
+    complete.call(t)
 }
 
 /// Makes globals, the standard library, `nakama` and `package` read-only
@@ -258,7 +270,7 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
   -- A call's `ctx` until its tables are made (ctx.rs): reading a field it
   -- lacks, or adding one, makes them first; making them drops this
   -- metatable. Rust code converting a table to JSON completes it through
-  -- `__ludus_complete`.
+  -- `complete`, which the registry keeps (`sandbox::complete`).
   local lazy_ctx = {
     __index = function(t, k)
       complete(t)
@@ -268,7 +280,6 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
       complete(t)
       raw_rawset(t, k, v)
     end,
-    __ludus_complete = complete,
   }
   G.rawget = function(t, k)
     local contents = frozen[t]
@@ -340,6 +351,6 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
     string_mt.__index = frozen[G.string]
     string_mt.__metatable = face
     freeze(G, "_G")
-  end, lazy, lazy_ctx
+  end, lazy, lazy_ctx, complete
 end
 "#;

@@ -179,6 +179,16 @@ pub(crate) fn check_memory(lua: &Lua, extra: usize) -> mlua::Result<()> {
     Ok(())
 }
 
+/// [`check_memory`] after a collection if needed: fails only if what is
+/// live takes the VM past its limit, not what is garbage.
+pub(crate) fn within_limit(lua: &Lua) -> mlua::Result<()> {
+    if check_memory(lua, 0).is_err() {
+        let _ = lua.gc_collect();
+        check_memory(lua, 0)?;
+    }
+    Ok(())
+}
+
 /// Runs `f`, the server's own Rust code building Lua values of a size the
 /// server bounds (a tick's messages, a presence list, a dispatcher call's
 /// arguments), with the VM's memory limit lifted.
@@ -571,7 +581,7 @@ impl Vm {
                         value.type_name()
                     )))
                 }
-                _ => convert::from_lua(&value)
+                _ => convert::from_lua(lua, &value)
                     .map(Some)
                     .map_err(|e| RuntimeError::internal(format!("cannot convert result: {e}"))),
             },

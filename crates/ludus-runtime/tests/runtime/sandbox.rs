@@ -150,6 +150,45 @@ async fn call_arguments_leave_the_memory_limit_in_force() {
     );
 }
 
+/// Server functions build their results with the memory limit lifted (no
+/// mlua guard per value), then hold them to it: a result that takes the VM
+/// past its limit fails the call with the memory error, and the VM serves
+/// the next call.
+#[tokio::test]
+async fn server_results_are_held_to_the_memory_limit() {
+    let mut s = settings("sandbox");
+    s.instruction_budget = 10_000_000_000;
+    let rt = start(s).await.unwrap();
+    for _ in 0..2 {
+        let err = rt
+            .rpc(CallContext::default(), "results_over_limit", "20000".into())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
+        assert!(err.message.contains("memory"), "{}", err.message);
+        assert_eq!(
+            rt.rpc(CallContext::default(), "ok", "".into())
+                .await
+                .unwrap(),
+            "fine"
+        );
+    }
+}
+
+/// `nk.json_encode` fills a table first only if it is one the sandbox fills
+/// on first use: a module's metatable cannot make the conversion (which
+/// runs with the memory limit lifted) call module code.
+#[tokio::test]
+async fn json_conversion_calls_no_module_code() {
+    let rt = start(settings("sandbox")).await.unwrap();
+    assert_eq!(
+        rt.rpc(CallContext::default(), "forged_complete", "".into())
+            .await
+            .unwrap(),
+        r#"{"a":1} false"#
+    );
+}
+
 #[tokio::test]
 async fn saturated_pool_answers_errors_instead_of_hanging() {
     let mut s = settings("sandbox");
