@@ -34,7 +34,7 @@ use mlua::{Either, Lua, Table, UserData, UserDataMethods};
 
 use super::sandbox::Lazy;
 use super::shared::LuaShared;
-use super::vm::{check_memory, unlimited};
+use super::vm::{check_memory, collect, unlimited};
 use crate::context::CallContext;
 
 /// A fresh `ctx` table, made whole, with the node's name and `runtime.env`
@@ -166,10 +166,10 @@ impl Pending {
         // kept: the read fails with the memory error, and the VM, under its
         // limit again, can go on to answer it.
         if check_memory(lua, 0).is_err() {
-            lua.gc_collect()?;
+            collect(lua);
             if let Err(e) = check_memory(lua, 0) {
                 drop(made);
-                lua.gc_collect()?;
+                collect(lua);
                 return Err(e);
             }
         }

@@ -179,11 +179,19 @@ pub(crate) fn check_memory(lua: &Lua, extra: usize) -> mlua::Result<()> {
     Ok(())
 }
 
+/// A full collection with the VM's limit lifted. A VM at its limit must
+/// still be able to collect: a finalizer the collection runs may allocate
+/// (a stack slot, say), and under the limit that allocation fails and
+/// aborts the collection, which then frees nothing, call after call.
+pub(crate) fn collect(lua: &Lua) {
+    let _ = unlimited(lua, || lua.gc_collect());
+}
+
 /// [`check_memory`] after a collection if needed: fails only if what is
 /// live takes the VM past its limit, not what is garbage.
 pub(crate) fn within_limit(lua: &Lua) -> mlua::Result<()> {
     if check_memory(lua, 0).is_err() {
-        let _ = lua.gc_collect();
+        collect(lua);
         check_memory(lua, 0)?;
     }
     Ok(())
@@ -358,7 +366,7 @@ impl Vm {
         result.map_err(|e| {
             let mut e = self.classify(e);
             if matches!(&e.code, Code::ResourceExhausted) {
-                let _ = self.lua.gc_collect();
+                collect(&self.lua);
             }
             e.message = strip_position(&e.message).to_owned();
             e
@@ -531,7 +539,7 @@ impl Vm {
         // and arguments.
         if matches!(&result, Err(e) if e.code == Code::ResourceExhausted) {
             self.runner.borrow_mut().take();
-            let _ = self.lua.gc_collect();
+            collect(&self.lua);
         }
         result
     }
@@ -563,7 +571,7 @@ impl Vm {
         // the call, as they did when built under it (after a collection, so that an
         // earlier call's garbage does not count).
         if check_memory(lua, 0).is_err() {
-            let _ = lua.gc_collect();
+            collect(lua);
             check_memory(lua, 0).map_err(|e| self.classify(e))?;
         }
         let result = self.run(call_args).await;
