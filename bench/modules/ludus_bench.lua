@@ -16,6 +16,11 @@ server's runtime.path.
                           64x64 grid with walls, returning the path's length
                           (`rpc --rpc-id ludus_bench_path`): the interpreter,
                           not the plumbing, dominates its cost
+  ludus_bench_json_decode, ludus_bench_json_encode
+                          decode (or encode) a 20-field game payload as
+                          many times as the payload says (default 100000)
+                          inside one call, and answer the nanoseconds per
+                          decode (encode) by os.clock: the JSON codec alone
 
 It also creates the leaderboard `ludus_bench` (descending, best score, no
 reset, ranks on) that the `leaderboard` workload writes and reads.
@@ -139,6 +144,35 @@ local function path(_context, _payload)
   return nk.json_encode({ steps = path_length() })
 end
 
+-- A 20-field game payload for the JSON codec RPCs.
+local PLAYER = nk.json_encode({
+  player = "5e6f0c1a-8f6b-4f4a-9d7e-0c9b8a7d6e5f", level = 17, xp = 123456,
+  coins = 9800, gems = 42, name = "Rowan", class = "ranger",
+  guild = "Northwind", x = 12.5, y = -3.25, hp = 88, mp = 40, alive = true,
+  tags = { "pvp", "daily", "event" }, items = { 1, 2, 3, 5, 8 },
+  stats = { str = 12, dex = 18, int = 9 }, region = "eu-west", ping = 38,
+  season = 4, rank = 1203,
+})
+
+local function per_op(payload, op)
+  local n = tonumber(payload) or 100000
+  local started = os.clock()
+  for _ = 1, n do op() end
+  return tostring(math.floor((os.clock() - started) / n * 1e9))
+end
+
+local function json_decode(_context, payload)
+  return per_op(payload, function() return nk.json_decode(PLAYER) end)
+end
+
+local PLAYER_TABLE = nk.json_decode(PLAYER)
+
+local function json_encode(_context, payload)
+  return per_op(payload, function() return nk.json_encode(PLAYER_TABLE) end)
+end
+
+nk.register_rpc(json_decode, "ludus_bench_json_decode")
+nk.register_rpc(json_encode, "ludus_bench_json_encode")
 nk.register_rpc(path, "ludus_bench_path")
 nk.register_rpc(find_match, "ludus_bench_find_match")
 nk.register_rpc(wallet_hot, "ludus_bench_wallet_hot")

@@ -30,11 +30,15 @@ impl Budget {
                 self.0 = left;
                 Ok(())
             }
-            None => Err(mlua::Error::runtime(format!(
-                "value too large to convert: more than {} MiB as JSON (does it repeat a big string or table?)",
-                MAX_JSON_BYTES >> 20
-            ))),
+            None => Err(Self::exceeded()),
         }
+    }
+
+    fn exceeded() -> mlua::Error {
+        mlua::Error::runtime(format!(
+            "value too large to convert: more than {} MiB as JSON (does it repeat a big string or table?)",
+            MAX_JSON_BYTES >> 20
+        ))
     }
 }
 
@@ -91,17 +95,20 @@ fn from_lua_at(
             "table nested deeper than {MAX_DEPTH} levels (is it cyclic?)"
         )));
     }
-    let text = match value {
-        LuaValue::String(s) => s.as_bytes().len(),
-        _ => 0,
-    };
-    budget.spend(text)?;
+    if let LuaValue::String(s) = value {
+        // One borrow of the bytes for both the budget and the text (each
+        // borrow takes mlua's lock and a reference).
+        let bytes = s.as_bytes();
+        budget.spend(bytes.len())?;
+        return Ok(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    budget.spend(0)?;
+    // (Strings were converted above.)
     Ok(match value {
         LuaValue::Nil => Value::Null,
         LuaValue::Boolean(b) => Value::Bool(*b),
         LuaValue::Integer(i) => Value::from(*i),
         LuaValue::Number(n) => number(*n)?,
-        LuaValue::String(s) => Value::String(s.to_string_lossy()),
         LuaValue::Table(t) => table(lua, t, depth, budget)?,
         LuaValue::LightUserData(p) if p.0.is_null() => Value::Null,
         LuaValue::Error(e) => Value::String(super::vm::error_text(e)),
@@ -131,17 +138,21 @@ fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Resul
     if t.metatable().is_some() {
         sandbox::complete(lua, t)?;
     }
+    // `for_each` takes mlua's lock once per table, not once per entry as
+    // `pairs` does; the first walk reads values as booleans, which makes no
+    // reference to them.
     let mut maxn: usize = 0;
-    for pair in t.pairs::<LuaValue, LuaValue>() {
-        let (k, _) = pair?;
+    let mut present: usize = 0;
+    t.for_each::<LuaValue, bool>(|k, _| {
         if let Some(i) = array_index(&k) {
             maxn = maxn.max(i);
+            present += 1;
         }
-    }
+        Ok(())
+    })?;
     if maxn == 0 {
         let mut map = Map::new();
-        for pair in t.pairs::<LuaValue, LuaValue>() {
-            let (k, v) = pair?;
+        t.for_each::<LuaValue, LuaValue>(|k, v| {
             let key = match &k {
                 LuaValue::String(s) => s.to_string_lossy(),
                 LuaValue::Integer(i) => i.to_string(),
@@ -159,17 +170,28 @@ fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Resul
             };
             budget.spend(key.len())?;
             map.insert(key, from_lua_at(lua, &v, depth + 1, budget)?);
-        }
+            Ok(())
+        })?;
         return Ok(Value::Object(map));
     }
     if maxn > 10_000_000 {
         return Err(mlua::Error::runtime("array index too large to convert"));
     }
-    let mut items = Vec::with_capacity(maxn.min(4096));
-    for i in 1..=maxn {
-        let v: LuaValue = t.raw_get(i)?;
-        items.push(from_lua_at(lua, &v, depth + 1, budget)?);
+    // Every item, a hole (null) too, costs at least 32 bytes of the budget:
+    // an array past it fails before its items are allocated.
+    if maxn.saturating_mul(32) > budget.0 {
+        return Err(Budget::exceeded());
     }
+    for _ in present..maxn {
+        budget.spend(0)?;
+    }
+    let mut items = vec![Value::Null; maxn];
+    t.for_each::<LuaValue, LuaValue>(|k, v| {
+        if let Some(i) = array_index(&k) {
+            items[i - 1] = from_lua_at(lua, &v, depth + 1, budget)?;
+        }
+        Ok(())
+    })?;
     Ok(Value::Array(items))
 }
 
@@ -242,6 +264,31 @@ mod tests {
         let cyclic = lua.create_table().unwrap();
         cyclic.raw_set("me", &cyclic).unwrap();
         assert!(from_lua(&lua, &LuaValue::Table(cyclic)).is_err());
+    }
+
+    /// Tables wider than mlua's reference stack convert (no reference is
+    /// held beyond the path being walked); an array keeps its holes as
+    /// nulls and drops its named entries unconverted, as before the walk
+    /// became one lock per table.
+    #[test]
+    fn wide_and_mixed_tables() {
+        let lua = Lua::new();
+        let eval = |code: &str| -> LuaValue { lua.load(code).eval().unwrap() };
+        let wide = eval("local t = {} for i = 1, 50000 do t['k' .. i] = {i} end return t");
+        let wide = from_lua(&lua, &wide).unwrap();
+        assert_eq!(wide.as_object().unwrap().len(), 50000);
+        assert_eq!(wide["k50000"], json!([50000]));
+        let long = eval("local t = {} for i = 1, 50000 do t[i] = 'v' .. i end return t");
+        let long = from_lua(&lua, &long).unwrap();
+        assert_eq!(long.as_array().unwrap().len(), 50000);
+        assert_eq!(long[49999], json!("v50000"));
+        let mixed = eval("return {1, nil, 3, x = function() end, [5] = 'e'}");
+        assert_eq!(
+            from_lua(&lua, &mixed).unwrap(),
+            json!([1, null, 3, null, "e"])
+        );
+        let with_metatable = eval("return setmetatable({a = 1}, {__index = {b = 2}})");
+        assert_eq!(from_lua(&lua, &with_metatable).unwrap(), json!({"a": 1}));
     }
 
     /// Small in Lua, enormous as JSON: a string repeated, a sparse array

@@ -14,9 +14,15 @@ use mlua::{Lua, LuaString, Table, Value as LuaValue};
 use sha2::{Digest, Sha256};
 
 use super::convert;
-use super::vm::{unlimited, within_limit};
+use super::vm::{check_memory, unlimited, within_limit};
 
 const AES_BLOCK: usize = 16;
+
+/// Most bytes of Lua heap one byte of JSON text becomes, with a margin: the
+/// worst case is arrays nested in arrays (`[[[…]]]`, two bytes a level), a
+/// table and its one slot for each, 38.8 bytes per byte measured; an empty
+/// array as an item (`[],`) is 24 (`tests/runtime/sandbox.rs`).
+const JSON_EXPANSION: usize = 64;
 
 /// Highest bcrypt cost `nk.bcrypt_compare` verifies (each step doubles the
 /// work; `nk.bcrypt_hash` uses bcrypt's default, 12).
@@ -41,9 +47,18 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
     nk.set(
         "json_decode",
         lua.create_function(|lua, text: LuaString| {
+            let len = text.as_bytes().len();
             let value: serde_json::Value = serde_json::from_slice(&text.as_bytes())
                 .map_err(|e| mlua::Error::runtime(format!("json_decode: not valid JSON: {e}")))?;
-            convert::to_lua(lua, &value)
+            // Unguarded (see `vm::unlimited`) when even the largest value
+            // this text could make fits under the VM's limit, so the limit
+            // holds with no check afterwards; guarded otherwise.
+            let most = len.saturating_mul(JSON_EXPANSION).saturating_add(4096);
+            if check_memory(lua, most).is_ok() {
+                unlimited(lua, || convert::to_lua(lua, &value))
+            } else {
+                convert::to_lua(lua, &value)
+            }
         })?,
     )?;
     nk.set(

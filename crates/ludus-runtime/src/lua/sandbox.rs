@@ -114,8 +114,11 @@ pub(crate) fn make_lazy(lua: &Lua, t: &Table, complete: Function) -> mlua::Resul
 /// Fills `t` now if it is filled on first use (a call's `ctx`, `nk`); any
 /// other table is left as it is. Runs only the sandbox's own Lua.
 pub(crate) fn complete(lua: &Lua, t: &Table) -> mlua::Result<()> {
-    let complete: Function = lua.named_registry_value(COMPLETE)?;
-    complete.call(t)
+    match lua.named_registry_value::<Option<Function>>(COMPLETE)? {
+        Some(complete) => complete.call(t),
+        // A state without the sandbox has no table filled on first use.
+        None => Ok(()),
+    }
 }
 
 /// Makes globals, the standard library, `nakama` and `package` read-only

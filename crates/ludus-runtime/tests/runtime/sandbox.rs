@@ -189,6 +189,64 @@ async fn json_conversion_calls_no_module_code() {
     );
 }
 
+/// `nk.json_decode` builds its value unguarded only when even the largest
+/// value its text could make fits under the limit: the bound it assumes
+/// (64 heap bytes per byte of text) holds for the shapes that grow most, and
+/// a value past the limit still fails the call with the memory error.
+#[tokio::test]
+async fn json_decode_is_held_to_the_memory_limit() {
+    let mut s = settings("sandbox");
+    s.instruction_budget = 10_000_000_000;
+    s.max_payload_bytes = 8 << 20;
+    let limit = s.memory_limit_bytes;
+    let rt = start(s).await.unwrap();
+    let items = |item: &dyn Fn(usize) -> String, n: usize, open: &str, close: &str| {
+        let body: Vec<String> = (0..n).map(item).collect();
+        format!("{open}{}{close}", body.join(","))
+    };
+    let deep = format!("{}{}", "[".repeat(60), "]".repeat(60));
+    let shapes = [
+        items(&|_| "[]".into(), 30_000, "[", "]"),
+        items(&|_| "{}".into(), 30_000, "[", "]"),
+        items(&|i| format!("\"{i}\":[]"), 30_000, "{", "}"),
+        items(&|i| format!("\"{i}\":0"), 30_000, "{", "}"),
+        items(&|_| "0".into(), 30_000, "[", "]"),
+        items(&|i| format!("\"{i}\""), 30_000, "[", "]"),
+        items(&|_| deep.clone(), 1_000, "[", "]"),
+    ];
+    for shape in shapes {
+        let answer = rt
+            .rpc(CallContext::default(), "decode_growth", shape.clone())
+            .await
+            .unwrap();
+        let (growth, kind) = answer.split_once(' ').unwrap();
+        let growth: f64 = growth.parse().unwrap();
+        assert_eq!(kind, "table");
+        assert!(
+            growth > 1.0 && growth < 64.0,
+            "{growth} bytes per byte of {}…",
+            &shape[..40]
+        );
+    }
+    // 24 bytes per byte of this text (see above): 1.2 times the limit.
+    let n = limit / 20 / 3;
+    let too_big = items(&|_| "[]".into(), n, "[", "]");
+    for _ in 0..2 {
+        let err = rt
+            .rpc(CallContext::default(), "decode_over_limit", too_big.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
+        assert!(err.message.contains("memory"), "{}", err.message);
+    }
+    assert_eq!(
+        rt.rpc(CallContext::default(), "ok", "".into())
+            .await
+            .unwrap(),
+        "fine"
+    );
+}
+
 #[tokio::test]
 async fn saturated_pool_answers_errors_instead_of_hanging() {
     let mut s = settings("sandbox");
