@@ -9,9 +9,9 @@
 //! as JSON.
 
 use mlua::{Lua, Table, Value as LuaValue};
+use serde_json::{Map, Number, Value};
 
 use super::sandbox;
-use serde_json::{Map, Number, Value};
 
 /// Deepest nesting converted either way.
 pub(super) const MAX_DEPTH: usize = 64;

@@ -47,9 +47,11 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
     nk.set(
         "json_decode",
         lua.create_function(|lua, text: LuaString| {
-            let len = text.as_bytes().len();
-            let value: serde_json::Value = serde_json::from_slice(&text.as_bytes())
+            let bytes = text.as_bytes();
+            let len = bytes.len();
+            let value: serde_json::Value = serde_json::from_slice(&bytes)
                 .map_err(|e| mlua::Error::runtime(format!("json_decode: not valid JSON: {e}")))?;
+            drop(bytes);
             // Unguarded (see `vm::unlimited`) when even the largest value
             // this text could make fits under the VM's limit, so the limit
             // holds with no check afterwards; guarded otherwise.
