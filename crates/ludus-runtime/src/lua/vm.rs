@@ -570,10 +570,7 @@ impl Vm {
         // A `ctx` and arguments that alone take the VM past its limit fail
         // the call, as they did when built under it (after a collection, so that an
         // earlier call's garbage does not count).
-        if check_memory(lua, 0).is_err() {
-            collect(lua);
-            check_memory(lua, 0).map_err(|e| self.classify(e))?;
-        }
+        within_limit(lua).map_err(|e| self.classify(e))?;
         let result = self.run(call_args).await;
         if let Some(stop) = self.state().stopped.get() {
             // Over budget but caught (by a coroutine, say): still a failure.
@@ -863,6 +860,15 @@ mod tests {
         }
     }
 
+    /// The one module `m` of a test VM.
+    fn module(source: &[u8]) -> Arc<Vec<ModuleSource>> {
+        Arc::new(vec![ModuleSource {
+            name: "m".into(),
+            display_path: "m.lua".into(),
+            source: source.to_vec(),
+        }])
+    }
+
     fn shared(rt: &tokio::runtime::Runtime, modules: &Arc<Vec<ModuleSource>>) -> Arc<LuaShared> {
         Arc::new(LuaShared {
             settings: crate::RuntimeSettings::default(),
@@ -884,11 +890,7 @@ mod tests {
     fn a_dead_runner_leaves_no_call_running() {
         use std::sync::atomic::Ordering;
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let modules = Arc::new(vec![ModuleSource {
-            name: "m".into(),
-            display_path: "m.lua".into(),
-            source: b"return {}".to_vec(),
-        }]);
+        let modules = module(b"return {}");
         let interrupt = Arc::new(AtomicBool::new(false));
         let (vm, _) = Vm::new(shared(&rt, &modules), &modules, true, interrupt).unwrap();
         let lua = vm.lua();
@@ -947,17 +949,14 @@ mod tests {
     #[test]
     fn a_match_vm_makes_nk_groups_on_first_use() {
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let modules = Arc::new(vec![ModuleSource {
-            name: "m".into(),
-            display_path: "m.lua".into(),
-            source: br#"
+        let modules = module(
+            br#"
 local nk = require("nakama")
 local M = {}
 function M.match_init(ctx, params) return {}, 10, nk.json_encode({idle = true}) end
 return M
-"#
-            .to_vec(),
-        }]);
+"#,
+        );
         let (vm, _callbacks, _ctx) = Vm::for_match(shared(&rt, &modules), &modules, "m").unwrap();
         let lua = vm.lua();
         let _ = lua.gc_collect();

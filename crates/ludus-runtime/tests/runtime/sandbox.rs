@@ -13,6 +13,23 @@ async fn runtime() -> Runtime {
     start(settings("sandbox")).await.unwrap()
 }
 
+/// Calls `id` and asserts that it fails with the memory error.
+async fn out_of_memory(rt: &Runtime, ctx: CallContext, id: &str, payload: String) {
+    let err = rt.rpc(ctx, id, payload).await.unwrap_err();
+    assert_eq!(err.code, Code::ResourceExhausted, "{id}: {err:?}");
+    assert!(err.message.contains("memory"), "{id}: {}", err.message);
+}
+
+/// Asserts that the runtime still answers a trivial call.
+async fn serves_next(rt: &Runtime) {
+    assert_eq!(
+        rt.rpc(CallContext::default(), "ok", "".into())
+            .await
+            .unwrap(),
+        "fine"
+    );
+}
+
 #[tokio::test]
 async fn escapes_are_refused() {
     let rt = runtime().await;
@@ -44,12 +61,7 @@ async fn runaway_loops_are_stopped() {
         );
     }
     // The VMs survive and serve the next call.
-    assert_eq!(
-        rt.rpc(CallContext::default(), "ok", "".into())
-            .await
-            .unwrap(),
-        "fine"
-    );
+    serves_next(&rt).await;
 }
 
 #[tokio::test]
@@ -63,12 +75,7 @@ async fn deep_recursion_fails_the_call_only() {
         matches!(err.code, Code::Internal | Code::ResourceExhausted),
         "{err:?}"
     );
-    assert_eq!(
-        rt.rpc(CallContext::default(), "ok", "".into())
-            .await
-            .unwrap(),
-        "fine"
-    );
+    serves_next(&rt).await;
 }
 
 #[tokio::test]
@@ -90,19 +97,9 @@ async fn huge_allocations_are_stopped() {
     s.instruction_budget = 10_000_000_000;
     let rt = start(s).await.unwrap();
     for id in ["alloc_table", "alloc_string"] {
-        let err = rt
-            .rpc(CallContext::default(), id, "".into())
-            .await
-            .unwrap_err();
-        assert_eq!(err.code, Code::ResourceExhausted, "{id}: {err:?}");
-        assert!(err.message.contains("memory"), "{id}: {}", err.message);
+        out_of_memory(&rt, CallContext::default(), id, "".into()).await;
     }
-    assert_eq!(
-        rt.rpc(CallContext::default(), "ok", "".into())
-            .await
-            .unwrap(),
-        "fine"
-    );
+    serves_next(&rt).await;
 }
 
 /// The server builds a call's payload and `ctx` with the VM's memory limit
@@ -126,24 +123,15 @@ async fn call_arguments_leave_the_memory_limit_in_force() {
             format!("{}:{}", 1 << 20, 64 << 10)
         );
         for id in ["alloc_table", "alloc_string"] {
-            let err = rt.rpc(ctx.clone(), id, payload.clone()).await.unwrap_err();
-            assert_eq!(err.code, Code::ResourceExhausted, "{id}: {err:?}");
-            assert!(err.message.contains("memory"), "{id}: {}", err.message);
+            out_of_memory(&rt, ctx.clone(), id, payload.clone()).await;
         }
     }
-    let err = rt
-        .rpc(ctx.clone(), "sizes", "p".repeat(limit + (1 << 20)))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
-    assert!(err.message.contains("memory"), "{}", err.message);
+    out_of_memory(&rt, ctx.clone(), "sizes", "p".repeat(limit + (1 << 20))).await;
     // A `ctx` that alone exceeds the limit fails the call the same way.
     let mut huge = CallContext::default();
     huge.headers
         .insert("Huge".into(), vec!["h".repeat(limit + (1 << 20))]);
-    let err = rt.rpc(huge, "sizes", "".into()).await.unwrap_err();
-    assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
-    assert!(err.message.contains("memory"), "{}", err.message);
+    out_of_memory(&rt, huge, "sizes", "".into()).await;
     assert_eq!(
         rt.rpc(ctx, "sizes", payload).await.unwrap(),
         format!("{}:{}", 1 << 20, 64 << 10)
@@ -160,18 +148,9 @@ async fn server_results_are_held_to_the_memory_limit() {
     s.instruction_budget = 10_000_000_000;
     let rt = start(s).await.unwrap();
     for _ in 0..2 {
-        let err = rt
-            .rpc(CallContext::default(), "results_over_limit", "20000".into())
-            .await
-            .unwrap_err();
-        assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
-        assert!(err.message.contains("memory"), "{}", err.message);
-        assert_eq!(
-            rt.rpc(CallContext::default(), "ok", "".into())
-                .await
-                .unwrap(),
-            "fine"
-        );
+        let ctx = CallContext::default();
+        out_of_memory(&rt, ctx, "results_over_limit", "20000".into()).await;
+        serves_next(&rt).await;
     }
 }
 
@@ -232,19 +211,10 @@ async fn json_decode_is_held_to_the_memory_limit() {
     let n = limit / 20 / 3;
     let too_big = items(&|_| "[]".into(), n, "[", "]");
     for _ in 0..2 {
-        let err = rt
-            .rpc(CallContext::default(), "decode_over_limit", too_big.clone())
-            .await
-            .unwrap_err();
-        assert_eq!(err.code, Code::ResourceExhausted, "{err:?}");
-        assert!(err.message.contains("memory"), "{}", err.message);
+        let ctx = CallContext::default();
+        out_of_memory(&rt, ctx, "decode_over_limit", too_big.clone()).await;
     }
-    assert_eq!(
-        rt.rpc(CallContext::default(), "ok", "".into())
-            .await
-            .unwrap(),
-        "fine"
-    );
+    serves_next(&rt).await;
 }
 
 #[tokio::test]
@@ -279,12 +249,7 @@ async fn saturated_pool_answers_errors_instead_of_hanging() {
     assert_eq!((ok, busy), (1, 3));
     assert!(started.elapsed() < Duration::from_secs(5));
     // Once free, the pool serves again.
-    assert_eq!(
-        rt.rpc(CallContext::default(), "ok", "".into())
-            .await
-            .unwrap(),
-        "fine"
-    );
+    serves_next(&rt).await;
 }
 
 /// `nk` makes most functions on first use; nothing a module does can tell
@@ -316,12 +281,7 @@ async fn lazy_nk_functions_look_made_from_the_start() {
 #[tokio::test]
 async fn vm_threads_are_batch_scheduled() {
     let rt = start(settings("sandbox")).await.unwrap();
-    assert_eq!(
-        rt.rpc(CallContext::default(), "ok", "".into())
-            .await
-            .unwrap(),
-        "fine"
-    );
+    serves_next(&rt).await;
     // A thread takes its name and policy as it starts: wait a while for
     // both VM threads to show up set.
     let expected = |policy: i64, nice: i64| policy == if nice == 0 { 3 } else { 0 };
