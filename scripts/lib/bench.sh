@@ -53,3 +53,26 @@ stop_postgres() {
     as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
   fi
 }
+
+# Waits for the server on $port to answer its health check; otherwise
+# prints its log and exits.
+wait_healthy() { # name log
+  for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/healthcheck" >/dev/null && return; sleep 0.1; done
+  echo "$(basename "$0"): $1 did not start:" >&2
+  cat "$2" >&2
+  exit 1
+}
+
+# Nakama alone on core 1 with bench/modules, on a fresh database of the
+# throwaway PostgreSQL (start_postgres first); sets port and pid.
+start_nakama() { # binary
+  local db="postgres@127.0.0.1:$pg_port/nakama"
+  "$1" migrate up --database.address "$db" >"$work/nakama-migrate.log" 2>&1 ||
+    { cat "$work/nakama-migrate.log" >&2; exit 1; }
+  port=$(free_pair)
+  taskset -c 1 "$1" --name nakama1 --database.address "$db" \
+    --runtime.path "$PWD/bench/modules" --socket.port "$port" --console.port "$(free_port)" \
+    --logger.level WARN --data_dir "$work/nakama-data" >"$work/nakama.log" 2>&1 &
+  pid=$!
+  wait_healthy nakama "$work/nakama.log"
+}
