@@ -6,33 +6,38 @@
 //! later, never the next one's, and a field absent from a call (`user_id`,
 //! `vars`, `session_id`…) is absent from its table.
 //!
-//! Rust builds it directly, with the VM's memory limit lifted (see
-//! [`unlimited`]): with a limit set, mlua guards each string, table and
-//! field it makes with a protected call of its own, and a context with six
-//! headers needs about forty. No Lua code runs here, so neither does the
-//! instruction hook. An earlier design built the tables with a Lua
-//! function from one string of every text and the marks that cut it; it
-//! took more than half of a Lua echo RPC's time on its VM thread
-//! (BENCHMARKS.md).
+//! Its tables, and the whole `ctx` of a match or of `nk.run_once`
+//! ([`context_table`]), Rust builds directly, with the VM's memory limit
+//! lifted (see [`unlimited`]): with a limit set, mlua guards each string,
+//! table and field it makes with a protected call of its own, and a
+//! context with six headers needs about forty. No Lua code runs there, so
+//! neither does the instruction hook. An earlier design built the tables
+//! with a Lua function from one string of every text and the marks that
+//! cut it; it took more than half of a Lua echo RPC's time on its VM
+//! thread (BENCHMARKS.md).
 //!
-//! A pool call's `ctx` ([`call_table`]) gets its text and number fields at
-//! once and its four tables (`env`, `headers`, `query_params`, `vars`)
-//! when the call first needs them: most calls never read them, and making
-//! them was about a tenth of a Lua echo RPC's cost. Until then the table
-//! carries the sandbox's lazy `ctx` metatable and a [`Pending`] in the
-//! sandbox's registry of lazy tables, so it behaves as the whole table:
-//! reading or adding a field it lacks, `pairs`, `next`, `rawget`,
-//! `rawset`, `setmetatable` and the conversion to JSON make the tables
-//! first, and making them drops the metatable. They count towards the
-//! VM's memory limit once made: a call whose `ctx` tables alone take the
-//! VM past it fails when it reads them.
+//! A pool call's `ctx` is made by its VM's run loop (vm.rs, `RUN_LOOP`)
+//! from the [`CallFields`] Rust pushes onto the runner coroutine: one
+//! table constructor whose keys are constants of the loop's chunk, so no
+//! key goes through LuaJIT's string table per call (BENCHMARKS.md, "A
+//! call's `ctx` made by its run loop"). It is made under the VM's limit,
+//! as module code's tables are. It gets its text and number fields at once
+//! and its four tables (`env`, `headers`, `query_params`, `vars`) when the
+//! call first needs them: most calls never read them, and making them was
+//! about a tenth of a Lua echo RPC's cost. Until then the table carries the
+//! sandbox's lazy `ctx` metatable and a [`Pending`] in the sandbox's
+//! registry of lazy tables, so it behaves as the whole table: reading or
+//! adding a field it lacks, `pairs`, `next`, `rawget`, `rawset`,
+//! `setmetatable` and the conversion to JSON make the tables first, and
+//! making them drops the metatable. They count towards the VM's memory
+//! limit once made: a call whose `ctx` tables alone take the VM past it
+//! fails when it reads them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mlua::{Either, Lua, Table, UserData, UserDataMethods};
+use mlua::{AnyUserData, Either, Lua, Table, UserData, UserDataMethods};
 
-use super::sandbox::Lazy;
 use super::shared::LuaShared;
 use super::vm::{check_memory, collect, unlimited};
 use crate::context::CallContext;
@@ -65,26 +70,58 @@ fn whole(
     lua.create_table_from(fields)
 }
 
-/// A fresh `ctx` table for one pool call, its tables made on first use
-/// (see the module documentation).
-pub(super) fn call_table(
+/// What a pool call's `ctx` is made of, as the VM's run loop takes it
+/// (vm.rs, `RUN_LOOP`): the [`Pending`] tables, then `execution_mode`,
+/// `user_id`, `username`, `user_session_exp`, `session_id`, `lang`,
+/// `client_ip` and `client_port`, `None` for a field the call lacks (`node`
+/// and `version` are the VM's, given to the run loop once). The
+/// run loop makes the table with one constructor whose keys are constants
+/// of its chunk, so no key is looked up in LuaJIT's string table per call
+/// and the table is made at its full size at once (BENCHMARKS.md, "A
+/// call's `ctx` made by its run loop").
+pub(super) type CallFields<'a> = (
+    AnyUserData,
+    &'a str,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<i64>,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+);
+
+/// A pool call's [`CallFields`]: the same fields, present and absent, as
+/// [`context_table`] makes whole. The tables wait in a [`Pending`], made
+/// with the VM's limit lifted (no Lua runs; their size is the request's,
+/// which the server bounds).
+pub(super) fn call_fields<'a>(
     lua: &Lua,
     shared: &Arc<LuaShared>,
-    lazy: &Lazy,
-    mut ctx: CallContext,
-) -> mlua::Result<Table> {
-    unlimited(lua, || {
-        let t = lua.create_table_from(scalars(&shared.settings.node, &ctx))?;
-        t.set_metatable(Some(lazy.ctx_metatable.clone()))?;
-        let pending = Pending {
-            shared: shared.clone(),
-            vars: ctx.user_id.is_some().then(|| std::mem::take(&mut ctx.vars)),
-            headers: std::mem::take(&mut ctx.headers),
-            query_params: std::mem::take(&mut ctx.query_params),
-        };
-        lazy.tables.raw_set(&t, lua.create_userdata(pending)?)?;
-        Ok(t)
-    })
+    ctx: &'a mut CallContext,
+) -> mlua::Result<CallFields<'a>> {
+    let pending = Pending {
+        shared: shared.clone(),
+        vars: ctx.user_id.is_some().then(|| std::mem::take(&mut ctx.vars)),
+        headers: std::mem::take(&mut ctx.headers),
+        query_params: std::mem::take(&mut ctx.query_params),
+    };
+    let pending = unlimited(lua, || lua.create_userdata(pending))?;
+    let ctx: &'a CallContext = ctx;
+    let user = ctx.user_id.as_deref();
+    let session = user.and(ctx.session_id.as_deref());
+    let text = |s: &'a str| (!s.is_empty()).then_some(s);
+    Ok((
+        pending,
+        ctx.mode.as_str(),
+        user,
+        user.map(|_| ctx.username.as_str()),
+        user.map(|_| ctx.session_expiry),
+        session,
+        session.map(|_| ctx.lang.as_str()),
+        text(&ctx.client_ip),
+        text(&ctx.client_port),
+    ))
 }
 
 /// A field's value: text, a table or a number.

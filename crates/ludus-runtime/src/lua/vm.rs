@@ -249,8 +249,6 @@ pub(super) struct Vm {
     runner: std::cell::RefCell<Option<mlua::Thread>>,
     /// The running call's coroutine (`[1]`) and `ctx` (`[2]`), see [`INVOKE`].
     calling: Table,
-    /// Where each call's `ctx` registers the tables it makes on first use.
-    lazy: sandbox::Lazy,
     shared: Arc<LuaShared>,
 }
 
@@ -419,6 +417,8 @@ impl Vm {
         let callbacks = lua.create_table().map_err(setup)?;
         lua.set_named_registry_value(CALLBACKS, &callbacks)
             .map_err(setup)?;
+        // The base library's own, before the sandbox wraps it.
+        let setmetatable: Function = lua.globals().get("setmetatable").map_err(setup)?;
         let lazy = sandbox::install(&lua, modules).map_err(setup)?;
         let (dual, calling, raw_yield): (Function, Table, Function) = lua
             .load(AWAIT)
@@ -443,7 +443,15 @@ impl Vm {
             Some(
                 lua.load(RUN_LOOP)
                     .set_name("=ludus.run")
-                    .call((call_with_ctx, raw_yield))
+                    .call((
+                        call_with_ctx,
+                        raw_yield,
+                        setmetatable,
+                        &lazy.ctx_metatable,
+                        &lazy.tables,
+                        shared.settings.node.as_str(),
+                        env!("CARGO_PKG_VERSION"),
+                    ))
                     .map_err(setup)?,
             )
         } else {
@@ -460,7 +468,6 @@ impl Vm {
             run_loop,
             runner: Default::default(),
             calling,
-            lazy,
             shared,
         })
     }
@@ -547,16 +554,15 @@ impl Vm {
     async fn call_function(
         &self,
         f: Function,
-        ctx: CallContext,
+        mut ctx: CallContext,
         args: Vec<Value>,
     ) -> Result<Option<Value>, RuntimeError> {
         let lua = &self.lua;
         let internal = |e: mlua::Error| RuntimeError::internal(e.to_string());
         self.reset_budget();
-        let ctx_table = ctx::call_table(lua, &self.shared, &self.lazy, ctx).map_err(internal)?;
+        // The run loop makes the `ctx` from these, under the VM's limit.
+        let fields = ctx::call_fields(lua, &self.shared, &mut ctx).map_err(internal)?;
         let mut call_args = mlua::MultiValue::new();
-        call_args.push_back(LuaValue::Function(f));
-        call_args.push_back(LuaValue::Table(ctx_table));
         // The payload (or a hook's request) as Lua values: no Lua runs while
         // they are built, and their size is the request's, which the server
         // bounds before it gets here.
@@ -571,7 +577,11 @@ impl Vm {
         // the call, as they did when built under it (after a collection, so that an
         // earlier call's garbage does not count).
         within_limit(lua).map_err(|e| self.classify(e))?;
-        let result = self.run(call_args).await;
+        let (pending, mode, user_id, username, exp, session_id, lang, ip, port) = fields;
+        let args = (
+            f, pending, mode, user_id, username, exp, session_id, lang, ip, port, call_args,
+        );
+        let result = self.run(args).await;
         if let Some(stop) = self.state().stopped.get() {
             // Over budget but caught (by a coroutine, say): still a failure.
             return Err(self.state().error(stop));
@@ -598,7 +608,7 @@ impl Vm {
     /// Runs one call in the VM's runner coroutine, polled by the pool's
     /// thread: it answers when the call's `ok, result` is yielded, and is
     /// pending while the call waits on a server call.
-    async fn run(&self, args: mlua::MultiValue) -> mlua::Result<(bool, LuaValue)> {
+    async fn run(&self, args: impl mlua::IntoLuaMulti) -> mlua::Result<(bool, LuaValue)> {
         use futures_util::Stream;
         let runner = match self.runner.borrow_mut().take() {
             Some(runner) => runner,
@@ -607,7 +617,11 @@ impl Vm {
                 None => return Err(mlua::Error::runtime("a match vm serves no pool calls")),
             },
         };
-        let mut calls = runner.clone().into_async::<(bool, LuaValue)>(args)?;
+        // Pushing the arguments runs no Lua, and unguarded their strings
+        // cost no protected call each; they are already counted or bounded.
+        let mut calls = unlimited(&self.lua, || {
+            runner.clone().into_async::<(bool, LuaValue)>(args)
+        })?;
         let outcome = std::future::poll_fn(|cx| std::pin::Pin::new(&mut calls).poll_next(cx)).await;
         let result = outcome.unwrap_or_else(|| Err(mlua::Error::runtime("lua call runner ended")));
         // A runner that raised outside the call's own `xpcall` is dead: the
@@ -784,13 +798,29 @@ end
 return dual, calling, raw_yield
 "#;
 
-/// The loop of a VM's runner coroutine: runs `call(...)`, yields its
-/// `ok, result`, and is resumed with the next call's arguments (a tail
-/// call, so the stack never grows).
+/// The loop of a VM's runner coroutine: makes the call's `ctx` from the
+/// fields Rust pushed (`ctx::CallFields`: the keys are constants of this
+/// chunk, the table is made whole at once and registered as lazily filled,
+/// see `ctx.rs`), runs `call(fn, ctx, ...)`, yields its `ok, result`, and
+/// is resumed with the next call's arguments (a tail call, so the stack
+/// never grows). `setmetatable` is the base library's, which the sandbox's
+/// wrapper would only pass through to for a fresh table.
 const RUN_LOOP: &str = r#"
-local call, yield = ...
+local call, yield, setmetatable, lazy_ctx, lazy_tables, node, version = ...
+local function start(fn, pending, execution_mode, user_id, username,
+    user_session_exp, session_id, lang, client_ip, client_port, ...)
+  local ctx = {
+    execution_mode = execution_mode, node = node, version = version,
+    user_id = user_id, username = username, user_session_exp = user_session_exp,
+    session_id = session_id, lang = lang,
+    client_ip = client_ip, client_port = client_port,
+  }
+  setmetatable(ctx, lazy_ctx)
+  lazy_tables[ctx] = pending
+  return call(fn, ctx, ...)
+end
 local function run(...)
-  return run(yield(call(...)))
+  return run(yield(start(...)))
 end
 return run
 "#;
@@ -911,13 +941,19 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+        // The run loop's arguments (see `ctx::CallFields`): no tables
+        // pending, and the marker as the caller's id.
         let args = |f: Function, marker: &str| {
-            let ctx = lua.create_table().unwrap();
-            ctx.set("marker", marker).unwrap();
-            mlua::MultiValue::from_iter([LuaValue::Function(f), LuaValue::Table(ctx)])
+            let text = |s: &str| LuaValue::String(lua.create_string(s).unwrap());
+            mlua::MultiValue::from_iter([
+                LuaValue::Function(f),
+                LuaValue::Nil,
+                text("rpc"),
+                text(marker),
+            ])
         };
         let marker = || -> Option<String> {
-            lua.load(r#"return require("nakama").get_context().marker"#)
+            lua.load(r#"return require("nakama").get_context().user_id"#)
                 .eval()
                 .unwrap()
         };
@@ -932,7 +968,7 @@ mod tests {
         );
 
         let reads: Function = lua
-            .load(r#"return function() return require("nakama").get_context().marker end"#)
+            .load(r#"return function() return require("nakama").get_context().user_id end"#)
             .eval()
             .unwrap();
         let (ok, seen) = rt.block_on(vm.run(args(reads, "next call"))).unwrap();
