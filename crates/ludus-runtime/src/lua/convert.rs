@@ -8,7 +8,7 @@
 //! or table many times is small in Lua but would be huge, or take for ever,
 //! as JSON.
 
-use mlua::{Lua, Table, Value as LuaValue};
+use mlua::{Either, Lua, LuaString, Table, Value as LuaValue};
 use serde_json::{Map, Number, Value};
 
 use super::sandbox;
@@ -130,7 +130,15 @@ fn number(n: f64) -> mlua::Result<Value> {
         .ok_or_else(|| mlua::Error::runtime("cannot convert NaN or infinity to JSON"))
 }
 
-fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
+/// How a table converts.
+enum Shape {
+    /// An object; `text_keys` when every key is a string.
+    Object { text_keys: bool },
+    /// An array of `1..=maxn`, its holes (nulls) already charged to the budget.
+    Array(usize),
+}
+
+fn shape(lua: &Lua, t: &Table, budget: &mut Budget) -> mlua::Result<Shape> {
     // A table filled on first use (a call's `ctx`) is filled before it is
     // read. Such a table has a metatable; the sandbox's `complete` fills it
     // (and does nothing to any other table). A field of the metatable would
@@ -139,40 +147,21 @@ fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Resul
         sandbox::complete(lua, t)?;
     }
     // `for_each` takes mlua's lock once per table, not once per entry as
-    // `pairs` does; the first walk reads values as booleans, which makes no
+    // `pairs` does; this walk reads values as booleans, which makes no
     // reference to them.
     let mut maxn: usize = 0;
     let mut present: usize = 0;
+    let mut text_keys = true;
     t.for_each::<LuaValue, bool>(|k, _| {
         if let Some(i) = array_index(&k) {
             maxn = maxn.max(i);
             present += 1;
         }
+        text_keys &= matches!(k, LuaValue::String(_));
         Ok(())
     })?;
     if maxn == 0 {
-        let mut map = Map::new();
-        t.for_each::<LuaValue, LuaValue>(|k, v| {
-            let key = match &k {
-                LuaValue::String(s) => s.to_string_lossy(),
-                LuaValue::Integer(i) => i.to_string(),
-                LuaValue::Number(n) => match number(*n)? {
-                    Value::Number(n) => n.to_string(),
-                    _ => n.to_string(),
-                },
-                LuaValue::Boolean(b) => b.to_string(),
-                other => {
-                    return Err(mlua::Error::runtime(format!(
-                        "cannot use a {} as a JSON object key",
-                        other.type_name()
-                    )));
-                }
-            };
-            budget.spend(key.len())?;
-            map.insert(key, from_lua_at(lua, &v, depth + 1, budget)?);
-            Ok(())
-        })?;
-        return Ok(Value::Object(map));
+        return Ok(Shape::Object { text_keys });
     }
     if maxn > 10_000_000 {
         return Err(mlua::Error::runtime("array index too large to convert"));
@@ -185,6 +174,44 @@ fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Resul
     for _ in present..maxn {
         budget.spend(0)?;
     }
+    Ok(Shape::Array(maxn))
+}
+
+/// Calls `f` with each entry of an object and its key's text. Keys that
+/// are all strings are read straight from Lua's stack as text, with no
+/// reference made to each (only a key that is not UTF-8 takes the lossy
+/// way).
+fn for_each_entry(
+    t: &Table,
+    text_keys: bool,
+    mut f: impl FnMut(String, LuaValue) -> mlua::Result<()>,
+) -> mlua::Result<()> {
+    if text_keys {
+        t.for_each::<Either<String, LuaString>, LuaValue>(|k, v| {
+            let key = match k {
+                Either::Left(text) => text,
+                Either::Right(bytes) => bytes.to_string_lossy(),
+            };
+            f(key, v)
+        })
+    } else {
+        t.for_each::<LuaValue, LuaValue>(|k, v| f(object_key(&k)?, v))
+    }
+}
+
+fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
+    let maxn = match shape(lua, t, budget)? {
+        Shape::Array(maxn) => maxn,
+        Shape::Object { text_keys } => {
+            let mut map = Map::new();
+            for_each_entry(t, text_keys, |key, v| {
+                budget.spend(key.len())?;
+                map.insert(key, from_lua_at(lua, &v, depth + 1, budget)?);
+                Ok(())
+            })?;
+            return Ok(Value::Object(map));
+        }
+    };
     let mut items = vec![Value::Null; maxn];
     t.for_each::<LuaValue, LuaValue>(|k, v| {
         if let Some(i) = array_index(&k) {
@@ -193,6 +220,145 @@ fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Resul
         Ok(())
     })?;
     Ok(Value::Array(items))
+}
+
+/// Writes a Lua value straight as JSON text: the same text, and the same
+/// errors, as `serde_json::to_string(&from_lua(lua, value)?)`, without
+/// building the JSON value in between (each string and object of which is
+/// an allocation). An object's keys are written in byte order, as
+/// `serde_json`'s map keeps them; two Lua keys with one text (`0` and
+/// `"0"`) keep the last one visited, as inserting into that map does.
+pub(super) fn json_text(lua: &Lua, value: &LuaValue) -> mlua::Result<String> {
+    let mut out = Vec::new();
+    write_at(lua, value, 0, &mut Budget(MAX_JSON_BYTES), &mut out)?;
+    // Only whole UTF-8 text is written (strings go through `from_utf8_lossy`).
+    String::from_utf8(out).map_err(|e| mlua::Error::runtime(e.to_string()))
+}
+
+/// Writes `value` to `out`, counting it against `budget` as [`from_lua_at`]
+/// does.
+fn write_at(
+    lua: &Lua,
+    value: &LuaValue,
+    depth: usize,
+    budget: &mut Budget,
+    out: &mut Vec<u8>,
+) -> mlua::Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(mlua::Error::runtime(format!(
+            "table nested deeper than {MAX_DEPTH} levels (is it cyclic?)"
+        )));
+    }
+    if let LuaValue::String(s) = value {
+        let bytes = s.as_bytes();
+        budget.spend(bytes.len())?;
+        return write_json(out, &*String::from_utf8_lossy(&bytes));
+    }
+    budget.spend(0)?;
+    match value {
+        LuaValue::Nil => out.extend_from_slice(b"null"),
+        LuaValue::Boolean(b) => write_json(out, b)?,
+        LuaValue::Integer(i) => write_json(out, i)?,
+        LuaValue::Number(n) => write_json(out, &number(*n)?)?,
+        LuaValue::Table(t) => write_table(lua, t, depth, budget, out)?,
+        LuaValue::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
+        LuaValue::Error(e) => write_json(out, &super::vm::error_text(e))?,
+        other => {
+            return Err(mlua::Error::runtime(format!(
+                "cannot convert a {} to JSON",
+                other.type_name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> mlua::Result<()> {
+    serde_json::to_writer(out, value).map_err(mlua::Error::runtime)
+}
+
+/// [`table`]'s rules, written as text: each item is written to `items` as
+/// it is visited, then copied out in key (or index) order.
+fn write_table(
+    lua: &Lua,
+    t: &Table,
+    depth: usize,
+    budget: &mut Budget,
+    out: &mut Vec<u8>,
+) -> mlua::Result<()> {
+    let mut items: Vec<u8> = Vec::new();
+    let maxn = match shape(lua, t, budget)? {
+        Shape::Array(maxn) => maxn,
+        Shape::Object { text_keys } => {
+            let mut entries: Vec<(String, std::ops::Range<usize>)> = Vec::new();
+            for_each_entry(t, text_keys, |key, v| {
+                budget.spend(key.len())?;
+                let start = items.len();
+                write_at(lua, &v, depth + 1, budget, &mut items)?;
+                entries.push((key, start..items.len()));
+                Ok(())
+            })?;
+            // Stable, so of equal keys the last visited comes last and is kept.
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            out.push(b'{');
+            let mut first = true;
+            for (i, (key, range)) in entries.iter().enumerate() {
+                if entries.get(i + 1).is_some_and(|next| next.0 == *key) {
+                    continue;
+                }
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                write_json(out, key.as_str())?;
+                out.push(b':');
+                out.extend_from_slice(&items[range.clone()]);
+            }
+            out.push(b'}');
+            return Ok(());
+        }
+    };
+    let mut ranges: Vec<Option<std::ops::Range<usize>>> = vec![None; maxn];
+    t.for_each::<LuaValue, LuaValue>(|k, v| {
+        if let Some(i) = array_index(&k) {
+            let start = items.len();
+            write_at(lua, &v, depth + 1, budget, &mut items)?;
+            ranges[i - 1] = Some(start..items.len());
+        }
+        Ok(())
+    })?;
+    out.push(b'[');
+    for (i, range) in ranges.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match range {
+            Some(range) => out.extend_from_slice(&items[range]),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// An object key's text: strings as they are, numbers and booleans as
+/// their JSON text.
+fn object_key(k: &LuaValue) -> mlua::Result<String> {
+    Ok(match k {
+        LuaValue::String(s) => s.to_string_lossy(),
+        LuaValue::Integer(i) => i.to_string(),
+        LuaValue::Number(n) => match number(*n)? {
+            Value::Number(n) => n.to_string(),
+            _ => n.to_string(),
+        },
+        LuaValue::Boolean(b) => b.to_string(),
+        other => {
+            return Err(mlua::Error::runtime(format!(
+                "cannot use a {} as a JSON object key",
+                other.type_name()
+            )));
+        }
+    })
 }
 
 fn array_index(k: &LuaValue) -> Option<usize> {
@@ -230,7 +396,108 @@ mod tests {
         })
     }
 
+    /// A Lua value as a module might build it: keys of every kind that
+    /// converts (and clashing texts such as `0` and `"0"`), strings that
+    /// need escaping or are not UTF-8, numbers JSON cannot hold.
+    #[derive(Debug, Clone)]
+    enum Lv {
+        Nil,
+        Bool(bool),
+        Num(f64),
+        Text(Vec<u8>),
+        Table(Vec<(Lv, Lv)>),
+    }
+
+    fn lua_key() -> impl Strategy<Value = Lv> {
+        prop_oneof![
+            (-2i32..7).prop_map(|i| Lv::Num(f64::from(i))),
+            prop_oneof![Just(1.5), Just(-0.5), Just(1e300), Just(f64::INFINITY)].prop_map(Lv::Num),
+            text_key(),
+            any::<bool>().prop_map(Lv::Bool),
+        ]
+    }
+
+    /// String keys, two of them not UTF-8 with the same lossy text.
+    fn text_key() -> impl Strategy<Value = Lv> {
+        prop_oneof![
+            Just(&b"0"[..]),
+            Just(&b"1"[..]),
+            Just(&b"a"[..]),
+            Just(&b"b"[..]),
+            Just("é".as_bytes()),
+            Just(&b"q\"\n"[..]),
+            Just(&b"true"[..]),
+            Just(&b"\xff"[..]),
+            Just(&b"\xfe"[..]),
+        ]
+        .prop_map(|s| Lv::Text(s.to_vec()))
+    }
+
+    fn lua_value() -> impl Strategy<Value = Lv> {
+        let leaf = prop_oneof![
+            Just(Lv::Nil),
+            any::<bool>().prop_map(Lv::Bool),
+            any::<i32>().prop_map(|i| Lv::Num(f64::from(i))),
+            prop_oneof![
+                Just(0.1),
+                Just(-2.5e-8),
+                Just(1e16),
+                Just(f64::NAN),
+                Just(f64::NEG_INFINITY)
+            ]
+            .prop_map(Lv::Num),
+            proptest::collection::vec(any::<u8>(), 0..6).prop_map(Lv::Text),
+            prop_oneof![
+                Just("a\"b\\c"),
+                Just("\u{1}\n\t"),
+                Just("é😀"),
+                Just("</script>"),
+                Just("")
+            ]
+            .prop_map(|s| Lv::Text(s.as_bytes().to_vec())),
+            "[a-z ]{0,8}".prop_map(|s| Lv::Text(s.into_bytes())),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec((lua_key(), inner.clone()), 0..6).prop_map(Lv::Table),
+                proptest::collection::vec((text_key(), inner), 0..6).prop_map(Lv::Table),
+            ]
+        })
+    }
+
+    fn build(lua: &Lua, v: &Lv) -> LuaValue {
+        match v {
+            Lv::Nil => LuaValue::Nil,
+            Lv::Bool(b) => LuaValue::Boolean(*b),
+            Lv::Num(n) => LuaValue::Number(*n),
+            Lv::Text(b) => LuaValue::String(lua.create_string(b).unwrap()),
+            Lv::Table(entries) => {
+                let t = lua.create_table().unwrap();
+                for (k, v) in entries {
+                    t.raw_set(build(lua, k), build(lua, v)).unwrap();
+                }
+                LuaValue::Table(t)
+            }
+        }
+    }
+
+    /// `json_text` writes what converting to a value and then to text
+    /// gives, or fails with the same error.
+    fn same_text(lua: &Lua, v: &LuaValue) {
+        let direct = json_text(lua, v).map_err(|e| e.to_string());
+        let via_value = from_lua(lua, v)
+            .map(|value| serde_json::to_string(&value).unwrap())
+            .map_err(|e| e.to_string());
+        assert_eq!(direct, via_value);
+    }
+
     proptest! {
+        #[test]
+        fn json_text_is_the_text_of_the_value(v in lua_value()) {
+            let lua = Lua::new();
+            same_text(&lua, &build(&lua, &v));
+        }
+
         #[test]
         fn json_round_trips_through_lua(value in tree()) {
             let lua = Lua::new();
@@ -263,7 +530,32 @@ mod tests {
         assert!(from_lua(&lua, &LuaValue::Number(f64::NAN)).is_err());
         let cyclic = lua.create_table().unwrap();
         cyclic.raw_set("me", &cyclic).unwrap();
-        assert!(from_lua(&lua, &LuaValue::Table(cyclic)).is_err());
+        let cyclic = LuaValue::Table(cyclic);
+        assert!(from_lua(&lua, &cyclic).is_err());
+        same_text(&lua, &cyclic);
+    }
+
+    /// A key that is not UTF-8 converts lossily, in a table whose keys are
+    /// all strings (read as text straight from the stack) and in one whose
+    /// keys are not; object keys come out in byte order.
+    #[test]
+    fn keys_that_are_not_utf8_convert_lossily() {
+        let lua = Lua::new();
+        for (code, want) in [
+            (
+                r#"return {["\255"] = 1, a = {["x\254"] = true}}"#,
+                "{\"a\":{\"x\u{fffd}\":true},\"\u{fffd}\":1}",
+            ),
+            (
+                r#"return {["\255"] = 1, a = {["x\254"] = true, [false] = 0}, [-1] = 3}"#,
+                "{\"-1\":3,\"a\":{\"false\":0,\"x\u{fffd}\":true},\"\u{fffd}\":1}",
+            ),
+        ] {
+            let v: LuaValue = lua.load(code).eval().unwrap();
+            assert_eq!(json_text(&lua, &v).unwrap(), want, "{code}");
+            let value = from_lua(&lua, &v).unwrap();
+            assert_eq!(serde_json::to_string(&value).unwrap(), want, "{code}");
+        }
     }
 
     /// Tables wider than mlua's reference stack convert (no reference is
@@ -274,12 +566,12 @@ mod tests {
     fn wide_and_mixed_tables() {
         let lua = Lua::new();
         let eval = |code: &str| -> LuaValue { lua.load(code).eval().unwrap() };
-        let wide = eval("local t = {} for i = 1, 50000 do t['k' .. i] = {i} end return t");
-        let wide = from_lua(&lua, &wide).unwrap();
+        let wide_lua = eval("local t = {} for i = 1, 50000 do t['k' .. i] = {i} end return t");
+        let wide = from_lua(&lua, &wide_lua).unwrap();
         assert_eq!(wide.as_object().unwrap().len(), 50000);
         assert_eq!(wide["k50000"], json!([50000]));
-        let long = eval("local t = {} for i = 1, 50000 do t[i] = 'v' .. i end return t");
-        let long = from_lua(&lua, &long).unwrap();
+        let long_lua = eval("local t = {} for i = 1, 50000 do t[i] = 'v' .. i end return t");
+        let long = from_lua(&lua, &long_lua).unwrap();
         assert_eq!(long.as_array().unwrap().len(), 50000);
         assert_eq!(long[49999], json!("v50000"));
         let mixed = eval("return {1, nil, 3, x = function() end, [5] = 'e'}");
@@ -289,6 +581,9 @@ mod tests {
         );
         let with_metatable = eval("return setmetatable({a = 1}, {__index = {b = 2}})");
         assert_eq!(from_lua(&lua, &with_metatable).unwrap(), json!({"a": 1}));
+        for v in [wide_lua, long_lua, mixed, with_metatable] {
+            same_text(&lua, &v);
+        }
     }
 
     /// Small in Lua, enormous as JSON: a string repeated, a sparse array
@@ -305,6 +600,7 @@ mod tests {
             let v: LuaValue = lua.load(code).eval().unwrap();
             let err = from_lua(&lua, &v).unwrap_err().to_string();
             assert!(err.contains("too large to convert"), "{code}: {err}");
+            same_text(&lua, &v);
         }
     }
 }

@@ -35,9 +35,8 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
             // code and its text is bounded (`convert::MAX_JSON_BYTES`); the
             // text is then held to the VM's limit.
             let text = unlimited(lua, || -> mlua::Result<_> {
-                let json = convert::from_lua(lua, &value)
+                let text = convert::json_text(lua, &value)
                     .map_err(|e| mlua::Error::runtime(format!("json_encode: {e}")))?;
-                let text = serde_json::to_string(&json).map_err(mlua::Error::runtime)?;
                 lua.create_string(text)
             })?;
             within_limit(lua)?;

@@ -196,11 +196,8 @@ fn ids_arg(ids: Option<Table>, what: &str) -> mlua::Result<Vec<String>> {
 fn metadata_arg(lua: &Lua, t: Option<Table>, arg: usize) -> mlua::Result<String> {
     match t {
         None => Ok(String::new()),
-        Some(t) => {
-            let value = convert::from_lua(lua, &LuaValue::Table(t))
-                .map_err(|e| arg_error(arg, &format!("error encoding metadata: {e}")))?;
-            Ok(value.to_string())
-        }
+        Some(t) => convert::json_text(lua, &LuaValue::Table(t))
+            .map_err(|e| arg_error(arg, &format!("error encoding metadata: {e}"))),
     }
 }
 

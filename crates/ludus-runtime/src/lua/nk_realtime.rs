@@ -387,8 +387,7 @@ fn notification(
 }
 
 fn json_object(lua: &Lua, t: Table, what: &str) -> mlua::Result<String> {
-    let json = serde_json::to_string(&convert::from_lua(lua, &LuaValue::Table(t))?)
-        .map_err(mlua::Error::runtime)?;
+    let json = convert::json_text(lua, &LuaValue::Table(t))?;
     if !json.starts_with('{') {
         return Err(mlua::Error::runtime(format!(
             "expects {what} to be a table with named keys (a JSON object)"

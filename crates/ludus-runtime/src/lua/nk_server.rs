@@ -125,10 +125,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
             ): AccountUpdateArgs| {
                 let uid = parse_uuid(&user_id)?;
                 let metadata = match metadata {
-                    Some(t) => Some(
-                        serde_json::to_string(&convert::from_lua(lua, &LuaValue::Table(t))?)
-                            .map_err(mlua::Error::runtime)?,
-                    ),
+                    Some(t) => Some(convert::json_text(lua, &LuaValue::Table(t))?),
                     None => None,
                 };
                 let non_empty = |v: Option<String>| v.filter(|v| !v.is_empty());

@@ -404,9 +404,8 @@ fn storage_write(lua: &Lua, t: &Table, arg: usize) -> mlua::Result<StorageWrite>
     let id = object_id_at(t, arg)?;
     let value = match t.raw_get::<LuaValue>("value")? {
         LuaValue::Nil => return Err(arg_error(arg, "expects value to be supplied")),
-        v @ LuaValue::Table(_) => convert::from_lua(lua, &v)
-            .map_err(|e| arg_error(arg, &format!("failed to convert value: {e}")))?
-            .to_string(),
+        v @ LuaValue::Table(_) => convert::json_text(lua, &v)
+            .map_err(|e| arg_error(arg, &format!("failed to convert value: {e}")))?,
         _ => return Err(arg_error(arg, "expects value to be table")),
     };
     let version = string_field(t, "version", arg)?.unwrap_or_default();
@@ -446,12 +445,12 @@ fn metadata_of(lua: &Lua, t: Option<Table>, arg: usize) -> mlua::Result<String> 
     match t {
         None => Ok("{}".to_owned()),
         Some(t) => {
-            let value = convert::from_lua(lua, &LuaValue::Table(t))
+            let value = convert::json_text(lua, &LuaValue::Table(t))
                 .map_err(|e| arg_error(arg, &format!("failed to convert metadata: {e}")))?;
-            if !value.is_object() {
+            if !value.starts_with('{') {
                 return Err(arg_error(arg, "expects metadata to be a table of fields"));
             }
-            Ok(value.to_string())
+            Ok(value)
         }
     }
 }
