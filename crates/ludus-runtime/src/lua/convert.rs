@@ -90,19 +90,9 @@ fn from_lua_at(
     depth: usize,
     budget: &mut Budget,
 ) -> mlua::Result<Value> {
-    if depth > MAX_DEPTH {
-        return Err(mlua::Error::runtime(format!(
-            "table nested deeper than {MAX_DEPTH} levels (is it cyclic?)"
-        )));
-    }
-    if let LuaValue::String(s) = value {
-        // One borrow of the bytes for both the budget and the text (each
-        // borrow takes mlua's lock and a reference).
-        let bytes = s.as_bytes();
-        budget.spend(bytes.len())?;
+    if let Some(bytes) = charge(value, depth, budget)? {
         return Ok(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
     }
-    budget.spend(0)?;
     // (Strings were converted above.)
     Ok(match value {
         LuaValue::Nil => Value::Null,
@@ -112,13 +102,35 @@ fn from_lua_at(
         LuaValue::Table(t) => table(lua, t, depth, budget)?,
         LuaValue::LightUserData(p) if p.0.is_null() => Value::Null,
         LuaValue::Error(e) => Value::String(super::vm::error_text(e)),
-        other => {
-            return Err(mlua::Error::runtime(format!(
-                "cannot convert a {} to JSON",
-                other.type_name()
-            )));
-        }
+        other => return Err(unconvertible(other)),
     })
+}
+
+/// What converting a value checks first, to a value or as text: its depth,
+/// and its cost to the budget. A string's text counts too, and its bytes
+/// come back, borrowed once for both (each borrow takes mlua's lock and a
+/// reference).
+fn charge(
+    value: &LuaValue,
+    depth: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Option<mlua::BorrowedBytes>> {
+    if depth > MAX_DEPTH {
+        return Err(mlua::Error::runtime(format!(
+            "table nested deeper than {MAX_DEPTH} levels (is it cyclic?)"
+        )));
+    }
+    if let LuaValue::String(s) = value {
+        let bytes = s.as_bytes();
+        budget.spend(bytes.len())?;
+        return Ok(Some(bytes));
+    }
+    budget.spend(0)?;
+    Ok(None)
+}
+
+fn unconvertible(value: &LuaValue) -> mlua::Error {
+    mlua::Error::runtime(format!("cannot convert a {} to JSON", value.type_name()))
 }
 
 fn number(n: f64) -> mlua::Result<Value> {
@@ -244,17 +256,9 @@ fn write_at(
     budget: &mut Budget,
     out: &mut Vec<u8>,
 ) -> mlua::Result<()> {
-    if depth > MAX_DEPTH {
-        return Err(mlua::Error::runtime(format!(
-            "table nested deeper than {MAX_DEPTH} levels (is it cyclic?)"
-        )));
-    }
-    if let LuaValue::String(s) = value {
-        let bytes = s.as_bytes();
-        budget.spend(bytes.len())?;
+    if let Some(bytes) = charge(value, depth, budget)? {
         return write_json(out, &*String::from_utf8_lossy(&bytes));
     }
-    budget.spend(0)?;
     match value {
         LuaValue::Nil => out.extend_from_slice(b"null"),
         LuaValue::Boolean(b) => write_json(out, b)?,
@@ -263,12 +267,7 @@ fn write_at(
         LuaValue::Table(t) => write_table(lua, t, depth, budget, out)?,
         LuaValue::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
         LuaValue::Error(e) => write_json(out, &super::vm::error_text(e))?,
-        other => {
-            return Err(mlua::Error::runtime(format!(
-                "cannot convert a {} to JSON",
-                other.type_name()
-            )));
-        }
+        other => return Err(unconvertible(other)),
     }
     Ok(())
 }
