@@ -107,52 +107,78 @@ pub(super) fn call_fields<'a>(
         query_params: std::mem::take(&mut ctx.query_params),
     };
     let pending = unlimited(lua, || lua.create_userdata(pending))?;
-    let ctx: &'a CallContext = ctx;
-    let user = ctx.user_id.as_deref();
-    let session = user.and(ctx.session_id.as_deref());
-    let text = |s: &'a str| (!s.is_empty()).then_some(s);
+    let s = Scalars::of(ctx);
     Ok((
         pending,
-        ctx.mode.as_str(),
-        user,
-        user.map(|_| ctx.username.as_str()),
-        user.map(|_| ctx.session_expiry),
-        session,
-        session.map(|_| ctx.lang.as_str()),
-        text(&ctx.client_ip),
-        text(&ctx.client_port),
+        s.execution_mode,
+        s.user_id,
+        s.username,
+        s.user_session_exp,
+        s.session_id,
+        s.lang,
+        s.client_ip,
+        s.client_port,
     ))
+}
+
+/// The text and number fields of a `ctx` but `node` and `version`, `None`
+/// for one the call lacks: the caller's only with a user, the session's
+/// only with a session too (a socket's), as Nakama's contexts have them;
+/// the address only when known. The one place these rules live, for the
+/// contexts made whole and those the run loop makes.
+struct Scalars<'a> {
+    execution_mode: &'a str,
+    user_id: Option<&'a str>,
+    username: Option<&'a str>,
+    user_session_exp: Option<i64>,
+    session_id: Option<&'a str>,
+    lang: Option<&'a str>,
+    client_ip: Option<&'a str>,
+    client_port: Option<&'a str>,
+}
+
+impl<'a> Scalars<'a> {
+    fn of(ctx: &'a CallContext) -> Self {
+        let user = ctx.user_id.as_deref();
+        let session = user.and(ctx.session_id.as_deref());
+        let known = |s: &'a str| (!s.is_empty()).then_some(s);
+        Scalars {
+            execution_mode: ctx.mode.as_str(),
+            user_id: user,
+            username: user.map(|_| ctx.username.as_str()),
+            user_session_exp: user.map(|_| ctx.session_expiry),
+            session_id: session,
+            lang: session.map(|_| ctx.lang.as_str()),
+            client_ip: known(&ctx.client_ip),
+            client_port: known(&ctx.client_port),
+        }
+    }
 }
 
 /// A field's value: text, a table or a number.
 type Field<'a> = Either<&'a str, Either<Table, i64>>;
 
-/// The text and number fields of `ctx`.
+/// The text and number fields of a `ctx` made whole.
 fn scalars<'a>(node: &'a str, ctx: &'a CallContext) -> Vec<(&'static str, Field<'a>)> {
-    let text = |s| Field::Left(s);
+    let s = Scalars::of(ctx);
     let mut fields: Vec<(&str, Field)> = Vec::with_capacity(14);
-    fields.push(("execution_mode", text(ctx.mode.as_str())));
-    fields.push(("node", text(node)));
-    fields.push(("version", text(env!("CARGO_PKG_VERSION"))));
-    // The caller's fields only with a user, the session's only with a
-    // session too (a socket's), as Nakama's contexts have them.
-    if let Some(user_id) = &ctx.user_id {
-        fields.push(("user_id", text(user_id)));
-        fields.push(("username", text(&ctx.username)));
-        fields.push((
-            "user_session_exp",
-            Field::Right(Either::Right(ctx.session_expiry)),
-        ));
-        if let Some(session_id) = &ctx.session_id {
-            fields.push(("session_id", text(session_id)));
-            fields.push(("lang", text(&ctx.lang)));
+    fields.push(("execution_mode", Field::Left(s.execution_mode)));
+    fields.push(("node", Field::Left(node)));
+    fields.push(("version", Field::Left(env!("CARGO_PKG_VERSION"))));
+    if let Some(exp) = s.user_session_exp {
+        fields.push(("user_session_exp", Field::Right(Either::Right(exp))));
+    }
+    for (name, text) in [
+        ("user_id", s.user_id),
+        ("username", s.username),
+        ("session_id", s.session_id),
+        ("lang", s.lang),
+        ("client_ip", s.client_ip),
+        ("client_port", s.client_port),
+    ] {
+        if let Some(text) = text {
+            fields.push((name, Field::Left(text)));
         }
-    }
-    if !ctx.client_ip.is_empty() {
-        fields.push(("client_ip", text(&ctx.client_ip)));
-    }
-    if !ctx.client_port.is_empty() {
-        fields.push(("client_port", text(&ctx.client_port)));
     }
     fields
 }
