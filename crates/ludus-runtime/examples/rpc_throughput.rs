@@ -145,7 +145,8 @@ fn http_context() -> CallContext {
         ("Content-Type".to_owned(), one("application/json")),
         ("Host".to_owned(), one("127.0.0.1:7350")),
         ("User-Agent".to_owned(), one("ludus-bench")),
-    ]);
+    ])
+    .into();
     ctx.query_params = BTreeMap::from([("lang".to_owned(), one("en"))]);
     ctx.client_ip = "127.0.0.1".into();
     ctx.client_port = "50432".into();

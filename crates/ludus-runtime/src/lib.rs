@@ -18,7 +18,7 @@ mod runtime;
 mod server_services;
 mod services;
 
-pub use context::{CallContext, ExecutionMode};
+pub use context::{CallContext, ExecutionMode, Headers};
 pub use error::{LoadError, RuntimeError};
 pub use ludus_core::Code;
 /// The match handler interface, for native match handlers.

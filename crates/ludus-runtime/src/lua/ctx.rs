@@ -40,7 +40,7 @@ use mlua::{AnyUserData, Either, Lua, Table, UserData, UserDataMethods};
 
 use super::shared::LuaShared;
 use super::vm::{check_memory, collect, unlimited};
-use crate::context::CallContext;
+use crate::context::{CallContext, Headers};
 
 /// A fresh `ctx` table, made whole, with the node's name and `runtime.env`
 /// from the VM's settings: the contexts made once (a match's, `run_once`'s).
@@ -62,7 +62,7 @@ fn whole(
 ) -> mlua::Result<Table> {
     let mut fields = scalars(node, ctx);
     let vars = ctx.user_id.is_some().then_some(&ctx.vars);
-    let made = tables(lua, env, vars, &ctx.headers, &ctx.query_params)?;
+    let made = tables(lua, env, vars, &ctx.headers.grouped(), &ctx.query_params)?;
     fields.extend(
         made.into_iter()
             .map(|(k, t)| (k, Field::Right(Either::Left(t)))),
@@ -209,7 +209,7 @@ fn tables(
 struct Pending {
     shared: Arc<LuaShared>,
     vars: Option<BTreeMap<String, String>>,
-    headers: BTreeMap<String, Vec<String>>,
+    headers: Headers,
     query_params: BTreeMap<String, Vec<String>>,
 }
 
@@ -220,7 +220,7 @@ impl Pending {
                 lua,
                 &self.shared.settings.env,
                 self.vars.as_ref(),
-                &self.headers,
+                &self.headers.grouped(),
                 &self.query_params,
             )
         })?;
@@ -329,7 +329,8 @@ mod tests {
         ctx.headers = BTreeMap::from([
             ("Accept".into(), vec!["a".into(), String::new(), "c".into()]),
             ("X-None".into(), vec![]),
-        ]);
+        ])
+        .into();
         ctx.query_params = BTreeMap::from([("q".into(), vec!["1".into()])]);
         ctx.client_ip = "10.0.0.1".into();
         ctx.client_port = "4242".into();

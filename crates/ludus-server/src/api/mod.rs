@@ -53,7 +53,13 @@ pub(crate) fn router(state: AppState) -> Router {
             header::AUTHORIZATION,
             header::CONTENT_TYPE,
             header::USER_AGENT,
-        ]);
+        ])
+        // No `Vary`: with any origin allowed and fixed method and header
+        // lists, no answer depends on the request's `Origin` or
+        // `Access-Control-Request-*` headers (and every answer is
+        // `no-store`). tower-http would otherwise join its default list into
+        // a new header value for every answer (1.5 to 2 % of a Lua RPC).
+        .vary(Vec::<header::HeaderName>::new());
     let served = Router::new()
         .route("/healthcheck", get(healthcheck))
         .route(

@@ -9,14 +9,14 @@ use std::collections::BTreeMap;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest as _, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use ludus_core::Code;
 use ludus_core::accounts::Caller;
-use ludus_runtime::ExecutionMode;
+use ludus_runtime::{ExecutionMode, Headers};
 use subtle::ConstantTimeEq as _;
 
 use super::json;
@@ -36,10 +36,15 @@ pub(super) async fn call(
     method: Method,
     client: ClientAddr,
     query: QueryParams,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Response {
-    match run(&state, &id, &method, client, &query, &headers, body).await {
+    // The headers move into the call's context (the `HeaderMap` extractor
+    // would clone them); the body is read as the `Bytes` extractor reads it,
+    // under the route's body limit.
+    let (mut parts, body) = request.into_parts();
+    let headers = std::mem::take(&mut parts.headers);
+    let body = Bytes::from_request(Request::from_parts(parts, body), &state).await;
+    match run(&state, &id, &method, client, &query, headers, body).await {
         Ok(response) => response,
         Err(e) => e.with_error_field().into_response(),
     }
@@ -51,10 +56,10 @@ async fn run(
     method: &Method,
     client: ClientAddr,
     query: &QueryParams,
-    headers: &HeaderMap,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, HttpError> {
-    let caller = authorize(state, query, headers)?;
+    let caller = authorize(state, query, &headers)?;
     if id.is_empty() {
         return Err(HttpError::invalid("RPC ID must be set"));
     }
@@ -93,18 +98,22 @@ async fn run(
 
     let mut ctx = call_context(ExecutionMode::Rpc, caller.as_ref(), client);
     ctx.query_params = grouped(query.0.iter().filter(|(k, _)| k != "http_key").cloned());
-    ctx.headers = grouped(headers.iter().map(|(name, value)| {
-        (
-            canonical_header(name.as_str()),
-            header_text(value.as_bytes()),
-        )
-    }));
-    let result = state.runtime.rpc(ctx, &id, payload).await?;
-    if unwrap {
-        let content_type = headers
+    let content_type = unwrap.then(|| {
+        headers
             .get(header::CONTENT_TYPE)
             .cloned()
-            .unwrap_or_else(|| HeaderValue::from_static("text/plain"));
+            .unwrap_or_else(|| HeaderValue::from_static("text/plain"))
+    });
+    ctx.headers = Headers::lazy(move || {
+        grouped(headers.iter().map(|(name, value)| {
+            (
+                canonical_header(name.as_str()),
+                header_text(value.as_bytes()),
+            )
+        }))
+    });
+    let result = state.runtime.rpc(ctx, &id, payload).await?;
+    if let Some(content_type) = content_type {
         let mut res = result.into_response();
         res.headers_mut().insert(header::CONTENT_TYPE, content_type);
         return Ok(res);

@@ -119,7 +119,8 @@ async fn cors_allows_any_origin(b: Backend) {
 }
 
 /// The middleware wraps every answer, routed or not: an answer, an unknown
-/// path and a wrong method all carry the cache and CORS headers.
+/// path and a wrong method all carry the cache and CORS headers, and no
+/// `Vary`.
 async fn every_answer_carries_the_common_headers(b: Backend) {
     let t = TestServer::start(b).await;
     for (method, path, status) in [
@@ -141,6 +142,8 @@ async fn every_answer_carries_the_common_headers(b: Backend) {
             "{path}"
         );
         assert_eq!(res.headers()["access-control-allow-origin"], "*", "{path}");
+        // The same answer for any origin: nothing for caches to vary on.
+        assert!(res.headers().get("vary").is_none(), "{path}");
     }
 }
 

@@ -109,19 +109,22 @@ async fn rpc_bodies_methods_and_context(backend: Backend) {
         .await;
     assert_error(&r, 400, 3);
 
-    // GET: query parameters reach ctx.query_params, http_key excepted.
+    // GET: query parameters reach ctx.query_params, http_key excepted, and
+    // the headers ctx.headers.
     let r = s
         .raw(
             s.http
                 .get(s.url("/v2/rpc/ctx?a=1&a=2&b=x"))
                 .bearer_auth(token(&session))
-                .header("x-custom", "yes"),
+                .header("x-custom", "yes")
+                .header("x-custom", "again"),
         )
         .await;
     let v = payload(&r);
     assert_eq!(v["query"], json!({"a": ["1", "2"], "b": ["x"]}));
     assert_eq!(v["user_id"], user_id(&session).as_str());
-    assert_eq!(v["header"], json!(["yes"]));
+    // A repeated header keeps each value, in order, under Nakama's name.
+    assert_eq!(v["header"], json!(["yes", "again"]));
     assert_eq!(v["client_ip"], "127.0.0.1");
     assert_eq!(v["mode"], "rpc");
     assert_eq!(v["env"], json!({"region": "eu"}));
