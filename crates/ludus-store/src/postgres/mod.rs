@@ -18,6 +18,8 @@ mod schema;
 mod social;
 mod statements;
 mod storage;
+#[cfg(test)]
+mod testing;
 
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
@@ -102,23 +104,34 @@ impl PgStore {
         drop(client);
         migrate::check_version(&target, current, migrate::POSTGRES)?;
 
-        let pool = Pool::new(config, target.clone(), opts);
-        // Open one connection now, so a bad setting fails here rather than on the first request.
-        pool.get().await.map_err(|e| OpenError::Connect {
-            target: target.clone(),
-            message: e.to_string(),
-        })?;
-        // At most half the pool commits registration batches or runs
-        // look-up batches; the rest serves everything else.
+        // Sign-in look-ups by device or custom id run batched on connections
+        // of their own (`lookup.rs`), taken out of `max_open_conns`.
+        let lookup_conns = (opts.max_open_conns / 2).clamp(1, 4);
+        let general = StoreOptions {
+            max_open_conns: opts.max_open_conns.saturating_sub(lookup_conns).max(1),
+            ..opts.clone()
+        };
+        let lookup_pool = lookup::pool(&config, target.clone(), opts, lookup_conns);
+        let pool = Pool::new(config, target.clone(), &general);
+        // Open one connection of each now, so a bad setting fails here rather
+        // than on the first request.
+        for pool in [&pool, &lookup_pool] {
+            pool.get().await.map_err(|e| OpenError::Connect {
+                target: target.clone(),
+                message: e.to_string(),
+            })?;
+        }
+        // At most half the pool commits registration batches; the rest
+        // serves everything else.
         let half = (pool.size() / 2).max(1);
         let registrar = Registrar::start(pool.clone(), opts.register_in_flight.clamp(1, half));
-        // Sign-in look-ups by device or custom id, batched the same way.
-        let lookups = lookup::Lookups::start(pool.clone(), half.min(4));
+        let lookups = lookup::Lookups::start(lookup_pool, lookup_conns);
         tracing::info!(
             backend = "postgres",
             database = %target,
             schema_version = current,
-            max_open_conns = pool.size(),
+            max_open_conns = pool.size() + lookup_conns,
+            lookup_conns,
             "store open"
         );
         // Statistics of tables that are still filling up, so plans made
@@ -1126,6 +1139,7 @@ impl Store for PgStore {
     async fn close(&self) {
         self.analyzer.close();
         self.registrar.close().await;
+        self.lookups.close().await;
         self.pool.close().await;
         tracing::info!(backend = "postgres", "store closed");
     }

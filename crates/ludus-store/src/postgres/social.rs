@@ -774,42 +774,9 @@ pub(super) async fn user_groups(
 #[cfg(test)]
 mod tests {
     use ludus_core::Store;
-    use ludus_core::model::{Identity, NewUser};
 
     use super::*;
-    use crate::StoreOptions;
-    use crate::address::{Address, parse};
-    use crate::postgres::PgStore;
-
-    async fn store() -> (PgStore, tempfile::TempDir) {
-        let url = tokio::task::spawn_blocking(ludus_testkit::postgres_database)
-            .await
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        crate::migrate_up(&url, dir.path()).await.unwrap();
-        let Address::Postgres(config) = parse(&url).unwrap() else {
-            panic!("{url} is not a PostgreSQL address");
-        };
-        let store = PgStore::open(*config, &StoreOptions::default())
-            .await
-            .unwrap();
-        (store, dir)
-    }
-
-    async fn user(store: &PgStore, name: &str) -> Uuid {
-        let id = Uuid::new_v4();
-        store
-            .create_user(NewUser {
-                id,
-                username: name.to_owned(),
-                identity: Identity::Device(format!("{name}-device-0001")),
-                password_hash: None,
-                create_time: 1_700_000_000,
-            })
-            .await
-            .unwrap();
-        id
-    }
+    use crate::postgres::testing::{store, user};
 
     /// A friend deleted after the edges were read and before its profile
     /// is fetched: `cached_profiles` says so rather than leave the friend

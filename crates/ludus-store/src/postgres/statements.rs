@@ -186,7 +186,7 @@ impl Stmt {
         Stmt::RecordsGet,
     ];
 
-    fn sql(self) -> &'static str {
+    pub(super) fn sql(self) -> &'static str {
         match self {
             // A batch of sign-in look-ups (`lookup.rs`), the key found last.
             // Each key is looked up on its own through the unique index (the
