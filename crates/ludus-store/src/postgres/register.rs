@@ -1,7 +1,13 @@
 //! Group commit of registrations: concurrent `create_user` calls queue here
-//! and a few at a time are written together, one transaction and one
-//! `Register` statement per batch. While a batch commits, the next one
-//! gathers, so the batch size follows the load.
+//! and a few at a time are written together. While a batch commits, the
+//! next one gathers, so the batch size follows the load.
+//!
+//! A batch is first written by one plain statement in a transaction of its
+//! own (`RegisterPlain`), since a sign-up follows a look-up that found no
+//! user and nearly never clashes. When PostgreSQL refuses it (a clash fails
+//! it whole, and nothing is written), the batch is written again carefully:
+//! one transaction and one `Register` statement, `ON CONFLICT DO NOTHING`,
+//! then each user told what became of it.
 //!
 //! Each user is all or nothing: a user whose device id turns out to be taken
 //! is deleted again before COMMIT, and a user that was skipped is told which
@@ -16,6 +22,7 @@ use ludus_core::model::{Identity, NewUser};
 use ludus_core::store::{StoreError, StoreResult};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
 use super::errors::{self, Failure};
@@ -167,6 +174,24 @@ enum Outcome {
 }
 
 async fn write_batch(pool: &Pool, mut batch: Vec<Pending>) {
+    match write_plain(pool, &batch).await {
+        Ok(()) => {
+            for pending in batch {
+                let _ = pending.reply.send(Ok(()));
+            }
+            return;
+        }
+        // Refused by PostgreSQL, so nothing was written: write it carefully.
+        Err(None) => {}
+        // The connection failed: whether the batch committed is unknown, and
+        // the caller's next sign-in finds out.
+        Err(Some(error)) => {
+            for pending in batch {
+                let _ = pending.reply.send(Err(error.clone()));
+            }
+            return;
+        }
+    }
     let mut round = 0;
     let mut conflicts = 0;
     while !batch.is_empty() {
@@ -220,39 +245,84 @@ async fn write_batch(pool: &Pool, mut batch: Vec<Pending>) {
     }
 }
 
+/// A batch's columns, as the registration statements take them.
+struct Columns<'a> {
+    ids: Vec<Uuid>,
+    usernames: Vec<&'a str>,
+    emails: Vec<Option<&'a str>>,
+    custom_ids: Vec<Option<&'a str>>,
+    passwords: Vec<Option<&'a str>>,
+    times: Vec<i64>,
+    device_ids: Vec<&'a str>,
+    device_users: Vec<Uuid>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(batch: &'a [Pending]) -> Columns<'a> {
+        let (device_ids, device_users) = batch
+            .iter()
+            .filter_map(|p| p.device().map(|d| (d, p.user.id)))
+            .unzip();
+        Columns {
+            ids: batch.iter().map(|p| p.user.id).collect(),
+            usernames: batch.iter().map(|p| p.user.username.as_str()).collect(),
+            emails: batch.iter().map(Pending::email).collect(),
+            custom_ids: batch.iter().map(Pending::custom_id).collect(),
+            passwords: batch
+                .iter()
+                .map(|p| p.user.password_hash.as_deref())
+                .collect(),
+            times: batch.iter().map(|p| p.user.create_time).collect(),
+            device_ids,
+            device_users,
+        }
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+        [
+            &self.ids,
+            &self.usernames,
+            &self.emails,
+            &self.custom_ids,
+            &self.passwords,
+            &self.times,
+            &self.device_ids,
+            &self.device_users,
+        ]
+    }
+}
+
+/// Writes the whole batch with `RegisterPlain`. `Err(None)`: PostgreSQL
+/// refused it (a clash, most likely), so nothing was written;
+/// `Err(Some(_))`: no connection, or it failed on the way.
+async fn write_plain(pool: &Pool, batch: &[Pending]) -> Result<(), Option<StoreError>> {
+    let columns = Columns::of(batch);
+    let conn = pool.get().await.map_err(Some)?;
+    match conn
+        .client
+        .execute(conn.stmt(Stmt::RegisterPlain), &columns.params())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.as_db_error().is_some() => {
+            tracing::trace!(error = %e, users = batch.len(), "registration batch refused, writing it carefully");
+            Err(None)
+        }
+        Err(e) => Err(Some(match errors::classify(&e) {
+            Failure::Fatal(e) => e,
+            Failure::Retry(why) => StoreError::Unavailable(why),
+        })),
+    }
+}
+
 /// One transaction for the whole batch; returns each user's outcome in order.
 async fn commit(pool: &Pool, batch: &[Pending]) -> Result<Vec<Outcome>, Failure> {
-    let ids: Vec<Uuid> = batch.iter().map(|p| p.user.id).collect();
-    let usernames: Vec<&str> = batch.iter().map(|p| p.user.username.as_str()).collect();
-    let emails: Vec<Option<&str>> = batch.iter().map(Pending::email).collect();
-    let custom_ids: Vec<Option<&str>> = batch.iter().map(Pending::custom_id).collect();
-    let passwords: Vec<Option<&str>> = batch
-        .iter()
-        .map(|p| p.user.password_hash.as_deref())
-        .collect();
-    let times: Vec<i64> = batch.iter().map(|p| p.user.create_time).collect();
-    let (device_ids, device_users): (Vec<&str>, Vec<Uuid>) = batch
-        .iter()
-        .filter_map(|p| p.device().map(|d| (d, p.user.id)))
-        .unzip();
-
+    let columns = Columns::of(batch);
     let mut conn = pool.get().await?;
     let conn = &mut *conn;
     let tx = conn.client.transaction().await?;
     let row = tx
-        .query_one(
-            conn.statements.get(Stmt::Register),
-            &[
-                &ids,
-                &usernames,
-                &emails,
-                &custom_ids,
-                &passwords,
-                &times,
-                &device_ids,
-                &device_users,
-            ],
-        )
+        .query_one(conn.statements.get(Stmt::Register), &columns.params())
         .await?;
     let inserted: HashSet<Uuid> = row.try_get::<_, Vec<Uuid>>(0)?.into_iter().collect();
     let with_device: HashSet<Uuid> = row.try_get::<_, Vec<Uuid>>(1)?.into_iter().collect();
@@ -328,4 +398,125 @@ async fn commit(pool: &Pool, batch: &[Pending]) -> Result<Vec<Outcome>, Failure>
         tracing::trace!(users = batch.len(), "postgresql group commit");
     }
     Ok(outcomes)
+}
+
+#[cfg(test)]
+mod tests {
+    use ludus_core::model::{Identity, NewUser};
+
+    use super::*;
+    use crate::postgres::testing::{store, user};
+
+    fn pending(name: &str, device: &str) -> (Pending, oneshot::Receiver<StoreResult<()>>) {
+        let (reply, rx) = oneshot::channel();
+        let user = NewUser {
+            id: Uuid::new_v4(),
+            username: name.to_owned(),
+            identity: Identity::Device(device.to_owned()),
+            password_hash: None,
+            create_time: 1_700_000_000,
+        };
+        (Pending { user, reply }, rx)
+    }
+
+    /// Writes one batch of (username, device id) and returns each user's id
+    /// and outcome, in order.
+    async fn write(pool: &Pool, users: &[(&str, &str)]) -> Vec<(Uuid, StoreResult<()>)> {
+        let (batch, replies): (Vec<_>, Vec<_>) = users
+            .iter()
+            .map(|(name, device)| pending(name, device))
+            .unzip();
+        let ids: Vec<Uuid> = batch.iter().map(|p| p.user.id).collect();
+        write_batch(pool, batch).await;
+        let mut out = Vec::new();
+        for (id, rx) in ids.into_iter().zip(replies) {
+            out.push((id, rx.await.unwrap()));
+        }
+        out
+    }
+
+    /// The users of `ids` that have a row, and the owner of each device id.
+    async fn rows(pool: &Pool, ids: &[Uuid]) -> (HashSet<Uuid>, Vec<(String, Uuid)>) {
+        let conn = pool.get().await.unwrap();
+        let users = conn
+            .client
+            .query("SELECT id FROM users WHERE id = ANY($1)", &[&ids])
+            .await
+            .unwrap();
+        let devices = conn
+            .client
+            .query("SELECT id::text, user_id FROM user_device", &[])
+            .await
+            .unwrap();
+        let mut devices: Vec<(String, Uuid)> =
+            devices.iter().map(|r| (r.get(0), r.get(1))).collect();
+        devices.sort();
+        (users.iter().map(|r| r.get(0)).collect(), devices)
+    }
+
+    /// A batch that clashes is refused whole by the plain statement and
+    /// written again carefully: the users that clash with nothing go in,
+    /// each clashing one is told why and leaves no row behind; a batch that
+    /// clashes with nothing goes in whole.
+    #[tokio::test]
+    async fn a_clashing_batch_is_written_again_carefully() {
+        let (store, _dir) = store().await;
+        let ann = user(&store, "ann").await;
+        let pool = &store.pool;
+
+        let out = write(
+            pool,
+            &[
+                ("bob", "bob-d"),
+                ("cat", "ann-device-0001"),
+                ("dan", "dan-d"),
+                ("dan", "dan-d2"),
+                ("eve", "eve-d"),
+            ],
+        )
+        .await;
+        assert!(out[0].1.is_ok(), "{:?}", out[0].1);
+        assert!(
+            matches!(out[1].1, Err(StoreError::IdentityTaken)),
+            "{:?}",
+            out[1].1
+        );
+        let dans: Vec<&StoreResult<()>> = vec![&out[2].1, &out[3].1];
+        assert_eq!(dans.iter().filter(|r| r.is_ok()).count(), 1, "{dans:?}");
+        assert!(
+            dans.iter()
+                .any(|r| matches!(r, Err(StoreError::UsernameTaken))),
+            "{dans:?}"
+        );
+        assert!(out[4].1.is_ok(), "{:?}", out[4].1);
+        let ids: Vec<Uuid> = out.iter().map(|(id, _)| *id).collect();
+        let ok: HashSet<Uuid> = out
+            .iter()
+            .filter(|(_, r)| r.is_ok())
+            .map(|(id, _)| *id)
+            .collect();
+        let (users, devices) = rows(pool, &ids).await;
+        assert_eq!(users, ok, "exactly the users told they are in have a row");
+        let winner = if out[2].1.is_ok() {
+            (out[2].0, "dan-d")
+        } else {
+            (out[3].0, "dan-d2")
+        };
+        let mut expected: Vec<(String, Uuid)> = vec![
+            ("ann-device-0001".into(), ann),
+            ("bob-d".into(), out[0].0),
+            (winner.1.into(), winner.0),
+            ("eve-d".into(), out[4].0),
+        ];
+        expected.sort();
+        assert_eq!(devices, expected);
+
+        let out = write(pool, &[("fay", "fay-d"), ("gus", "gus-d")]).await;
+        assert!(out.iter().all(|(_, r)| r.is_ok()), "{out:?}");
+        let ids: Vec<Uuid> = out.iter().map(|(id, _)| *id).collect();
+        let (users, devices) = rows(pool, &ids).await;
+        assert_eq!(users.len(), 2);
+        assert!(devices.contains(&("fay-d".into(), ids[0])));
+        assert!(devices.contains(&("gus-d".into(), ids[1])));
+    }
 }
