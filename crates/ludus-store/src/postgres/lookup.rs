@@ -1,8 +1,9 @@
 //! Batched sign-in look-ups: concurrent look-ups of a user by device id or
 //! custom id queue here and reach PostgreSQL together, one statement per
 //! kind and batch (each key still found through its unique index), instead
-//! of one round trip (and one wake-up of a PostgreSQL backend) each. While a batch runs the next one gathers,
-//! so the batch size follows the load: a look-up alone goes out at once.
+//! of one round trip (and one wake-up of a PostgreSQL backend) each. While
+//! a batch runs the next one gathers, so the batch size follows the load: a
+//! look-up alone goes out at once.
 //!
 //! Every sign-in with a device or custom id starts with one of these (a new
 //! player's too, before registering), so under load this is where the
@@ -28,7 +29,6 @@ use std::sync::Arc;
 use ludus_core::model::UserAuth;
 use ludus_core::store::{StoreError, StoreResult};
 use tokio::sync::{Semaphore, mpsc, oneshot};
-
 use tokio_postgres::Config;
 
 use super::errors::with_retry;
@@ -111,9 +111,7 @@ impl Lookups {
         self.tx.send(ask).await.map_err(|_| closed())?;
         rx.await.map_err(|_| closed())?
     }
-}
 
-impl Lookups {
     /// Waits for the batches running and closes the connections: a
     /// look-up asked after this fails as unavailable.
     pub(super) async fn close(&self) {

@@ -59,6 +59,17 @@ macro_rules! message_columns {
     };
 }
 
+/// The users of a registration batch (`RegisterPlain`, `Register`): one
+/// row per element of the first six parameters.
+macro_rules! insert_new_users {
+    () => {
+        "INSERT INTO users (id, username, email, custom_id, password, create_time, update_time)
+         SELECT n.id, n.username, n.email, n.custom_id, n.password, n.t, n.t
+           FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[])
+                AS n(id, username, email, custom_id, password, t)"
+    };
+}
+
 /// The columns of a leaderboard record, in the order `record_from_row` reads them.
 macro_rules! record_columns {
     () => {
@@ -211,34 +222,28 @@ impl Stmt {
             Stmt::FindByEmail => auth_select!("users u WHERE u.email = $1"),
             Stmt::FindByUsername => auth_select!("users u WHERE u.username = $1"),
             Stmt::FindAuth => auth_select!("users u WHERE u.id = $1"),
-            // Registers a whole batch in one statement. ON CONFLICT DO NOTHING
-            // skips a user that clashes on any unique index (also with an
-            // earlier user of the same batch); devices are inserted only for
-            // users that went in. The caller deletes users whose device was
-            // taken and works out why the skipped ones clashed.
-            // The same batch when nothing clashes, which is nearly always
+            // A registration batch when nothing clashes, which is nearly always
             // (each sign-up was a look-up miss first): no `ON CONFLICT`
             // checks of every unique index before each insert, no
             // `RETURNING`, and one statement in its own transaction. A clash
             // fails it whole, and `register.rs` writes the batch again with
             // `Register`.
-            Stmt::RegisterPlain => {
-                "WITH new_users AS (
-                     INSERT INTO users (id, username, email, custom_id, password, create_time, update_time)
-                     SELECT n.id, n.username, n.email, n.custom_id, n.password, n.t, n.t
-                       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[])
-                            AS n(id, username, email, custom_id, password, t)
-                 )
+            Stmt::RegisterPlain => concat!(
+                "WITH new_users AS (",
+                insert_new_users!(),
+                ")
                  INSERT INTO user_device (id, user_id)
                  SELECT d.id, d.user_id FROM unnest($7::text[], $8::uuid[]) AS d(id, user_id)"
-            }
-            Stmt::Register => {
-                "WITH new_users AS (
-                     INSERT INTO users (id, username, email, custom_id, password, create_time, update_time)
-                     SELECT n.id, n.username, n.email, n.custom_id, n.password, n.t, n.t
-                       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[])
-                            AS n(id, username, email, custom_id, password, t)
-                     ON CONFLICT DO NOTHING
+            ),
+            // Registers a whole batch in one statement. ON CONFLICT DO NOTHING
+            // skips a user that clashes on any unique index (also with an
+            // earlier user of the same batch); devices are inserted only for
+            // users that went in. The caller deletes users whose device was
+            // taken and works out why the skipped ones clashed.
+            Stmt::Register => concat!(
+                "WITH new_users AS (",
+                insert_new_users!(),
+                " ON CONFLICT DO NOTHING
                      RETURNING id
                  ), new_devices AS (
                      INSERT INTO user_device (id, user_id)
@@ -250,7 +255,7 @@ impl Stmt {
                  )
                  SELECT (SELECT coalesce(array_agg(id), '{}') FROM new_users),
                         (SELECT coalesce(array_agg(user_id), '{}') FROM new_devices)"
-            }
+            ),
             Stmt::DeleteUsers => "DELETE FROM users WHERE id = ANY($1::uuid[])",
             // `IS NOT NULL` lets the planner use the partial unique indexes.
             Stmt::Clashes => {
