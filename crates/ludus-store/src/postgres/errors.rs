@@ -19,6 +19,17 @@ pub(super) enum Failure {
     Fatal(StoreError),
 }
 
+impl Failure {
+    /// The error to give a caller that will not retry: a conflict becomes
+    /// unavailable ("try again").
+    pub(super) fn or_unavailable(self) -> StoreError {
+        match self {
+            Failure::Fatal(e) => e,
+            Failure::Retry(why) => StoreError::Unavailable(why),
+        }
+    }
+}
+
 impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Self {
         Failure::Fatal(e)

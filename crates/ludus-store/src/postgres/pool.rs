@@ -175,13 +175,9 @@ impl Pool {
             tracing::warn!(target_db = %self.inner.target, error = %e, "cannot connect to postgresql");
             StoreError::Unavailable(format!("cannot connect to the database: {e}"))
         })?;
-        let statements =
-            Statements::prepare(&client)
-                .await
-                .map_err(|e| match errors::classify(&e) {
-                    errors::Failure::Fatal(e) => e,
-                    errors::Failure::Retry(why) => StoreError::Unavailable(why),
-                })?;
+        let statements = Statements::prepare(&client)
+            .await
+            .map_err(|e| errors::classify(&e).or_unavailable())?;
         tracing::debug!(target_db = %self.inner.target, "opened postgresql connection");
         Ok(Conn {
             client,

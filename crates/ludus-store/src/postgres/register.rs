@@ -181,11 +181,9 @@ async fn write_batch(pool: &Pool, mut batch: Vec<Pending>) {
             }
             return;
         }
-        // Refused by PostgreSQL, so nothing was written: write it carefully.
-        Err(None) => {}
-        // The connection failed: whether the batch committed is unknown, and
-        // the caller's next sign-in finds out.
-        Err(Some(error)) => {
+        Err(PlainFailure::Refused) => {}
+        // The caller's next sign-in finds out whether it committed.
+        Err(PlainFailure::Lost(error)) => {
             for pending in batch {
                 let _ = pending.reply.send(Err(error.clone()));
             }
@@ -292,12 +290,18 @@ impl<'a> Columns<'a> {
     }
 }
 
-/// Writes the whole batch with `RegisterPlain`. `Err(None)`: PostgreSQL
-/// refused it (a clash, most likely), so nothing was written;
-/// `Err(Some(_))`: no connection, or it failed on the way.
-async fn write_plain(pool: &Pool, batch: &[Pending]) -> Result<(), Option<StoreError>> {
+/// Why a batch's plain insert did not go in.
+enum PlainFailure {
+    /// PostgreSQL refused it (a clash, most likely): nothing was written.
+    Refused,
+    /// No connection, or it failed on the way: whether it committed is unknown.
+    Lost(StoreError),
+}
+
+/// Writes the whole batch with `RegisterPlain`.
+async fn write_plain(pool: &Pool, batch: &[Pending]) -> Result<(), PlainFailure> {
     let columns = Columns::of(batch);
-    let conn = pool.get().await.map_err(Some)?;
+    let conn = pool.get().await.map_err(PlainFailure::Lost)?;
     match conn
         .client
         .execute(conn.stmt(Stmt::RegisterPlain), &columns.params())
@@ -306,12 +310,9 @@ async fn write_plain(pool: &Pool, batch: &[Pending]) -> Result<(), Option<StoreE
         Ok(_) => Ok(()),
         Err(e) if e.as_db_error().is_some() => {
             tracing::trace!(error = %e, users = batch.len(), "registration batch refused, writing it carefully");
-            Err(None)
+            Err(PlainFailure::Refused)
         }
-        Err(e) => Err(Some(match errors::classify(&e) {
-            Failure::Fatal(e) => e,
-            Failure::Retry(why) => StoreError::Unavailable(why),
-        })),
+        Err(e) => Err(PlainFailure::Lost(errors::classify(&e).or_unavailable())),
     }
 }
 
