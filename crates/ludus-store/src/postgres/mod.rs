@@ -1,6 +1,7 @@
 //! The PostgreSQL backend: a pool of connections with prepared statements
-//! (see [`pool`]), group commit of registrations (see [`register`]), and
-//! single statements for everything else. Serialization failures and
+//! (see [`pool`]), group commit of registrations (see [`register`]) and of
+//! single-wallet updates (see [`wallets`]), and single statements for
+//! everything else. Serialization failures and
 //! deadlocks are retried here; unique violations become `UsernameTaken` or
 //! `IdentityTaken` by constraint name; lost connections become `Unavailable`.
 
@@ -20,6 +21,7 @@ mod statements;
 mod storage;
 #[cfg(test)]
 mod testing;
+mod wallets;
 
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
@@ -54,10 +56,16 @@ use errors::{Failure, with_retry};
 use pool::Pool;
 use register::Registrar;
 use statements::{Stmt, USER_COLUMNS};
+use wallets::Wallets;
+
+/// Batches of single-wallet updates running at once (`wallets.rs`), at
+/// most half the general pool: while they commit, the next gathers.
+const WALLET_BATCHES_IN_FLIGHT: usize = 2;
 
 pub(crate) struct PgStore {
     pool: Pool,
     registrar: Registrar,
+    wallets: Wallets,
     lookups: lookup::Lookups,
     /// Listed users' profiles by row version (`database.profile_cache_entries`).
     profiles: Option<profiles::Profiles>,
@@ -126,6 +134,8 @@ impl PgStore {
         let half = (pool.size() / 2).max(1);
         let registrar = Registrar::start(pool.clone(), opts.register_in_flight.clamp(1, half));
         let lookups = lookup::Lookups::start(lookup_pool, lookup_conns);
+        // Single-wallet updates are applied in batches, a few at once.
+        let wallets = Wallets::start(pool.clone(), WALLET_BATCHES_IN_FLIGHT.min(half));
         tracing::info!(
             backend = "postgres",
             database = %target,
@@ -143,6 +153,7 @@ impl PgStore {
         Ok(PgStore {
             pool,
             registrar,
+            wallets,
             lookups,
             profiles: profiles::Profiles::new(opts.profile_cache_entries, profiles::MAX_AGE),
             analyzer,
@@ -712,15 +723,20 @@ impl Store for PgStore {
         update: MultiUpdate,
         now_us: i64,
     ) -> StoreResult<MultiUpdateResult> {
+        if let Some(single) = storage::single_wallet(&update)
+            && let Some(done) = self
+                .wallets
+                .update(single, update.update_ledger, now_us)
+                .await?
+        {
+            return Ok(MultiUpdateResult {
+                acks: Vec::new(),
+                wallets: vec![done],
+            });
+        }
         with_retry("multi update", || async {
             let mut conn = self.pool.get().await?;
             let conn = &mut *conn;
-            if let Some(done) =
-                storage::single_wallet_update(&conn.client, &conn.statements, &update, now_us)
-                    .await?
-            {
-                return Ok(done);
-            }
             let now = now_us / 1_000_000;
             if let Some(done) =
                 storage::single_object_write(&conn.client, &conn.statements, &update, now).await?
@@ -1139,6 +1155,7 @@ impl Store for PgStore {
     async fn close(&self) {
         self.analyzer.close();
         self.registrar.close().await;
+        self.wallets.close().await;
         self.lookups.close().await;
         self.pool.close().await;
         tracing::info!(backend = "postgres", "store closed");

@@ -124,6 +124,7 @@ pub(super) enum Stmt {
     LedgerList,
     LedgerUpdate,
     WalletUpdateOne,
+    WalletUpdateBatch,
     FriendsList,
     FriendEdges,
     ProfilesByIds,
@@ -140,7 +141,7 @@ pub(super) enum Stmt {
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 56] = [
+    const ALL: [Stmt; 57] = [
         Stmt::FindDevices,
         Stmt::FindCustoms,
         Stmt::FindByEmail,
@@ -185,6 +186,7 @@ impl Stmt {
         Stmt::LedgerList,
         Stmt::LedgerUpdate,
         Stmt::WalletUpdateOne,
+        Stmt::WalletUpdateBatch,
         Stmt::FriendsList,
         Stmt::FriendEdges,
         Stmt::ProfilesByIds,
@@ -429,14 +431,8 @@ impl Stmt {
                 " FROM wallet_ledger WHERE user_id = $1 AND (create_time, id) < ($3, $4)
                   ORDER BY create_time DESC, id DESC LIMIT $2"
             ),
-            // One user's wallet change as a single statement, so a hot
-            // wallet's row lock is held for one statement's execution
-            // rather than for round trips: the same rule as
-            // `ludus_core::wallet::apply` (no balance below zero), in SQL.
-            // `old` locks the row and reads its newest version; the update
-            // computes from it. No row back means "not applied" (no such
-            // user, or a balance would go negative): the caller then takes
-            // the general path, which says which.
+            // One user's wallet change as a single statement (`wallets.rs`'s
+            // updates that run alone): `WalletUpdateBatch` for one user.
             Stmt::WalletUpdateOne => {
                 "WITH old AS (
                      SELECT wallet FROM users WHERE id = $1 FOR UPDATE
@@ -458,6 +454,51 @@ impl Stmt {
                      SELECT $4, updated.id, $2::text::jsonb, $5::text::jsonb, $6, $6 FROM updated WHERE $7
                  )
                  SELECT old.wallet::text, next.wallet::text FROM old, next, updated"
+            }
+            // Single-wallet changes of distinct users (`wallets.rs`'s
+            // batches) as one statement, so a hot wallet's row lock is held
+            // for one statement's execution rather than for round trips,
+            // and a batch commits once: the same rule as
+            // `ludus_core::wallet::apply` (no balance below zero), in SQL.
+            // `old` locks the rows in id order (two batches never deadlock)
+            // and reads their newest versions; the update computes from
+            // them. A user with no row back was not applied (no such user,
+            // or a balance would go negative): its caller takes the
+            // general path, which says which. The arrays are parallel:
+            // user ids, changesets, ledger ids, ledger metadata, whether to
+            // write the ledger entry.
+            Stmt::WalletUpdateBatch => {
+                "WITH input AS (
+                     SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::bool[])
+                         AS i (user_id, changeset, ledger_id, metadata, ledger)
+                 ), old AS (
+                     SELECT u.id, u.wallet FROM users u
+                      WHERE u.id = ANY ($1::uuid[])
+                      ORDER BY u.id
+                        FOR UPDATE
+                 ), change AS (
+                     SELECT i.user_id, c.key, c.value::bigint AS amount
+                       FROM input i, jsonb_each_text(i.changeset::jsonb) c
+                 ), next AS (
+                     SELECT o.id,
+                            o.wallet || coalesce(jsonb_object_agg(c.key, coalesce((o.wallet ->> c.key)::bigint, 0) + c.amount)
+                                                 FILTER (WHERE c.key IS NOT NULL), '{}'::jsonb) AS wallet,
+                            coalesce(bool_or(coalesce((o.wallet ->> c.key)::bigint, 0) + c.amount < 0), false) AS negative
+                       FROM old o LEFT JOIN change c ON c.user_id = o.id
+                      GROUP BY o.id, o.wallet
+                 ), updated AS (
+                     UPDATE users u SET wallet = n.wallet, update_time = $6
+                       FROM next n
+                      WHERE u.id = n.id AND NOT n.negative
+                     RETURNING u.id
+                 ), ledger AS (
+                     INSERT INTO wallet_ledger (id, user_id, changeset, metadata, create_time, update_time)
+                     SELECT i.ledger_id, i.user_id, i.changeset::jsonb, i.metadata::jsonb, $7, $7
+                       FROM input i JOIN updated up ON up.id = i.user_id
+                      WHERE i.ledger
+                 )
+                 SELECT o.id, o.wallet::text, n.wallet::text
+                   FROM old o JOIN next n ON n.id = o.id JOIN updated up ON up.id = o.id"
             }
             // The social listings, hot enough to prepare once per connection.
             // `user_columns!` but for the `jsonb` columns, read as they are

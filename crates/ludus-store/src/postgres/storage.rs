@@ -14,7 +14,7 @@ use ludus_core::storage::{
     StorageWrite, VersionCheck, WritePermission, check_delete, check_write,
 };
 use ludus_core::store::StoreError;
-use ludus_core::wallet::{self, LedgerBound, LedgerEntry, WalletUpdateResult};
+use ludus_core::wallet::{self, LedgerBound, LedgerEntry, WalletUpdate, WalletUpdateResult};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Row, Transaction};
 use uuid::Uuid;
@@ -113,54 +113,15 @@ async fn lock_existing(
     }))
 }
 
-/// A multi-update that only changes one wallet (`nk.wallet_update`, the hot
-/// path) as one statement, outside any explicit transaction. `Ok(None)`
-/// when the statement did not apply the change (unknown user, a balance
-/// that would go negative or overflow, a stored wallet that is not whole
-/// numbers): the caller then runs the general path, which applies the
-/// domain's rules and reports precisely.
-pub(super) async fn single_wallet_update(
-    client: &tokio_postgres::Client,
-    st: &Statements,
-    update: &MultiUpdate,
-    now_us: i64,
-) -> Result<Option<MultiUpdateResult>, Failure> {
+/// The one wallet change of a multi-update that changes only that
+/// (`nk.wallet_update`, the hot path), which `wallets.rs` applies batched
+/// with others; `None` for any other multi-update.
+pub(super) fn single_wallet(update: &MultiUpdate) -> Option<&WalletUpdate> {
     let [u] = update.wallets.as_slice() else {
-        return Ok(None);
+        return None;
     };
-    if !(update.accounts.is_empty() && update.writes.is_empty() && update.deletes.is_empty()) {
-        return Ok(None);
-    }
-    let changeset = wallet::encode(&u.changeset);
-    let row = client
-        .query_opt(
-            st.get(Stmt::WalletUpdateOne),
-            &[
-                &u.user_id,
-                &changeset,
-                &(now_us / 1_000_000),
-                &ludus_core::new_row_id(),
-                &u.metadata,
-                &now_us,
-                &update.update_ledger,
-            ],
-        )
-        .await;
-    // Overflow or a non-integer balance (class 22, data exception): the
-    // general path reports it.
-    let Some(row) = fast_path_row(row, |db| db.code().code().starts_with("22"))? else {
-        return Ok(None);
-    };
-    let previous: String = row.try_get(0)?;
-    let updated: String = row.try_get(1)?;
-    Ok(Some(MultiUpdateResult {
-        acks: Vec::new(),
-        wallets: vec![WalletUpdateResult {
-            user_id: u.user_id,
-            previous: wallet::decode(u.user_id, &previous)?,
-            updated: wallet::decode(u.user_id, &updated)?,
-        }],
-    }))
+    let only = update.accounts.is_empty() && update.writes.is_empty() && update.deletes.is_empty();
+    only.then_some(u)
 }
 
 /// A multi-update that only writes one object with no version condition

@@ -191,6 +191,7 @@ macro_rules! store_test_suite {
             wallet::ledger_pages_newest_first_and_takes_metadata,
             wallet::hot_wallet_increments_are_exact,
             wallet::concurrent_decrements_never_go_below_zero,
+            wallet::many_wallets_change_at_once,
             wallet::multi_update_is_all_or_nothing,
             social::friend_invite_accept_delete_block,
             social::friends_list_carries_profiles,

@@ -208,6 +208,65 @@ pub(crate) async fn hot_wallet_increments_are_exact<B: Backend>() {
     assert_eq!(ledger_count(&store, ann).await, TASKS * EACH);
 }
 
+/// Many users' wallets changed at once (what the PostgreSQL backend
+/// applies in batches): every increment lands exactly once on its own
+/// user, each answer's previous and updated wallets are one change apart,
+/// and payments that would overdraw fail alone, next to ones that apply.
+pub(crate) async fn many_wallets_change_at_once<B: Backend>() {
+    const USERS: usize = 20;
+    const TASKS: usize = 40;
+    const EACH: usize = 50;
+    let (_b, store) = B::store().await;
+    let svc = Arc::new(service(&store));
+    let mut users = Vec::new();
+    for i in 0..USERS {
+        users.push(user(&store, &format!("u{i}")).await);
+    }
+    let users = Arc::new(users);
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let (svc, users) = (svc.clone(), users.clone());
+            tokio::spawn(async move {
+                let mut refused = 0;
+                for n in 0..EACH {
+                    let who = users[(t + n) % USERS];
+                    // Every fifth change of a task tries to pay 1,000 gems,
+                    // which no one ever has.
+                    if n % 5 == 4 {
+                        let e = svc
+                            .wallet_update(update(who, &[("coins", 1), ("gems", -1_000)]), true)
+                            .await
+                            .unwrap_err();
+                        assert_eq!(e.code, Code::InvalidArgument);
+                        refused += 1;
+                        continue;
+                    }
+                    let r = svc
+                        .wallet_update(update(who, &[("coins", 1)]), true)
+                        .await
+                        .unwrap();
+                    assert_eq!(r.user_id, who);
+                    let before = r.previous.get("coins").copied().unwrap_or(0);
+                    assert_eq!(r.updated["coins"], before + 1);
+                }
+                refused
+            })
+        })
+        .collect();
+    let mut refused = 0;
+    for t in tasks {
+        refused += t.await.unwrap();
+    }
+    assert_eq!(refused, TASKS * EACH / 5);
+    // Each user got the same number of increments: the tasks walk the
+    // users round robin, each from its own offset.
+    let each_user = (TASKS * EACH * 4 / 5 / USERS) as i64;
+    for &who in users.iter() {
+        assert_eq!(balance(&store, who).await, changes(&[("coins", each_user)]));
+        assert_eq!(ledger_count(&store, who).await, each_user);
+    }
+}
+
 pub(crate) async fn concurrent_decrements_never_go_below_zero<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = Arc::new(service(&store));
