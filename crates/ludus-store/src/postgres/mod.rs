@@ -1,17 +1,20 @@
 //! The PostgreSQL backend: a pool of connections with prepared statements
-//! (see [`pool`]), group commit of registrations (see [`register`]) and of
-//! single-wallet updates (see [`wallets`]), and single statements for
-//! everything else. Serialization failures and
+//! (see [`pool`]), group commit of registrations (see [`register`]), of
+//! single-wallet updates (see [`wallets`]) and of single-object storage
+//! writes (see [`object_writes`]), and single statements for everything
+//! else. Serialization failures and
 //! deadlocks are retried here; unique violations become `UsernameTaken` or
 //! `IdentityTaken` by constraint name; lost connections become `Unavailable`.
 
 mod analyze;
+mod batches;
 mod chat;
 mod errors;
 mod leaderboard;
 mod links;
 mod lookup;
 mod module_sql;
+mod object_writes;
 mod pool;
 mod profiles;
 mod register;
@@ -38,7 +41,7 @@ use ludus_core::model::{
 };
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
-use ludus_core::storage::{ListQuery, ObjectId, StorageObject};
+use ludus_core::storage::{Access, ListQuery, ObjectId, StorageObject};
 use ludus_core::store::{
     JoinOutcome, RankedScore, ScheduleKind, SqlRow, SqlValue, Store, StoreError, StoreResult,
     TournamentJoin,
@@ -53,19 +56,22 @@ use crate::address::describe;
 use crate::migrate::{self, MigrationReport, MigrationStatus};
 use crate::{OpenError, StoreOptions};
 use errors::{Failure, with_retry};
+use object_writes::ObjectWrites;
 use pool::Pool;
 use register::Registrar;
 use statements::{Stmt, USER_COLUMNS};
 use wallets::Wallets;
 
-/// Batches of single-wallet updates running at once (`wallets.rs`), at
-/// most half the general pool: while they commit, the next gathers.
-const WALLET_BATCHES_IN_FLIGHT: usize = 2;
+/// Batches of each kind (`wallets.rs`, `object_writes.rs`) running at
+/// once, at most half the general pool: while they commit, the next
+/// gathers.
+const BATCHES_IN_FLIGHT: usize = 2;
 
 pub(crate) struct PgStore {
     pool: Pool,
     registrar: Registrar,
     wallets: Wallets,
+    object_writes: ObjectWrites,
     lookups: lookup::Lookups,
     /// Listed users' profiles by row version (`database.profile_cache_entries`).
     profiles: Option<profiles::Profiles>,
@@ -135,7 +141,8 @@ impl PgStore {
         let registrar = Registrar::start(pool.clone(), opts.register_in_flight.clamp(1, half));
         let lookups = lookup::Lookups::start(lookup_pool, lookup_conns);
         // Single-wallet updates are applied in batches, a few at once.
-        let wallets = Wallets::start(pool.clone(), WALLET_BATCHES_IN_FLIGHT.min(half));
+        let wallets = Wallets::start(pool.clone(), BATCHES_IN_FLIGHT.min(half));
+        let object_writes = ObjectWrites::start(pool.clone(), BATCHES_IN_FLIGHT.min(half));
         tracing::info!(
             backend = "postgres",
             database = %target,
@@ -154,6 +161,7 @@ impl PgStore {
             pool,
             registrar,
             wallets,
+            object_writes,
             lookups,
             profiles: profiles::Profiles::new(opts.profile_cache_entries, profiles::MAX_AGE),
             analyzer,
@@ -734,15 +742,21 @@ impl Store for PgStore {
                 wallets: vec![done],
             });
         }
+        let now = now_us / 1_000_000;
+        if let Some(w) = storage::single_object_write(&update)
+            && let Some(ack) = self
+                .object_writes
+                .write(w, update.access == Access::Server, now)
+                .await?
+        {
+            return Ok(MultiUpdateResult {
+                acks: vec![ack],
+                wallets: Vec::new(),
+            });
+        }
         with_retry("multi update", || async {
             let mut conn = self.pool.get().await?;
             let conn = &mut *conn;
-            let now = now_us / 1_000_000;
-            if let Some(done) =
-                storage::single_object_write(&conn.client, &conn.statements, &update, now).await?
-            {
-                return Ok(done);
-            }
             let tx = conn.client.transaction().await?;
             let result = storage::multi_update(&tx, &conn.statements, &update, now_us).await?;
             tx.commit().await?;
@@ -1156,6 +1170,7 @@ impl Store for PgStore {
         self.analyzer.close();
         self.registrar.close().await;
         self.wallets.close().await;
+        self.object_writes.close().await;
         self.lookups.close().await;
         self.pool.close().await;
         tracing::info!(backend = "postgres", "store closed");

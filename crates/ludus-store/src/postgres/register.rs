@@ -1,6 +1,6 @@
-//! Group commit of registrations: concurrent `create_user` calls queue here
-//! and a few at a time are written together. While a batch commits, the
-//! next one gathers, so the batch size follows the load.
+//! Group commit of registrations (`batches.rs`): concurrent `create_user`
+//! calls queue and a few at a time are written together. While a batch
+//! commits, the next one gathers, so the batch size follows the load.
 //!
 //! A batch is first written by one plain statement in a transaction of its
 //! own (`RegisterPlain`), since a sign-up follows a look-up that found no
@@ -16,24 +16,17 @@
 //! again in the next round.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
 
 use ludus_core::model::{Identity, NewUser};
 use ludus_core::store::{StoreError, StoreResult};
-use tokio::sync::{Semaphore, mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
+use super::batches::{self, Batcher, Job};
 use super::errors::{self, Failure};
 use super::pool::Pool;
 use super::statements::Stmt;
-
-/// Most users written by one statement.
-const MAX_BATCH: usize = 256;
-
-/// Registrations waiting for a batch; senders wait (asynchronously) when it is full.
-const QUEUE_CAPACITY: usize = 4096;
 
 /// Rounds for users skipped without a visible clash before giving up on them.
 const MAX_ROUNDS: u32 = 3;
@@ -64,26 +57,31 @@ impl Pending {
     }
 }
 
-enum Msg {
-    Register(Pending),
-    /// Write everything queued before this, then acknowledge.
-    Shutdown(oneshot::Sender<()>),
+impl Job for Pending {
+    /// A new user's id: every sign-up is its own row.
+    type Key = Uuid;
+
+    const MAX_BATCH: usize = 256;
+
+    fn key(&self) -> Uuid {
+        self.user.id
+    }
+
+    async fn apply(pool: Pool, batch: Vec<Pending>) {
+        write_batch(&pool, batch).await;
+    }
+
+    async fn alone(pool: Pool, pending: Pending) {
+        write_batch(&pool, vec![pending]).await;
+    }
 }
 
-pub(super) struct Registrar {
-    tx: mpsc::Sender<Msg>,
-    task: Mutex<Option<JoinHandle<()>>>,
-}
+pub(super) struct Registrar(Batcher<Pending>);
 
 impl Registrar {
     /// Starts the batching task; at most `in_flight` batches commit at once.
     pub(super) fn start(pool: Pool, in_flight: usize) -> Registrar {
-        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        let task = tokio::spawn(run(pool, rx, in_flight.max(1)));
-        Registrar {
-            tx,
-            task: Mutex::new(Some(task)),
-        }
+        Registrar(Batcher::start(pool, in_flight))
     }
 
     pub(super) async fn register(&self, mut user: NewUser) -> StoreResult<()> {
@@ -93,77 +91,13 @@ impl Registrar {
             *email = email.to_lowercase();
         }
         let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Msg::Register(Pending { user, reply }))
-            .await
-            .map_err(|_| closed())?;
-        rx.await.map_err(|_| closed())?
+        self.0.submit(Pending { user, reply }).await?;
+        rx.await.map_err(|_| batches::closed())?
     }
 
     /// Writes what is queued and stops the task.
     pub(super) async fn close(&self) {
-        let (ack, done) = oneshot::channel();
-        if self.tx.send(Msg::Shutdown(ack)).await.is_ok() {
-            let _ = done.await;
-        }
-        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(task) = task {
-            let _ = task.await;
-        }
-    }
-}
-
-fn closed() -> StoreError {
-    StoreError::Unavailable("store is closed".into())
-}
-
-async fn run(pool: Pool, mut rx: mpsc::Receiver<Msg>, in_flight: usize) {
-    let slots = std::sync::Arc::new(Semaphore::new(in_flight));
-    let mut shutdown = None;
-    while shutdown.is_none() {
-        let mut batch = match rx.recv().await {
-            Some(Msg::Register(pending)) => vec![pending],
-            Some(Msg::Shutdown(ack)) => {
-                shutdown = Some(ack);
-                break;
-            }
-            None => break,
-        };
-        // Waiting for a free slot is what lets the next batch grow.
-        let Ok(slot) = std::sync::Arc::clone(&slots).acquire_owned().await else {
-            break;
-        };
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(Msg::Register(pending)) => batch.push(pending),
-                Ok(Msg::Shutdown(ack)) => {
-                    shutdown = Some(ack);
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
-        let pool = pool.clone();
-        tokio::spawn(async move {
-            write_batch(&pool, batch).await;
-            drop(slot);
-        });
-    }
-    // Wait for every batch still committing.
-    let _ = slots.acquire_many(in_flight as u32).await;
-    rx.close();
-    while let Ok(msg) = rx.try_recv() {
-        match msg {
-            Msg::Register(pending) => {
-                let _ = pending.reply.send(Err(closed()));
-            }
-            Msg::Shutdown(ack) => {
-                let _ = ack.send(());
-            }
-        }
-    }
-    if let Some(ack) = shutdown {
-        let _ = ack.send(());
+        self.0.close().await;
     }
 }
 

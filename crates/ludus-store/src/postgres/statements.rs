@@ -118,6 +118,7 @@ pub(super) enum Stmt {
     StorageUpdate,
     StorageDelete,
     StorageWriteOne,
+    StorageWriteBatch,
     WalletLock,
     WalletSet,
     LedgerInsert,
@@ -141,7 +142,7 @@ pub(super) enum Stmt {
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 57] = [
+    const ALL: [Stmt; 58] = [
         Stmt::FindDevices,
         Stmt::FindCustoms,
         Stmt::FindByEmail,
@@ -180,6 +181,7 @@ impl Stmt {
         Stmt::StorageUpdate,
         Stmt::StorageDelete,
         Stmt::StorageWriteOne,
+        Stmt::StorageWriteBatch,
         Stmt::WalletLock,
         Stmt::WalletSet,
         Stmt::LedgerInsert,
@@ -403,10 +405,11 @@ impl Stmt {
                  RETURNING create_time, update_time"
             }
             Stmt::StorageDelete => "DELETE FROM storage WHERE collection = $1 AND key = $2 AND user_id = $3",
-            // One unconditional object write as one statement (`storage.rs`,
-            // `single_object_write`): an existing object is replaced only if
-            // the server writes ($9) or the owner may (write = 1); otherwise
-            // nothing is returned and the general path reports why.
+            // One unconditional object write as one statement
+            // (`object_writes.rs`'s writes that run alone): an existing
+            // object is replaced only if the server writes ($9) or the owner
+            // may (write = 1); otherwise nothing is returned and the general
+            // path reports why.
             Stmt::StorageWriteOne => {
                 "INSERT INTO storage (collection, key, user_id, value, version, read, write, create_time, update_time)
                  VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8, $8)
@@ -415,6 +418,23 @@ impl Stmt {
                         write = EXCLUDED.write, update_time = EXCLUDED.update_time
                   WHERE $9 OR storage.write = 1
                  RETURNING create_time, update_time"
+            }
+            // `StorageWriteOne` for many objects of one writer
+            // (`object_writes.rs`'s batches): parallel arrays of collection,
+            // key, owner, value, version, read and write permissions; `$9`
+            // is whether the server writes. Rows go in key order, so two
+            // batches lock what they share in the same order.
+            Stmt::StorageWriteBatch => {
+                "INSERT INTO storage (collection, key, user_id, value, version, read, write, create_time, update_time)
+                 SELECT t.collection, t.key, t.user_id, t.value::jsonb, t.version, t.read, t.write, $8, $8
+                   FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::smallint[], $7::smallint[])
+                        AS t (collection, key, user_id, value, version, read, write)
+                  ORDER BY t.collection, t.key, t.user_id
+                 ON CONFLICT (collection, key, user_id) DO UPDATE
+                    SET value = EXCLUDED.value, version = EXCLUDED.version, read = EXCLUDED.read,
+                        write = EXCLUDED.write, update_time = EXCLUDED.update_time
+                  WHERE $9 OR storage.write = 1
+                 RETURNING collection, key, user_id, create_time, update_time"
             }
             // Row locks in id order, so concurrent multi-user updates never deadlock.
             Stmt::WalletLock => "SELECT id, wallet::text FROM users WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE",

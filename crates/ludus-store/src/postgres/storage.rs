@@ -124,75 +124,22 @@ pub(super) fn single_wallet(update: &MultiUpdate) -> Option<&WalletUpdate> {
     only.then_some(u)
 }
 
-/// A multi-update that only writes one object with no version condition
-/// (a client's `PUT /v2/storage` of one object, `nk.storage_write` of one)
-/// as one statement, outside any explicit transaction: one round trip
-/// instead of a transaction with a locking read. `Ok(None)` when the
-/// statement did not apply the write (an existing object the caller may
-/// not replace) or the database refused it (an unknown owner, say): the
-/// caller then runs the general path, which applies the domain's rules and
-/// reports precisely.
-pub(super) async fn single_object_write(
-    client: &tokio_postgres::Client,
-    st: &Statements,
-    update: &MultiUpdate,
-    now: i64,
-) -> Result<Option<MultiUpdateResult>, Failure> {
+/// The one write of a multi-update that only writes one object with no
+/// version condition, of its own or as the server (a client's `PUT
+/// /v2/storage` of one object, `nk.storage_write` of one), which
+/// `object_writes.rs` applies batched with others; `None` for any other
+/// multi-update.
+pub(super) fn single_object_write(update: &MultiUpdate) -> Option<&StorageWrite> {
     let [w] = update.writes.as_slice() else {
-        return Ok(None);
+        return None;
     };
-    let server = update.access == Access::Server;
     let simple = update.accounts.is_empty()
         && update.deletes.is_empty()
         && update.wallets.is_empty()
         && w.check == VersionCheck::Any
         // Another user's object: the general path refuses it.
-        && (server || update.access == Access::User(w.id.user_id));
-    if !simple {
-        return Ok(None);
-    }
-    let version = w.version();
-    let read = w.read.as_i64() as i16;
-    let write = w.write.as_i64() as i16;
-    let row = client
-        .query_opt(
-            st.get(Stmt::StorageWriteOne),
-            &[
-                &w.id.collection,
-                &w.id.key,
-                &w.id.user_id,
-                &w.value,
-                &version,
-                &read,
-                &write,
-                &now,
-                &server,
-            ],
-        )
-        .await;
-    // Whatever the database refused (an unknown owner, say): the general
-    // path reports it.
-    let Some(row) = fast_path_row(row, |_| true)? else {
-        return Ok(None);
-    };
-    Ok(Some(MultiUpdateResult {
-        acks: vec![ack(w, version, &row)?],
-        wallets: Vec::new(),
-    }))
-}
-
-/// The row a one-statement fast path answered, or `None` when the general
-/// path must run instead: the statement applied nothing, or the database
-/// refused it with an error `falls_back` leaves to the general path.
-fn fast_path_row(
-    result: Result<Option<Row>, tokio_postgres::Error>,
-    falls_back: impl Fn(&tokio_postgres::error::DbError) -> bool,
-) -> Result<Option<Row>, Failure> {
-    match result {
-        Ok(row) => Ok(row),
-        Err(e) if e.as_db_error().is_some_and(falls_back) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+        && (update.access == Access::Server || update.access == Access::User(w.id.user_id));
+    simple.then_some(w)
 }
 
 /// The acknowledgement of `w`, written as `version`, from the write's

@@ -116,6 +116,15 @@ pub(crate) async fn pg_exec(url: &str, sql: &str) {
 /// The creation time every test user gets.
 pub(crate) const T0: i64 = 1_700_000_000;
 
+/// The sum of what the tasks return, once all have ended.
+pub(crate) async fn total(tasks: Vec<tokio::task::JoinHandle<usize>>) -> usize {
+    let mut sum = 0;
+    for t in tasks {
+        sum += t.await.unwrap();
+    }
+    sum
+}
+
 pub(crate) fn new_user(username: &str, identity: Identity) -> NewUser {
     NewUser {
         id: Uuid::new_v4(),
@@ -186,6 +195,7 @@ macro_rules! store_test_suite {
             storage::bad_input_writes_nothing,
             storage::concurrent_writers_of_one_version_have_one_winner,
             storage::concurrent_creators_of_one_object_have_one_winner,
+            storage::many_single_writes_at_once,
             wallet::wallet_updates_return_previous_and_updated,
             wallet::wallets_update_is_atomic_across_users,
             wallet::ledger_pages_newest_first_and_takes_metadata,

@@ -613,3 +613,97 @@ pub(crate) async fn concurrent_creators_of_one_object_have_one_winner<B: Backend
     }
     assert_eq!(wins, 1);
 }
+
+/// Many single-object saves at once (what the PostgreSQL backend writes in
+/// batches): every acknowledged write is one its owner made, with the
+/// version of its value; each object ends holding one of its writes;
+/// writes to an object its owner may no longer write fail alone among the
+/// ones that apply.
+pub(crate) async fn many_single_writes_at_once<B: Backend>() {
+    const USERS: usize = 10;
+    const TASKS: usize = 30;
+    const EACH: usize = 40;
+    let (_b, store) = B::store().await;
+    let svc = Arc::new(service(&store));
+    let mut users = Vec::new();
+    for i in 0..USERS {
+        let u = user(&store, &format!("saver{i}")).await;
+        // An object its owner cannot write again.
+        svc.write(
+            Access::User(u),
+            vec![write(
+                "saves",
+                "locked",
+                u,
+                r#"{"locked":true}"#,
+                "",
+                ReadPermission::OwnerRead,
+                WritePermission::NoWrite,
+            )],
+        )
+        .await
+        .unwrap();
+        users.push(u);
+    }
+    let users = Arc::new(users);
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let (svc, users) = (svc.clone(), users.clone());
+            tokio::spawn(async move {
+                let mut refused = 0;
+                for n in 0..EACH {
+                    let owner = users[(t + n) % USERS];
+                    let key = if n % 10 == 9 {
+                        "locked".to_owned()
+                    } else {
+                        format!("slot{}", n % 3)
+                    };
+                    // Keys in order, so the text is the one read back (as
+                    // serde_json writes it) whatever the backend stores.
+                    let value = format!(r#"{{"n":{n},"t":{t}}}"#);
+                    match svc
+                        .write(
+                            Access::User(owner),
+                            vec![owner_write("saves", &key, owner, &value, "")],
+                        )
+                        .await
+                    {
+                        Ok(acks) => {
+                            assert_ne!(key, "locked");
+                            assert_eq!(
+                                (acks[0].user_id, acks[0].key.as_str()),
+                                (owner, key.as_str())
+                            );
+                            assert_eq!(acks[0].version, version_of(&value));
+                        }
+                        Err(e) => {
+                            assert_eq!(key, "locked");
+                            rejected(e, PERMISSION_REJECTED);
+                            refused += 1;
+                        }
+                    }
+                }
+                refused
+            })
+        })
+        .collect();
+    let refused = super::total(tasks).await;
+    assert_eq!(refused, TASKS * EACH / 10);
+    for &owner in users.iter() {
+        let ids = ["slot0", "slot1", "slot2", "locked"]
+            .map(|k| id("saves", k, owner))
+            .to_vec();
+        let objects = svc.read(Access::Server, ids).await.unwrap();
+        assert_eq!(objects.len(), 4);
+        for o in objects {
+            let v: serde_json::Value = serde_json::from_str(&o.value).unwrap();
+            // The version is the one of the write that won.
+            assert_eq!(o.version, version_of(&v.to_string()), "{o:?}");
+            if o.key == "locked" {
+                assert_eq!(v, serde_json::json!({ "locked": true }));
+            } else {
+                assert!(v["t"].as_u64().unwrap() < TASKS as u64, "{v}");
+            }
+        }
+    }
+}

@@ -253,10 +253,7 @@ pub(crate) async fn many_wallets_change_at_once<B: Backend>() {
             })
         })
         .collect();
-    let mut refused = 0;
-    for t in tasks {
-        refused += t.await.unwrap();
-    }
+    let refused = super::total(tasks).await;
     assert_eq!(refused, TASKS * EACH / 5);
     // Each user got the same number of increments: the tasks walk the
     // users round robin, each from its own offset.
