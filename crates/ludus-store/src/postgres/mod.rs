@@ -1,10 +1,10 @@
 //! The PostgreSQL backend: a pool of connections with prepared statements
-//! (see [`pool`]), group commit of registrations (see [`register`]), of
-//! single-wallet updates (see [`wallets`]) and of single-object storage
-//! writes (see [`object_writes`]), and single statements for everything
-//! else. Serialization failures and
-//! deadlocks are retried here; unique violations become `UsernameTaken` or
-//! `IdentityTaken` by constraint name; lost connections become `Unavailable`.
+//! (see [`pool`]), group commit (see [`batches`]) of registrations (see
+//! [`register`]), single-wallet updates (see [`wallets`]) and single-object
+//! storage writes (see [`object_writes`]), and single statements for
+//! everything else. Serialization failures and deadlocks are retried here;
+//! unique violations become `UsernameTaken` or `IdentityTaken` by
+//! constraint name; lost connections become `Unavailable`.
 
 mod analyze;
 mod batches;
@@ -140,7 +140,7 @@ impl PgStore {
         let half = (pool.size() / 2).max(1);
         let registrar = Registrar::start(pool.clone(), opts.register_in_flight.clamp(1, half));
         let lookups = lookup::Lookups::start(lookup_pool, lookup_conns);
-        // Single-wallet updates are applied in batches, a few at once.
+        // Single-wallet updates and single-object writes go in batches.
         let wallets = Wallets::start(pool.clone(), BATCHES_IN_FLIGHT.min(half));
         let object_writes = ObjectWrites::start(pool.clone(), BATCHES_IN_FLIGHT.min(half));
         tracing::info!(
