@@ -1,6 +1,7 @@
 //! Group commit of small writes that come one at a time (sign-ups,
 //! `register.rs`; single-wallet updates, `wallets.rs`; single-object
-//! storage writes, `object_writes.rs`): concurrent jobs queue here and a
+//! storage writes, `object_writes.rs`), and the same gathering for storage
+//! reads by id (`object_reads.rs`): concurrent jobs queue here and a
 //! batch of them is applied by one statement. While batches run (at most
 //! `in_flight` at once) the next one gathers, so the batch size follows the
 //! load; a batch of one is what a single write was before.

@@ -1,8 +1,9 @@
 //! The PostgreSQL backend: a pool of connections with prepared statements
 //! (see [`pool`]), group commit (see [`batches`]) of registrations (see
 //! [`register`]), single-wallet updates (see [`wallets`]) and single-object
-//! storage writes (see [`object_writes`]), and single statements for
-//! everything else. Serialization failures and deadlocks are retried here;
+//! storage writes (see [`object_writes`]), storage reads by id gathered the
+//! same way (see [`object_reads`]), and single statements for everything
+//! else. Serialization failures and deadlocks are retried here;
 //! unique violations become `UsernameTaken` or `IdentityTaken` by
 //! constraint name; lost connections become `Unavailable`.
 
@@ -14,6 +15,7 @@ mod leaderboard;
 mod links;
 mod lookup;
 mod module_sql;
+mod object_reads;
 mod object_writes;
 mod pool;
 mod profiles;
@@ -56,6 +58,7 @@ use crate::address::describe;
 use crate::migrate::{self, MigrationReport, MigrationStatus};
 use crate::{OpenError, StoreOptions};
 use errors::{Failure, with_retry};
+use object_reads::ObjectReads;
 use object_writes::ObjectWrites;
 use pool::Pool;
 use register::Registrar;
@@ -72,6 +75,7 @@ pub(crate) struct PgStore {
     registrar: Registrar,
     wallets: Wallets,
     object_writes: ObjectWrites,
+    object_reads: ObjectReads,
     lookups: lookup::Lookups,
     /// Listed users' profiles by row version (`database.profile_cache_entries`).
     profiles: Option<profiles::Profiles>,
@@ -140,9 +144,10 @@ impl PgStore {
         let half = (pool.size() / 2).max(1);
         let registrar = Registrar::start(pool.clone(), opts.register_in_flight.clamp(1, half));
         let lookups = lookup::Lookups::start(lookup_pool, lookup_conns);
-        // Single-wallet updates and single-object writes go in batches.
+        // Single-wallet updates, single-object writes and reads go in batches.
         let wallets = Wallets::start(pool.clone(), BATCHES_IN_FLIGHT.min(half));
         let object_writes = ObjectWrites::start(pool.clone(), BATCHES_IN_FLIGHT.min(half));
+        let object_reads = ObjectReads::start(pool.clone(), BATCHES_IN_FLIGHT.min(half));
         tracing::info!(
             backend = "postgres",
             database = %target,
@@ -162,6 +167,7 @@ impl PgStore {
             registrar,
             wallets,
             object_writes,
+            object_reads,
             lookups,
             profiles: profiles::Profiles::new(opts.profile_cache_entries, profiles::MAX_AGE),
             analyzer,
@@ -677,16 +683,7 @@ impl Store for PgStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let (collections, keys, users) = storage::read_params(ids);
-        with_retry("read storage", || async {
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .client
-                .query(conn.stmt(Stmt::StorageRead), &[&collections, &keys, &users])
-                .await?;
-            rows.iter().map(storage::object_from_row).collect()
-        })
-        .await
+        self.object_reads.read(ids).await
     }
 
     async fn storage_list(&self, query: &ListQuery) -> StoreResult<Vec<StorageObject>> {
@@ -1171,6 +1168,7 @@ impl Store for PgStore {
         self.registrar.close().await;
         self.wallets.close().await;
         self.object_writes.close().await;
+        self.object_reads.close().await;
         self.lookups.close().await;
         self.pool.close().await;
         tracing::info!(backend = "postgres", "store closed");
