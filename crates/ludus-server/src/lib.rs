@@ -7,6 +7,7 @@ pub mod config;
 mod convert;
 mod error;
 mod extract;
+mod lane;
 pub mod logging;
 pub mod matchmaker;
 mod nakama_config;

@@ -1,15 +1,18 @@
-//! The HTTP/1 accept loop: accepts TCP connections, serves each with hyper
-//! (with upgrades, for `/ws`) and stops gracefully when told to.
+//! The HTTP/1 accept loop: accepts TCP connections, serves each in the lane
+//! (`crate::lane`) and, from the first request the lane hands over, with
+//! hyper (with upgrades, for `/ws`), and stops gracefully when told to.
 //!
 //! `axum::serve` offers no header-read timeout, so a client that connects
 //! and never sends a request would hold a socket and a task forever; this
 //! loop gives hyper a timer and `socket.handshake_timeout_ms` instead.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
+use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -17,12 +20,15 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower::Service as _;
 
+use crate::lane::{Lane, Left, Rewind, stopped};
+
 /// Serves `app` on `listener` until `stop` turns true, then stops accepting,
 /// lets open connections finish their current request and returns once all
 /// have closed.
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
+    lane: Option<Arc<Lane>>,
     handshake_timeout: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -38,7 +44,7 @@ pub(crate) async fn serve(
             accepted = listener.accept() => accepted,
             () = stopped(&mut stop) => break,
         };
-        let (tcp, remote) = match accepted {
+        let (mut tcp, remote) = match accepted {
             Ok(pair) => pair,
             Err(e) if is_connection_error(&e) => continue,
             Err(e) => {
@@ -51,18 +57,30 @@ pub(crate) async fn serve(
         // Realtime replies are small and latency-bound: no Nagle delay.
         let _ = tcp.set_nodelay(true);
         let app = app.clone();
-        // Connect info gives modules `ctx.client_ip` and `ctx.client_port`.
-        let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-            req.extensions_mut()
-                .insert(ConnectInfo::<SocketAddr>(remote));
-            app.clone().call(req)
-        });
-        let conn = builder
-            .serve_connection(TokioIo::new(tcp), service)
-            .with_upgrades();
+        let lane = lane.clone();
+        let builder = builder.clone();
         let mut stop = stop.clone();
         let open = open.clone();
         tokio::spawn(async move {
+            let read = match lane {
+                Some(lane) => match lane.serve(&mut tcp, remote, &mut stop).await {
+                    Left::Closed => {
+                        drop(open);
+                        return;
+                    }
+                    Left::HandOver(read) => read,
+                },
+                None => Bytes::new(),
+            };
+            // Connect info gives modules `ctx.client_ip` and `ctx.client_port`.
+            let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+                req.extensions_mut()
+                    .insert(ConnectInfo::<SocketAddr>(remote));
+                app.clone().call(req)
+            });
+            let conn = builder
+                .serve_connection(TokioIo::new(Rewind::new(read, tcp)), service)
+                .with_upgrades();
             let mut conn = std::pin::pin!(conn);
             let result = tokio::select! {
                 result = conn.as_mut() => result,
@@ -80,11 +98,6 @@ pub(crate) async fn serve(
     drop(listener);
     drop(open);
     all_closed.closed().await;
-}
-
-/// Resolves once `stop` is true or its sender is gone.
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
 }
 
 fn is_connection_error(e: &std::io::Error) -> bool {

@@ -194,8 +194,12 @@ pub async fn start_with(
         )
     };
     let handshake_timeout = Duration::from_millis(state.config.socket.handshake_timeout_ms);
+    // With debug events on, every request goes through the router's access
+    // log rather than the lane.
+    let lane = (!tracing::enabled!(tracing::Level::DEBUG))
+        .then(|| Arc::new(crate::lane::Lane::new(app.clone(), state.clone())));
     let task = tokio::spawn(async move {
-        crate::serve::serve(listener, app, handshake_timeout, stopped).await;
+        crate::serve::serve(listener, app, lane, handshake_timeout, stopped).await;
         Ok(())
     });
     tracing::info!(%local_addr, node = %state.config.name, "listening for clients");

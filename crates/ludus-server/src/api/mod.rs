@@ -15,7 +15,7 @@ mod matches;
 mod matchmaker;
 mod notification;
 mod party;
-mod rpc;
+pub(crate) mod rpc;
 mod session;
 mod storage;
 mod user;
@@ -36,6 +36,9 @@ use tower_http::timeout::TimeoutLayer;
 
 use crate::error::HttpError;
 use crate::state::AppState;
+
+/// The `Cache-Control` of every answer that sets none itself.
+pub(crate) const CACHE_CONTROL: &str = "no-store, no-cache, must-revalidate";
 
 pub(crate) fn router(state: AppState) -> Router {
     let limit = state.config.socket.max_request_size_bytes;
@@ -168,7 +171,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .layer(cors)
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store, no-cache, must-revalidate"),
+            HeaderValue::from_static(CACHE_CONTROL),
         ))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::GATEWAY_TIMEOUT,

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest as _, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -43,8 +42,44 @@ pub(super) async fn call(
     // under the route's body limit.
     let (mut parts, body) = request.into_parts();
     let headers = std::mem::take(&mut parts.headers);
-    let body = Bytes::from_request(Request::from_parts(parts, body), &state).await;
-    match run(&state, &id, &method, client, &query, headers, body).await {
+    let body = Bytes::from_request(Request::from_parts(parts, body), &state)
+        .await
+        .map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                HttpError::with_status(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    Code::InvalidArgument,
+                    "request body too large, send a smaller payload",
+                )
+            } else {
+                HttpError::invalid(format!("cannot read request body: {rejection}"))
+            }
+        });
+    answer(run(&state, &id, &method, client, &query, headers, body).await)
+}
+
+/// The same call as [`call`] for the HTTP lane (`crate::lane`), which has
+/// parsed the request itself: `query` is the raw query string and `body`
+/// the whole body, read under the body limit.
+pub(crate) async fn call_direct(
+    state: &AppState,
+    id: &str,
+    method: &Method,
+    client: ClientAddr,
+    query: &str,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let query = QueryParams(
+        form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect(),
+    );
+    answer(run(state, id, method, client, &query, headers, Ok(body)).await)
+}
+
+fn answer(result: Result<Response, HttpError>) -> Response {
+    match result {
         Ok(response) => response,
         Err(e) => e.with_error_field().into_response(),
     }
@@ -57,7 +92,7 @@ async fn run(
     client: ClientAddr,
     query: &QueryParams,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<Bytes, HttpError>,
 ) -> Result<Response, HttpError> {
     let caller = authorize(state, query, &headers)?;
     if id.is_empty() {
@@ -69,17 +104,7 @@ async fn run(
     }
     let unwrap = query.0.iter().any(|(k, _)| k == "unwrap");
     let payload = if method == Method::POST {
-        let bytes = body.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                HttpError::with_status(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    Code::InvalidArgument,
-                    "request body too large, send a smaller payload",
-                )
-            } else {
-                HttpError::invalid(format!("cannot read request body: {rejection}"))
-            }
-        })?;
+        let bytes = body?;
         if bytes.is_empty() {
             String::new()
         } else if unwrap {

@@ -8,6 +8,7 @@ mod account;
 mod authenticate;
 mod hooks;
 mod https_request;
+mod lane;
 mod leaderboard;
 mod link;
 mod lua_social;
