@@ -126,15 +126,17 @@ impl Lane {
         let mut out = Vec::with_capacity(1024);
         let mut app = self.app.clone();
         loop {
+            // Stopping: the request answered last was the connection's last
+            // (as hyper's graceful shutdown does).
+            if *stop.borrow() {
+                return Left::Closed;
+            }
             let mut deadline = None;
             let (head, head_len) = loop {
                 match parse(&buf, self.body_limit) {
                     Parsed::Complete(head, len) => break (head, len),
                     Parsed::HandOver => return Left::HandOver(buf.freeze()),
                     Parsed::Partial => {}
-                }
-                if buf.is_empty() && *stop.borrow() {
-                    return Left::Closed;
                 }
                 let deadline = *deadline.get_or_insert_with(|| Instant::now() + self.head_timeout);
                 if buf.capacity() - buf.len() < 1024 {
