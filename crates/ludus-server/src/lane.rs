@@ -594,6 +594,35 @@ mod tests {
         assert!(handed_over(&long));
     }
 
+    proptest::proptest! {
+        /// Whatever a client sends, the parse never panics, and a head it
+        /// takes ends within what was read.
+        #[test]
+        fn any_bytes_parse_without_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600)) {
+            if let Parsed::Complete(head, len) = parse(&bytes, 1024) {
+                proptest::prop_assert!(len <= bytes.len());
+                proptest::prop_assert!(head.body_len <= 1024);
+            }
+        }
+
+        /// Request-shaped text with arbitrary targets and header values.
+        #[test]
+        fn request_like_text_parses_without_panic(
+            method in "(GET|POST|PUT|DELETE|OPTIONS|HEAD)",
+            target in "/[a-z0-9/%?&=._~-]{0,40}",
+            value in "[ -~]{0,30}",
+            length in "[0-9+ -]{0,6}",
+        ) {
+            let raw = format!("{method} {target} HTTP/1.1\r\nX-A: {value}\r\nContent-Length: {length}\r\n\r\n");
+            if let Parsed::Complete(head, len) = parse(raw.as_bytes(), 1024) {
+                proptest::prop_assert_eq!(len, raw.len());
+                if let Route::Rpc { id, .. } = &head.route {
+                    proptest::prop_assert!(!id.is_empty() && id.bytes().all(plain_id_byte));
+                }
+            }
+        }
+    }
+
     #[test]
     fn answers_are_encoded_as_hyper_encodes_them() {
         let mut res = Response::new(Body::empty());
