@@ -83,9 +83,15 @@ impl<J: Job> Batcher<J> {
         }
     }
 
-    /// Queues `job`; it answers through its own channel.
-    pub(super) async fn submit(&self, job: J) -> StoreResult<()> {
-        self.tx.send(Msg::Job(job)).await.map_err(|_| closed())
+    /// Queues `job` and waits for the answer it sends through its own
+    /// channel, whose receiving end is `rx`.
+    pub(super) async fn call<T>(
+        &self,
+        job: J,
+        rx: oneshot::Receiver<StoreResult<T>>,
+    ) -> StoreResult<T> {
+        self.tx.send(Msg::Job(job)).await.map_err(|_| closed())?;
+        rx.await.map_err(|_| closed())?
     }
 
     /// Applies what is queued and stops the task.
@@ -102,7 +108,7 @@ impl<J: Job> Batcher<J> {
 }
 
 /// What a caller hears from a job dropped unanswered.
-pub(super) fn closed() -> StoreError {
+fn closed() -> StoreError {
     StoreError::Unavailable("store is closed".into())
 }
 

@@ -12,7 +12,7 @@ use ludus_core::storage::{ObjectId, StorageObject};
 use ludus_core::store::StoreResult;
 use tokio::sync::oneshot;
 
-use super::batches::{self, Batcher, Job};
+use super::batches::{Batcher, Job};
 use super::pool::Pool;
 use super::statements::Stmt;
 use super::storage;
@@ -100,13 +100,15 @@ impl ObjectReads {
         let (reply, rx) = oneshot::channel();
         let seq = self.next.fetch_add(1, Ordering::Relaxed);
         self.batcher
-            .submit(Pending {
-                seq,
-                ids: ids.to_vec(),
-                reply,
-            })
-            .await?;
-        rx.await.map_err(|_| batches::closed())?
+            .call(
+                Pending {
+                    seq,
+                    ids: ids.to_vec(),
+                    reply,
+                },
+                rx,
+            )
+            .await
     }
 
     /// Answers what is queued and stops the task.

@@ -166,18 +166,20 @@ impl ObjectWrites {
     ) -> StoreResult<Option<StorageAck>> {
         let (reply, rx) = oneshot::channel();
         self.0
-            .submit(Pending {
-                id: w.id.clone(),
-                value: w.value.clone(),
-                version: w.version(),
-                read: w.read.as_i64() as i16,
-                write: w.write.as_i64() as i16,
-                server,
-                now,
-                reply,
-            })
-            .await?;
-        rx.await.map_err(|_| batches::closed())?
+            .call(
+                Pending {
+                    id: w.id.clone(),
+                    value: w.value.clone(),
+                    version: w.version(),
+                    read: w.read.as_i64() as i16,
+                    write: w.write.as_i64() as i16,
+                    server,
+                    now,
+                    reply,
+                },
+                rx,
+            )
+            .await
     }
 
     /// Applies what is queued and stops the task.

@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
-use super::batches::{self, Batcher, Job};
+use super::batches::{Batcher, Job};
 use super::errors::{self, Failure};
 use super::pool::Pool;
 use super::statements::Stmt;
@@ -91,8 +91,7 @@ impl Registrar {
             *email = email.to_lowercase();
         }
         let (reply, rx) = oneshot::channel();
-        self.0.submit(Pending { user, reply }).await?;
-        rx.await.map_err(|_| batches::closed())?
+        self.0.call(Pending { user, reply }, rx).await
     }
 
     /// Writes what is queued and stops the task.

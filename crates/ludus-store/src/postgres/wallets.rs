@@ -93,16 +93,18 @@ impl Wallets {
     ) -> StoreResult<Option<WalletUpdateResult>> {
         let (reply, rx) = oneshot::channel();
         self.0
-            .submit(Pending {
-                user_id: update.user_id,
-                changeset: wallet::encode(&update.changeset),
-                metadata: update.metadata.clone(),
-                ledger,
-                now_us,
-                reply,
-            })
-            .await?;
-        rx.await.map_err(|_| batches::closed())?
+            .call(
+                Pending {
+                    user_id: update.user_id,
+                    changeset: wallet::encode(&update.changeset),
+                    metadata: update.metadata.clone(),
+                    ledger,
+                    now_us,
+                    reply,
+                },
+                rx,
+            )
+            .await
     }
 
     /// Applies what is queued and stops the task.
