@@ -44,6 +44,7 @@ use tokio::time::Instant;
 use tower::Service as _;
 
 use crate::runtime::ClientAddr;
+use crate::serve::stopped;
 use crate::state::AppState;
 
 /// Most header lines the lane parses; a request with more goes to hyper.
@@ -421,11 +422,6 @@ fn http_date(out: &mut Vec<u8>) {
         }
         out.extend_from_slice(cached.1.as_bytes());
     });
-}
-
-/// Resolves once `stop` is true or its sender is gone.
-pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
 }
 
 /// A connection handed to hyper: the bytes the lane read first, then the
