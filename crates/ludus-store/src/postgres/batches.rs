@@ -11,7 +11,9 @@
 //! the gathering batch runs alone, as a statement of its own, beside it.
 //! Many writers of one hot row thus stay concurrent statements, which
 //! PostgreSQL serializes on the row lock far more cheaply than batches of
-//! one queued behind each other.
+//! one queued behind each other. A kind whose jobs of one key combine into
+//! one change of its row ([`Job::GROUPED`], the wallets) takes every job
+//! gathered into the batch instead, and applies those of one key together.
 //!
 //! A job answers its caller through a channel it carries; a job dropped
 //! unanswered (queued when the store closed) tells its caller the store is
@@ -43,13 +45,21 @@ pub(super) trait Job: Send + Sized + 'static {
     /// Most jobs gathered for one batch.
     const MAX_BATCH: usize = 128;
 
+    /// Whether a batch takes several jobs of one key (which `apply` then
+    /// combines), rather than running the further ones alone.
+    const GROUPED: bool = false;
+
     fn key(&self) -> Self::Key;
 
-    /// Applies a batch of jobs of distinct keys and answers each.
+    /// Applies a batch of jobs (of distinct keys, unless `GROUPED`) and
+    /// answers each.
     fn apply(pool: Pool, batch: Vec<Self>) -> impl Future<Output = ()> + Send;
 
-    /// Applies one job as a statement of its own and answers it.
-    fn alone(pool: Pool, job: Self) -> impl Future<Output = ()> + Send;
+    /// Applies one job as a statement of its own and answers it: by
+    /// default, as a batch of one.
+    fn alone(pool: Pool, job: Self) -> impl Future<Output = ()> + Send {
+        Self::apply(pool, vec![job])
+    }
 }
 
 /// A job that answers with an output when applied, or "not applied".
@@ -141,7 +151,11 @@ async fn run<J: Job>(pool: Pool, mut rx: mpsc::Receiver<Msg<J>>, in_flight: usiz
             }
         }
         while alone.try_join_next().is_some() {}
-        let (batch, again) = split(queue);
+        let (batch, again) = if J::GROUPED {
+            (queue, Vec::new())
+        } else {
+            split(queue)
+        };
         for job in again {
             alone.spawn(J::alone(pool.clone(), job));
         }
@@ -167,7 +181,7 @@ async fn run<J: Job>(pool: Pool, mut rx: mpsc::Receiver<Msg<J>>, in_flight: usiz
 
 /// Splits gathered jobs into a batch, the first job of each key in the
 /// order they came, and the rest, which run alone.
-pub(super) fn split<J: Job>(queue: Vec<J>) -> (Vec<J>, Vec<J>) {
+fn split<J: Job>(queue: Vec<J>) -> (Vec<J>, Vec<J>) {
     let mut keys = HashSet::with_capacity(queue.len());
     queue.into_iter().partition(|job| keys.insert(job.key()))
 }
@@ -247,4 +261,37 @@ pub(super) async fn query_alone(
 pub(super) fn text(row: &Row, i: usize) -> StoreResult<String> {
     row.try_get(i)
         .map_err(|e| StoreError::Backend(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job that only has a key and a tag.
+    struct Tagged(u8, &'static str);
+
+    impl Job for Tagged {
+        type Key = u8;
+
+        fn key(&self) -> u8 {
+            self.0
+        }
+
+        async fn apply(_: Pool, _: Vec<Tagged>) {}
+    }
+
+    #[test]
+    fn a_batch_takes_each_key_once_in_order_and_the_rest_run_alone() {
+        let queue = vec![
+            Tagged(1, "a"),
+            Tagged(1, "b"),
+            Tagged(2, "c"),
+            Tagged(1, "d"),
+            Tagged(2, "e"),
+        ];
+        let (batch, alone) = split(queue);
+        let tags = |jobs: &[Tagged]| jobs.iter().map(|j| j.1).collect::<Vec<_>>();
+        assert_eq!(tags(&batch), ["a", "c"]);
+        assert_eq!(tags(&alone), ["b", "d", "e"]);
+    }
 }

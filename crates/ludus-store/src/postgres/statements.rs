@@ -124,7 +124,6 @@ pub(super) enum Stmt {
     LedgerInsert,
     LedgerList,
     LedgerUpdate,
-    WalletUpdateOne,
     WalletUpdateBatch,
     FriendsList,
     FriendEdges,
@@ -142,7 +141,7 @@ pub(super) enum Stmt {
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 58] = [
+    const ALL: [Stmt; 57] = [
         Stmt::FindDevices,
         Stmt::FindCustoms,
         Stmt::FindByEmail,
@@ -187,7 +186,6 @@ impl Stmt {
         Stmt::LedgerInsert,
         Stmt::LedgerList,
         Stmt::LedgerUpdate,
-        Stmt::WalletUpdateOne,
         Stmt::WalletUpdateBatch,
         Stmt::FriendsList,
         Stmt::FriendEdges,
@@ -451,74 +449,51 @@ impl Stmt {
                 " FROM wallet_ledger WHERE user_id = $1 AND (create_time, id) < ($3, $4)
                   ORDER BY create_time DESC, id DESC LIMIT $2"
             ),
-            // One user's wallet change as a single statement (`wallets.rs`'s
-            // updates that run alone): `WalletUpdateBatch` for one user.
-            Stmt::WalletUpdateOne => {
-                "WITH old AS (
-                     SELECT wallet FROM users WHERE id = $1 FOR UPDATE
-                 ), change AS (
-                     SELECT key, value::bigint AS amount FROM jsonb_each_text($2::text::jsonb)
-                 ), next AS (
-                     SELECT old.wallet || coalesce(jsonb_object_agg(c.key, coalesce((old.wallet ->> c.key)::bigint, 0) + c.amount)
-                                                   FILTER (WHERE c.key IS NOT NULL), '{}'::jsonb) AS wallet,
-                            coalesce(bool_or(coalesce((old.wallet ->> c.key)::bigint, 0) + c.amount < 0), false) AS negative
-                       FROM old LEFT JOIN change c ON true
-                      GROUP BY old.wallet
-                 ), updated AS (
-                     UPDATE users u SET wallet = next.wallet, update_time = $3
-                       FROM next
-                      WHERE u.id = $1 AND NOT next.negative
-                     RETURNING u.id
-                 ), ledger AS (
-                     INSERT INTO wallet_ledger (id, user_id, changeset, metadata, create_time, update_time)
-                     SELECT $4, updated.id, $2::text::jsonb, $5::text::jsonb, $6, $6 FROM updated WHERE $7
-                 )
-                 SELECT old.wallet::text, next.wallet::text FROM old, next, updated"
-            }
-            // Single-wallet changes of distinct users (`wallets.rs`'s
-            // batches) as one statement, so a hot wallet's row lock is held
-            // for one statement's execution rather than for round trips,
-            // and a batch commits once: the same rule as
-            // `ludus_core::wallet::apply` (no balance below zero), in SQL.
-            // `old` locks the rows in id order (two batches never deadlock)
-            // and reads their newest versions; the update computes from
-            // them. A user with no row back was not applied (no such user,
-            // or a balance would go negative): its caller takes the
-            // general path, which says which. The arrays are parallel:
-            // user ids, changesets, ledger ids, ledger metadata, whether to
-            // write the ledger entry.
+            // Single-wallet changes (`wallets.rs`'s batches) as one
+            // statement, so a wallet's row lock is held for one statement's
+            // execution rather than for round trips, and a batch commits
+            // once. `$1` holds the batch's users, each once. Their changes
+            // come as rows (`$2`-`$5`: user, key, and the key's sum over the
+            // user's updates in the order they came, and the lowest the
+            // running sum reaches at an update that changes the key): a
+            // user applies only if no balance plus its lowest running sum is
+            // below zero, which is `ludus_core::wallet::apply`'s rule for
+            // each update in turn. `old` locks the rows in id order (two
+            // batches never deadlock) and reads their newest versions; the
+            // update computes from them. A user with no row back was not
+            // applied (no such user, or a balance would go negative): its
+            // callers take the general path, which says which. `$6`-`$9`
+            // are the ledger entries (ids, users, changesets, metadata),
+            // written for applied users only.
             Stmt::WalletUpdateBatch => {
-                "WITH input AS (
-                     SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::bool[])
-                         AS i (user_id, changeset, ledger_id, metadata, ledger)
+                "WITH change AS (
+                     SELECT * FROM unnest($2::uuid[], $3::text[], $4::int8[], $5::int8[])
+                         AS c (user_id, key, amount, lowest)
                  ), old AS (
                      SELECT u.id, u.wallet FROM users u
                       WHERE u.id = ANY ($1::uuid[])
                       ORDER BY u.id
                         FOR UPDATE
-                 ), change AS (
-                     SELECT i.user_id, c.key, c.value::bigint AS amount
-                       FROM input i, jsonb_each_text(i.changeset::jsonb) c
                  ), next AS (
                      SELECT o.id,
                             o.wallet || coalesce(jsonb_object_agg(c.key, coalesce((o.wallet ->> c.key)::bigint, 0) + c.amount)
                                                  FILTER (WHERE c.key IS NOT NULL), '{}'::jsonb) AS wallet,
-                            coalesce(bool_or(coalesce((o.wallet ->> c.key)::bigint, 0) + c.amount < 0), false) AS negative
+                            coalesce(bool_or(coalesce((o.wallet ->> c.key)::bigint, 0) + c.lowest < 0), false) AS negative
                        FROM old o LEFT JOIN change c ON c.user_id = o.id
                       GROUP BY o.id, o.wallet
                  ), updated AS (
-                     UPDATE users u SET wallet = n.wallet, update_time = $6
+                     UPDATE users u SET wallet = n.wallet, update_time = $10
                        FROM next n
                       WHERE u.id = n.id AND NOT n.negative
                      RETURNING u.id
                  ), ledger AS (
                      INSERT INTO wallet_ledger (id, user_id, changeset, metadata, create_time, update_time)
-                     SELECT i.ledger_id, i.user_id, i.changeset::jsonb, i.metadata::jsonb, $7, $7
-                       FROM input i JOIN updated up ON up.id = i.user_id
-                      WHERE i.ledger
+                     SELECT l.id, l.user_id, l.changeset::jsonb, l.metadata::jsonb, $11, $11
+                       FROM unnest($6::uuid[], $7::uuid[], $8::text[], $9::text[]) AS l (id, user_id, changeset, metadata)
+                       JOIN updated up ON up.id = l.user_id
                  )
-                 SELECT o.id, o.wallet::text, n.wallet::text
-                   FROM old o JOIN next n ON n.id = o.id JOIN updated up ON up.id = o.id"
+                 SELECT o.id, o.wallet::text
+                   FROM old o JOIN updated up ON up.id = o.id"
             }
             // The social listings, hot enough to prepare once per connection.
             // `user_columns!` but for the `jsonb` columns, read as they are

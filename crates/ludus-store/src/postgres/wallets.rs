@@ -1,33 +1,41 @@
 //! Single-wallet updates (`nk.wallet_update`, the hot path) applied in
 //! batches (`batches.rs`) by one statement, `WalletUpdateBatch`, outside
-//! any explicit transaction; a further update of a user already in the
-//! gathering batch runs alone (`WalletUpdateOne`). The batch statement locks
-//! its users in id order, so two batches in flight never deadlock each
-//! other.
+//! any explicit transaction. A batch takes every update gathered, several
+//! of one user included: those apply together, in the order they came, as
+//! one change of the user's row (their changes summed) that applies only if
+//! each of them would, in turn (no running balance below zero), and each
+//! gets its own previous and updated wallets and ledger entry. Many writers
+//! of one hot wallet thus share a statement and a commit instead of queueing
+//! on the row lock one statement each. The statement locks its users in id
+//! order, so two batches in flight never deadlock each other.
 //!
 //! An update the statement did not apply (unknown user, a balance that
-//! would go negative) is answered "not applied", and so is every update of
-//! a batch the database refused whole (an overflow, a deadlock with a
-//! multi-wallet transaction): the caller then runs the general path, which
-//! applies the domain's rules, retries conflicts and reports precisely.
-//! Only a connection lost under the statement fails the update, as
-//! unavailable: whether it committed is unknown, so it is not run again.
+//! would go negative, for it or for an update of its user beside it) is
+//! answered "not applied", and so is every update of a batch the database
+//! refused whole (an overflow, a deadlock with a multi-wallet transaction):
+//! the caller then runs the general path, which applies the domain's rules,
+//! retries conflicts and reports precisely. Only a connection lost under
+//! the statement fails the update, as unavailable: whether it committed is
+//! unknown, so it is not run again.
+
+use std::collections::{HashMap, HashSet};
 
 use ludus_core::store::{StoreError, StoreResult};
-use ludus_core::wallet::{self, WalletUpdate, WalletUpdateResult};
+use ludus_core::wallet::{self, Wallet, WalletUpdate, WalletUpdateResult};
 use tokio::sync::oneshot;
-use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
-use super::batches::{self, Answer, Applied, BatchFailure, Batcher, Job};
+use super::batches::{self, Answer, BatchFailure, Batcher, Job};
 use super::pool::Pool;
 use super::statements::Stmt;
 
 /// One update on its way to a batch.
 struct Pending {
     user_id: Uuid,
-    changeset: String,
+    changeset: Wallet,
+    /// `changeset` as its ledger entry records it.
+    text: String,
     metadata: String,
     ledger: bool,
     now_us: i64,
@@ -37,33 +45,30 @@ struct Pending {
 impl Job for Pending {
     type Key = Uuid;
 
+    const GROUPED: bool = true;
+
     fn key(&self) -> Uuid {
         self.user_id
     }
 
     async fn apply(pool: Pool, batch: Vec<Pending>) {
-        let outcome = statement(&pool, &batch).await;
-        batches::answer_all(batch, outcome);
-    }
-
-    async fn alone(pool: Pool, pending: Pending) {
-        let result = batches::query_alone(
-            &pool,
-            Stmt::WalletUpdateOne,
-            &[
-                &pending.user_id,
-                &pending.changeset,
-                &(pending.now_us / 1_000_000),
-                &ludus_core::new_row_id(),
-                &pending.metadata,
-                &pending.now_us,
-                &pending.ledger,
-            ],
-        )
-        .await;
-        let answer =
-            result.and_then(|row| row.map(|row| results(pending.user_id, &row, 0)).transpose());
-        pending.answer(answer);
+        match statement(&pool, &batch).await {
+            Ok(mut answers) => {
+                for (i, pending) in batch.into_iter().enumerate() {
+                    pending.answer(answers.remove(&i).transpose());
+                }
+            }
+            Err(BatchFailure::Refused) => {
+                for pending in batch {
+                    pending.answer(Ok(None));
+                }
+            }
+            Err(BatchFailure::Lost(error)) => {
+                for pending in batch {
+                    pending.answer(Err(error.clone()));
+                }
+            }
+        }
     }
 }
 
@@ -96,7 +101,8 @@ impl Wallets {
             .call(
                 Pending {
                     user_id: update.user_id,
-                    changeset: wallet::encode(&update.changeset),
+                    changeset: update.changeset.clone(),
+                    text: wallet::encode(&update.changeset),
                     metadata: update.metadata.clone(),
                     ledger,
                     now_us,
@@ -113,47 +119,151 @@ impl Wallets {
     }
 }
 
+/// One user's updates in a batch, in the order they came.
+struct Group {
+    user_id: Uuid,
+    /// Indexes into the batch.
+    updates: Vec<usize>,
+    /// Their changes summed, per key.
+    sum: Wallet,
+    /// Per key, the lowest the running sum reaches at an update that
+    /// changes the key: the balance before them plus this must not be
+    /// negative.
+    lowest: Wallet,
+}
+
+impl Group {
+    /// Adds an update's changes; `false` when a running sum leaves `i64`.
+    fn add(&mut self, index: usize, changeset: &Wallet) -> bool {
+        self.updates.push(index);
+        for (key, amount) in changeset {
+            let sum = self.sum.entry(key.clone()).or_insert(0);
+            let Some(next) = sum.checked_add(*amount) else {
+                return false;
+            };
+            *sum = next;
+            let lowest = self.lowest.entry(key.clone()).or_insert(next);
+            *lowest = (*lowest).min(next);
+        }
+        true
+    }
+}
+
+/// Groups a batch's updates by user, in the order each user first came;
+/// an update whose group's running sum leaves `i64` is left out, with its
+/// whole group (answered "not applied").
+fn groups(batch: &[Pending]) -> Vec<Group> {
+    let mut at = HashMap::with_capacity(batch.len());
+    let mut groups: Vec<Option<Group>> = Vec::with_capacity(batch.len());
+    for (i, p) in batch.iter().enumerate() {
+        let g = *at.entry(p.user_id).or_insert_with(|| {
+            groups.push(Some(Group {
+                user_id: p.user_id,
+                updates: Vec::new(),
+                sum: Wallet::new(),
+                lowest: Wallet::new(),
+            }));
+            groups.len() - 1
+        });
+        if let Some(group) = &mut groups[g]
+            && !group.add(i, &p.changeset)
+        {
+            groups[g] = None;
+        }
+    }
+    groups.into_iter().flatten().collect()
+}
+
+/// What a batch's statement applied: each applied update's wallets (or
+/// why they could not be read back: they were applied all the same), by
+/// its index in the batch.
+type Answers = HashMap<usize, StoreResult<WalletUpdateResult>>;
+
 /// Runs one batch.
-async fn statement(pool: &Pool, batch: &[Pending]) -> Result<Applied<Pending>, BatchFailure> {
-    let users: Vec<Uuid> = batch.iter().map(|p| p.user_id).collect();
-    let changesets: Vec<&str> = batch.iter().map(|p| p.changeset.as_str()).collect();
-    let ids: Vec<Uuid> = batch.iter().map(|_| ludus_core::new_row_id()).collect();
-    let metadata: Vec<&str> = batch.iter().map(|p| p.metadata.as_str()).collect();
-    let ledger: Vec<bool> = batch.iter().map(|p| p.ledger).collect();
+async fn statement(pool: &Pool, batch: &[Pending]) -> Result<Answers, BatchFailure> {
+    let groups = groups(batch);
+    let users: Vec<Uuid> = groups.iter().map(|g| g.user_id).collect();
+    let keys = groups.iter().map(|g| g.sum.len()).sum();
+    let (mut change_users, mut change_keys) = (Vec::with_capacity(keys), Vec::with_capacity(keys));
+    let (mut sums, mut lowest) = (Vec::with_capacity(keys), Vec::with_capacity(keys));
+    for g in &groups {
+        for (key, sum) in &g.sum {
+            change_users.push(g.user_id);
+            change_keys.push(key.as_str());
+            sums.push(*sum);
+            lowest.push(g.lowest.get(key).copied().unwrap_or(*sum));
+        }
+    }
+    // Ledger entries in the order the updates came, so their ids (which
+    // increase as they are made) order one user's entries as applied.
+    let grouped: HashSet<Uuid> = users.iter().copied().collect();
+    let logged: Vec<&Pending> = batch
+        .iter()
+        .filter(|p| p.ledger && grouped.contains(&p.user_id))
+        .collect();
+    let ledger_ids: Vec<Uuid> = logged.iter().map(|_| ludus_core::new_row_id()).collect();
+    let ledger_users: Vec<Uuid> = logged.iter().map(|p| p.user_id).collect();
+    let ledger_changes: Vec<&str> = logged.iter().map(|p| p.text.as_str()).collect();
+    let ledger_metadata: Vec<&str> = logged.iter().map(|p| p.metadata.as_str()).collect();
     // One time for the batch: its updates commit together.
     let now_us = batch.iter().map(|p| p.now_us).max().unwrap_or_default();
-    let params: [&(dyn ToSql + Sync); 7] = [
+    let params: [&(dyn ToSql + Sync); 11] = [
         &users,
-        &changesets,
-        &ids,
-        &metadata,
-        &ledger,
+        &change_users,
+        &change_keys,
+        &sums,
+        &lowest,
+        &ledger_ids,
+        &ledger_users,
+        &ledger_changes,
+        &ledger_metadata,
         &(now_us / 1_000_000),
         &now_us,
     ];
     let rows = batches::query(pool, Stmt::WalletUpdateBatch, &params, batch.len()).await?;
-    let mut applied = Applied::<Pending>::with_capacity(rows.len());
+    let by_user: HashMap<Uuid, &Group> = groups.iter().map(|g| (g.user_id, g)).collect();
+    let mut answers = Answers::with_capacity(batch.len());
     for row in &rows {
         // Without its user an applied row answers no one, and an update
         // answered "not applied" would be applied again: fail them all.
         let user_id: Uuid = row
             .try_get(0)
             .map_err(|e| BatchFailure::Lost(StoreError::Backend(e.to_string())))?;
-        applied.insert(user_id, results(user_id, row, 1));
+        let Some(group) = by_user.get(&user_id) else {
+            continue;
+        };
+        let before = batches::text(row, 1)
+            .and_then(|text| wallet::decode(user_id, &text).map_err(StoreError::Rejected));
+        answer_group(group, batch, before, &mut answers);
     }
-    Ok(applied)
+    Ok(answers)
 }
 
-/// An applied update's wallets from its row of an answer: the previous
-/// wallet's text in column `at`, the updated one's in the next.
-fn results(user_id: Uuid, row: &Row, at: usize) -> StoreResult<WalletUpdateResult> {
-    let decoded =
-        |i| wallet::decode(user_id, &batches::text(row, i)?).map_err(StoreError::Rejected);
-    Ok(WalletUpdateResult {
-        user_id,
-        previous: decoded(at)?,
-        updated: decoded(at + 1)?,
-    })
+/// Each applied update of `group`'s wallets, in turn from the wallet the
+/// statement found (`before`).
+fn answer_group(
+    group: &Group,
+    batch: &[Pending],
+    before: StoreResult<Wallet>,
+    answers: &mut Answers,
+) {
+    let mut current = before;
+    for &i in &group.updates {
+        let result = current.clone().and_then(|previous| {
+            let updated = wallet::apply(group.user_id, &previous, &batch[i].changeset)
+                .map_err(StoreError::Rejected)?;
+            Ok(WalletUpdateResult {
+                user_id: group.user_id,
+                previous,
+                updated,
+            })
+        });
+        current = result
+            .as_ref()
+            .map(|r| r.updated.clone())
+            .map_err(Clone::clone);
+        answers.insert(i, result);
+    }
 }
 
 #[cfg(test)]
@@ -175,7 +285,8 @@ mod tests {
         let changeset: Wallet = changes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         let pending = Pending {
             user_id,
-            changeset: wallet::encode(&changeset),
+            text: wallet::encode(&changeset),
+            changeset,
             metadata: "{}".into(),
             ledger: true,
             now_us: 1_700_000_000_000_000,
@@ -215,21 +326,129 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_takes_each_user_once_in_order_and_the_rest_run_alone() {
+    fn a_batch_groups_each_users_updates_with_their_sum_and_lowest_running_sum() {
         let (ann, bob) = (Uuid::new_v4(), Uuid::new_v4());
-        let queue: Vec<Pending> = [(ann, 1), (ann, 2), (bob, 3), (ann, 4), (bob, 5)]
-            .into_iter()
-            .map(|(u, n)| pending(u, &[("coins", n)]).0)
-            .collect();
-        let amounts = |ps: &[Pending]| -> Vec<String> {
-            ps.iter().map(|p| p.changeset.clone()).collect::<Vec<_>>()
+        let batch: Vec<Pending> = [
+            (ann, &[("coins", 5)][..]),
+            (bob, &[("gems", 1)][..]),
+            (ann, &[("coins", -7), ("gems", 2)][..]),
+            (ann, &[("coins", 3)][..]),
+            (bob, &[][..]),
+        ]
+        .into_iter()
+        .map(|(u, c)| pending(u, c).0)
+        .collect();
+        let groups = groups(&batch);
+        assert_eq!(groups.len(), 2);
+        let (a, b) = (&groups[0], &groups[1]);
+        assert_eq!((a.user_id, b.user_id), (ann, bob));
+        assert_eq!(a.updates, [0, 2, 3]);
+        assert_eq!(b.updates, [1, 4]);
+        let map = |pairs: &[(&str, i64)]| -> Wallet {
+            pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
         };
-        let (batch, alone) = batches::split(queue);
-        assert_eq!(amounts(&batch), [r#"{"coins":1}"#, r#"{"coins":3}"#]);
+        assert_eq!(a.sum, map(&[("coins", 1), ("gems", 2)]));
+        // coins run 5, -2, 1: a balance below 2 before them goes negative.
+        assert_eq!(a.lowest, map(&[("coins", -2), ("gems", 2)]));
+        assert_eq!(b.sum, map(&[("gems", 1)]));
+        assert_eq!(b.lowest, map(&[("gems", 1)]));
+    }
+
+    #[test]
+    fn a_group_whose_running_sum_leaves_i64_is_left_out() {
+        let (ann, bob) = (Uuid::new_v4(), Uuid::new_v4());
+        let batch: Vec<Pending> = [
+            (ann, &[("coins", i64::MAX)][..]),
+            (bob, &[("coins", 1)][..]),
+            (ann, &[("coins", 1)][..]),
+            (ann, &[("coins", -5)][..]),
+        ]
+        .into_iter()
+        .map(|(u, c)| pending(u, c).0)
+        .collect();
+        let groups = groups(&batch);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].user_id, bob);
+    }
+
+    /// Several updates of one wallet in one batch apply in the order they
+    /// came, each answered with its own wallets and logged with its own
+    /// entry; a user whose running balance would dip below zero at any of
+    /// its updates has none of them applied (each answered "not applied"),
+    /// while the other users of the batch apply.
+    #[tokio::test]
+    async fn updates_of_one_wallet_in_a_batch_apply_in_turn() {
+        let (store, _dir) = store().await;
+        let pool = &store.pool;
+        let ann = user(&store, "ann").await;
+        let bob = user(&store, "bob").await;
+        let out = apply_batch(
+            pool,
+            &[
+                (ann, &[("coins", 5)]),
+                (bob, &[("coins", 2)]),
+                (ann, &[("coins", -3)]),
+                (ann, &[("coins", 4), ("gems", 1)]),
+            ],
+        )
+        .await;
+        let got = |i: usize| got_of(&out, i);
+        let coins = |w: &Wallet| w.get("coins").copied();
         assert_eq!(
-            amounts(&alone),
-            [r#"{"coins":2}"#, r#"{"coins":4}"#, r#"{"coins":5}"#]
+            (coins(&got(0).previous), coins(&got(0).updated)),
+            (None, Some(5))
         );
+        assert_eq!(
+            (coins(&got(2).previous), coins(&got(2).updated)),
+            (Some(5), Some(2))
+        );
+        assert_eq!(
+            (coins(&got(3).previous), coins(&got(3).updated)),
+            (Some(2), Some(6))
+        );
+        assert_eq!(got(3).updated["gems"], 1);
+        assert_eq!(coins(&got(1).updated), Some(2));
+        assert_eq!(
+            super::tests::coins(pool, ann).await,
+            (r#"{"gems": 1, "coins": 6}"#.into(), 3)
+        );
+        // Ann's entries, newest first, are her updates in reverse order.
+        let page = store.wallet_ledger_list(ann, None, 10).await.unwrap();
+        let changes: Vec<&str> = page.iter().map(|e| e.changeset.as_str()).collect();
+        assert_eq!(
+            changes,
+            [
+                r#"{"gems": 1, "coins": 4}"#,
+                r#"{"coins": -3}"#,
+                r#"{"coins": 5}"#
+            ]
+        );
+
+        // 6 - 7 dips below zero before + 10 brings it back: none of Ann's
+        // apply, Bob's does.
+        let out = apply_batch(
+            pool,
+            &[
+                (ann, &[("coins", 1)]),
+                (ann, &[("coins", -8)]),
+                (bob, &[("coins", 1)]),
+                (ann, &[("coins", 10)]),
+            ],
+        )
+        .await;
+        assert!(matches!(out[0], Ok(None)), "{:?}", out[0]);
+        assert!(matches!(out[1], Ok(None)), "{:?}", out[1]);
+        assert!(matches!(out[3], Ok(None)), "{:?}", out[3]);
+        assert_eq!(coins(&got_of(&out, 2).updated), Some(3));
+        assert_eq!(
+            super::tests::coins(pool, ann).await,
+            (r#"{"gems": 1, "coins": 6}"#.into(), 3)
+        );
+        store.close().await;
+    }
+
+    fn got_of(out: &[StoreResult<Option<WalletUpdateResult>>], i: usize) -> WalletUpdateResult {
+        out[i].as_ref().unwrap().as_ref().unwrap().clone()
     }
 
     /// In one batch: applied updates answer their wallets; an unknown user

@@ -179,7 +179,8 @@ pub(crate) async fn ledger_pages_newest_first_and_takes_metadata<B: Backend>() {
 }
 
 /// 100 tasks × 1,000 increments of one wallet: every one lands, each with a
-/// ledger entry.
+/// ledger entry and an answer one step of its own (the PostgreSQL backend
+/// applies the increments gathered in a batch together).
 pub(crate) async fn hot_wallet_increments_are_exact<B: Backend>() {
     const TASKS: i64 = 100;
     const EACH: i64 = 1_000;
@@ -190,17 +191,31 @@ pub(crate) async fn hot_wallet_increments_are_exact<B: Backend>() {
         .map(|_| {
             let svc = svc.clone();
             tokio::spawn(async move {
+                let mut balances = Vec::with_capacity(EACH as usize);
                 for _ in 0..EACH {
-                    svc.wallet_update(update(ann, &[("coins", 1)]), true)
+                    let r = svc
+                        .wallet_update(update(ann, &[("coins", 1)]), true)
                         .await
                         .unwrap();
+                    let before = r.previous.get("coins").copied().unwrap_or(0);
+                    assert_eq!(r.updated["coins"], before + 1);
+                    balances.push(r.updated["coins"]);
                 }
+                balances
             })
         })
         .collect();
+    let mut balances = Vec::new();
     for t in tasks {
-        t.await.unwrap();
+        balances.extend(t.await.unwrap());
     }
+    // Each increment saw its own step: the answers are the balances 1 to
+    // 100,000, each once, as if the increments had run one at a time.
+    balances.sort_unstable();
+    assert!(
+        balances.iter().copied().eq(1..=TASKS * EACH),
+        "the increments' answers are not one step each"
+    );
     assert_eq!(
         balance(&store, ann).await,
         changes(&[("coins", TASKS * EACH)])
