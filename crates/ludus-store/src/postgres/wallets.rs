@@ -9,8 +9,11 @@
 //! on the row lock one statement each. The statement locks its users in id
 //! order, so two batches in flight never deadlock each other.
 //!
-//! An update the statement did not apply (unknown user, a balance that
-//! would go negative, for it or for an update of its user beside it) is
+//! When one user's updates together would take a balance below zero,
+//! none of them applies in the batch; each then goes again on its own (a
+//! statement of one update), in the order they came, so that those that
+//! can apply do, as one at a time would. An update the statement did not
+//! apply on its own (unknown user, a balance that would go negative) is
 //! answered "not applied", and so is every update of a batch the database
 //! refused whole (an overflow, a deadlock with a multi-wallet transaction):
 //! the caller then runs the general path, which applies the domain's rules,
@@ -52,24 +55,49 @@ impl Job for Pending {
     }
 
     async fn apply(pool: Pool, batch: Vec<Pending>) {
-        match statement(&pool, &batch).await {
-            Ok(mut answers) => {
-                for (i, pending) in batch.into_iter().enumerate() {
-                    pending.answer(answers.remove(&i).transpose());
-                }
+        let outcome = statement(&pool, &batch).await;
+        // A user whose updates together would take a balance below zero:
+        // each goes again on its own, in the order they came, so that those
+        // that can apply do, as they would have one at a time.
+        for pending in answer(batch, outcome) {
+            let outcome = statement(&pool, std::slice::from_ref(&pending)).await;
+            let again = answer(vec![pending], outcome);
+            debug_assert!(again.is_empty(), "an update alone is never sent again");
+        }
+    }
+}
+
+/// Answers a batch's updates from its statement's outcome, but for those of
+/// a user with several updates in the batch that were not applied, which it
+/// returns (in the order they came) to go again one at a time.
+fn answer(batch: Vec<Pending>, outcome: Result<Answers, BatchFailure>) -> Vec<Pending> {
+    let mut again = Vec::new();
+    match outcome {
+        Ok(mut answers) => {
+            let mut updates = HashMap::<Uuid, usize>::with_capacity(batch.len());
+            for p in &batch {
+                *updates.entry(p.user_id).or_default() += 1;
             }
-            Err(BatchFailure::Refused) => {
-                for pending in batch {
-                    pending.answer(Ok(None));
-                }
-            }
-            Err(BatchFailure::Lost(error)) => {
-                for pending in batch {
-                    pending.answer(Err(error.clone()));
+            for (i, pending) in batch.into_iter().enumerate() {
+                match answers.remove(&i) {
+                    Some(result) => pending.answer(result.map(Some)),
+                    None if updates[&pending.user_id] > 1 => again.push(pending),
+                    None => pending.answer(Ok(None)),
                 }
             }
         }
+        Err(BatchFailure::Refused) => {
+            for pending in batch {
+                pending.answer(Ok(None));
+            }
+        }
+        Err(BatchFailure::Lost(error)) => {
+            for pending in batch {
+                pending.answer(Err(error.clone()));
+            }
+        }
     }
+    again
 }
 
 impl Answer for Pending {
@@ -374,8 +402,9 @@ mod tests {
     /// Several updates of one wallet in one batch apply in the order they
     /// came, each answered with its own wallets and logged with its own
     /// entry; a user whose running balance would dip below zero at any of
-    /// its updates has none of them applied (each answered "not applied"),
-    /// while the other users of the batch apply.
+    /// its updates has them go again one at a time, in order, so each
+    /// applies or not as it would alone, while the other users of the
+    /// batch apply together.
     #[tokio::test]
     async fn updates_of_one_wallet_in_a_batch_apply_in_turn() {
         let (store, _dir) = store().await;
@@ -424,8 +453,10 @@ mod tests {
             ]
         );
 
-        // 6 - 7 dips below zero before + 10 brings it back: none of Ann's
-        // apply, Bob's does.
+        // 6 + 1 - 8 dips below zero before + 10 brings it back: Ann's
+        // updates do not apply together, Bob's does; Ann's then go one at a
+        // time, in order: +1 applies, -8 would overdraw 7 (not applied: the
+        // general path refuses it), +10 applies.
         let out = apply_batch(
             pool,
             &[
@@ -436,13 +467,20 @@ mod tests {
             ],
         )
         .await;
-        assert!(matches!(out[0], Ok(None)), "{:?}", out[0]);
+        let got = |i: usize| got_of(&out, i);
+        assert_eq!(
+            (coins(&got(0).previous), coins(&got(0).updated)),
+            (Some(6), Some(7))
+        );
         assert!(matches!(out[1], Ok(None)), "{:?}", out[1]);
-        assert!(matches!(out[3], Ok(None)), "{:?}", out[3]);
-        assert_eq!(coins(&got_of(&out, 2).updated), Some(3));
+        assert_eq!(coins(&got(2).updated), Some(3));
+        assert_eq!(
+            (coins(&got(3).previous), coins(&got(3).updated)),
+            (Some(7), Some(17))
+        );
         assert_eq!(
             super::tests::coins(pool, ann).await,
-            (r#"{"gems": 1, "coins": 6}"#.into(), 3)
+            (r#"{"gems": 1, "coins": 17}"#.into(), 5)
         );
         store.close().await;
     }
