@@ -228,12 +228,20 @@ pub(super) fn answer_all<J: Answer>(batch: Vec<J>, outcome: Result<Applied<J>, B
                 job.answer(result);
             }
         }
-        Err(BatchFailure::Refused) => {
+        Err(failure) => answer_failed(batch, failure),
+    }
+}
+
+/// Answers every job of a batch whose statement applied nothing: "not
+/// applied" when the database refused it, the error when it was lost.
+pub(super) fn answer_failed<J: Answer>(batch: Vec<J>, failure: BatchFailure) {
+    match failure {
+        BatchFailure::Refused => {
             for job in batch {
                 job.answer(Ok(None));
             }
         }
-        Err(BatchFailure::Lost(error)) => {
+        BatchFailure::Lost(error) => {
             for job in batch {
                 job.answer(Err(error.clone()));
             }

@@ -86,16 +86,7 @@ fn answer(batch: Vec<Pending>, outcome: Result<Answers, BatchFailure>) -> Vec<Pe
                 }
             }
         }
-        Err(BatchFailure::Refused) => {
-            for pending in batch {
-                pending.answer(Ok(None));
-            }
-        }
-        Err(BatchFailure::Lost(error)) => {
-            for pending in batch {
-                pending.answer(Err(error.clone()));
-            }
-        }
+        Err(failure) => batches::answer_failed(batch, failure),
     }
     again
 }
