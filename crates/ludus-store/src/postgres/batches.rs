@@ -56,7 +56,8 @@ pub(super) trait Job: Send + Sized + 'static {
     fn apply(pool: Pool, batch: Vec<Self>) -> impl Future<Output = ()> + Send;
 
     /// Applies one job as a statement of its own and answers it: by
-    /// default, as a batch of one.
+    /// default, as a batch of one (the batcher runs no job of a `GROUPED`
+    /// kind alone).
     fn alone(pool: Pool, job: Self) -> impl Future<Output = ()> + Send {
         Self::apply(pool, vec![job])
     }

@@ -67,21 +67,16 @@ impl Job for Pending {
     }
 }
 
-/// Answers a batch's updates from its statement's outcome, but for those of
-/// a user with several updates in the batch that were not applied, which it
-/// returns (in the order they came) to go again one at a time.
+/// Answers a batch's updates from its statement's outcome, but for those
+/// it says go again, which it returns (in the order they came).
 fn answer(batch: Vec<Pending>, outcome: Result<Answers, BatchFailure>) -> Vec<Pending> {
     let mut again = Vec::new();
     match outcome {
         Ok(mut answers) => {
-            let mut updates = HashMap::<Uuid, usize>::with_capacity(batch.len());
-            for p in &batch {
-                *updates.entry(p.user_id).or_default() += 1;
-            }
             for (i, pending) in batch.into_iter().enumerate() {
                 match answers.remove(&i) {
-                    Some(result) => pending.answer(result.map(Some)),
-                    None if updates[&pending.user_id] > 1 => again.push(pending),
+                    Some(Reply::Applied(result)) => pending.answer(result.map(Some)),
+                    Some(Reply::Again) => again.push(pending),
                     None => pending.answer(Ok(None)),
                 }
             }
@@ -193,10 +188,19 @@ fn groups(batch: &[Pending]) -> Vec<Group> {
     groups.into_iter().flatten().collect()
 }
 
-/// What a batch's statement applied: each applied update's wallets (or
-/// why they could not be read back: they were applied all the same), by
-/// its index in the batch.
-type Answers = HashMap<usize, StoreResult<WalletUpdateResult>>;
+/// What became of an update of a batch whose statement ran.
+enum Reply {
+    /// Applied: its wallets, or why they could not be read back (it was
+    /// applied all the same).
+    Applied(StoreResult<WalletUpdateResult>),
+    /// Not applied with the other updates of its user, which together would
+    /// take a balance below zero: it goes again on its own.
+    Again,
+}
+
+/// The replies of a batch's updates by their index in the batch; an update
+/// with none was not applied (the general path says why).
+type Answers = HashMap<usize, Reply>;
 
 /// Runs one batch.
 async fn statement(pool: &Pool, batch: &[Pending]) -> Result<Answers, BatchFailure> {
@@ -210,7 +214,7 @@ async fn statement(pool: &Pool, batch: &[Pending]) -> Result<Answers, BatchFailu
             change_users.push(g.user_id);
             change_keys.push(key.as_str());
             sums.push(*sum);
-            lowest.push(g.lowest.get(key).copied().unwrap_or(*sum));
+            lowest.push(g.lowest[key]);
         }
     }
     // Ledger entries in the order the updates came, so their ids (which
@@ -240,7 +244,7 @@ async fn statement(pool: &Pool, batch: &[Pending]) -> Result<Answers, BatchFailu
         &now_us,
     ];
     let rows = batches::query(pool, Stmt::WalletUpdateBatch, &params, batch.len()).await?;
-    let by_user: HashMap<Uuid, &Group> = groups.iter().map(|g| (g.user_id, g)).collect();
+    let mut by_user: HashMap<Uuid, &Group> = groups.iter().map(|g| (g.user_id, g)).collect();
     let mut answers = Answers::with_capacity(batch.len());
     for row in &rows {
         // Without its user an applied row answers no one, and an update
@@ -248,12 +252,16 @@ async fn statement(pool: &Pool, batch: &[Pending]) -> Result<Answers, BatchFailu
         let user_id: Uuid = row
             .try_get(0)
             .map_err(|e| BatchFailure::Lost(StoreError::Backend(e.to_string())))?;
-        let Some(group) = by_user.get(&user_id) else {
+        let Some(group) = by_user.remove(&user_id) else {
             continue;
         };
         let before = batches::text(row, 1)
             .and_then(|text| wallet::decode(user_id, &text).map_err(StoreError::Rejected));
         answer_group(group, batch, before, &mut answers);
+    }
+    // A user of several updates not applied: one at a time, some may be.
+    for group in by_user.values().filter(|g| g.updates.len() > 1) {
+        answers.extend(group.updates.iter().map(|&i| (i, Reply::Again)));
     }
     Ok(answers)
 }
@@ -268,7 +276,7 @@ fn answer_group(
 ) {
     let mut current = before;
     for &i in &group.updates {
-        let result = current.clone().and_then(|previous| {
+        let result = current.and_then(|previous| {
             let updated = wallet::apply(group.user_id, &previous, &batch[i].changeset)
                 .map_err(StoreError::Rejected)?;
             Ok(WalletUpdateResult {
@@ -281,7 +289,7 @@ fn answer_group(
             .as_ref()
             .map(|r| r.updated.clone())
             .map_err(Clone::clone);
-        answers.insert(i, result);
+        answers.insert(i, Reply::Applied(result));
     }
 }
 
