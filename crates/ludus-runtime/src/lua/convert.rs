@@ -234,6 +234,17 @@ fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Resul
     Ok(Value::Array(items))
 }
 
+/// Whether `t` is a table with no entries and no metatable (a table filled
+/// on first use has one), which converts to `{}`. Found with one step of
+/// `pairs`, which makes no protected call for its first step: a conversion
+/// walks a table with `Table::for_each`, whose protected call costs two
+/// fresh C closures of garbage under LuaJIT (see BENCHMARKS.md).
+pub(super) fn is_plain_empty(t: &Table) -> bool {
+    t.metatable().is_none()
+        && t.raw_len() == 0
+        && t.clone().pairs::<LuaValue, LuaValue>().next().is_none()
+}
+
 /// Writes a Lua value straight as JSON text: the same text, and the same
 /// errors, as `serde_json::to_string(&from_lua(lua, value)?)`, without
 /// building the JSON value in between (each string and object of which is
@@ -517,6 +528,22 @@ mod tests {
             }
             let _ = from_lua(&lua, &LuaValue::Table(t));
         }
+    }
+
+    #[test]
+    fn plain_empty_tables() {
+        let lua = Lua::new();
+        let t = |code: &str| -> Table { lua.load(code).eval().unwrap() };
+        assert!(is_plain_empty(&t("return {}")));
+        // Emptied after it had entries: nothing is left to convert.
+        assert!(is_plain_empty(&t(
+            "local x = {a = 1, 2} x.a = nil x[1] = nil return x"
+        )));
+        assert!(!is_plain_empty(&t("return {1}")));
+        assert!(!is_plain_empty(&t("return {a = false}")));
+        assert!(!is_plain_empty(&t("return {[10] = 1}")));
+        // A metatable may fill it on first use (a call's `ctx`).
+        assert!(!is_plain_empty(&t("return setmetatable({}, {})")));
     }
 
     #[test]

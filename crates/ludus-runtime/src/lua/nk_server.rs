@@ -327,10 +327,10 @@ fn authenticate(
 
 /// Makes a server-call `nk` function of `f`, which checks its arguments,
 /// awaits the server ([`served`]) and builds its results. In a pool VM it is
-/// `dual`'s pair (see `vm.rs`): in the coroutine of a pool call it yields
-/// while the server works, so its VM thread runs other calls meanwhile;
-/// anywhere else it waits as [`block_on`] does. A match VM has only the
-/// waiting one.
+/// `dual`'s pair (see `vm.rs`): in the coroutine of a pool call it parks
+/// the call ([`vm::park`](super::vm::park)) and yields while the server
+/// works, so its VM thread runs other calls meanwhile; anywhere else it
+/// waits as [`block_on`] does. A match VM has only the waiting one.
 pub(super) fn server_function<A, R, F, Fut>(
     lua: &Lua,
     shared: &Arc<LuaShared>,
@@ -349,9 +349,18 @@ where
     })?;
     match lua.named_registry_value::<Option<mlua::Function>>(super::vm::DUAL)? {
         Some(dual) => {
-            let yielding = lua
-                .create_async_function(move |lua, args: A| unguarded(lua.clone(), f(lua, args)))?;
-            dual.call((wait, yielding))
+            let start = lua.create_function(move |lua, args: A| {
+                let call = unguarded(lua.clone(), f(lua.clone(), args));
+                let owner = lua.clone();
+                super::vm::park(
+                    lua,
+                    Box::pin(async move {
+                        let results = call.await?;
+                        super::vm::unlimited(&owner, || results.into_lua_multi(&owner))
+                    }),
+                )
+            })?;
+            dual.call((wait, start))
         }
         None => Ok(wait),
     }

@@ -444,6 +444,9 @@ fn changeset_of(t: &Table, arg: usize) -> mlua::Result<Wallet> {
 fn metadata_of(lua: &Lua, t: Option<Table>, arg: usize) -> mlua::Result<String> {
     match t {
         None => Ok("{}".to_owned()),
+        // The usual `{}`, without a conversion's walks (see
+        // `convert::is_plain_empty`).
+        Some(t) if convert::is_plain_empty(&t) => Ok("{}".to_owned()),
         Some(t) => {
             let value = convert::json_text(lua, &LuaValue::Table(t))
                 .map_err(|e| arg_error(arg, &format!("failed to convert metadata: {e}")))?;

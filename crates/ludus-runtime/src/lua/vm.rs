@@ -3,13 +3,18 @@
 //! owns many; each loads every module, so module-level tables are private to
 //! their VM and a write in one call can never race a read in another.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, VmState};
+use mlua::{
+    FromLuaMulti, Function, HookTriggers, LightUserData, Lua, LuaOptions, MultiValue, StdLib,
+    Table, Value as LuaValue, VmState,
+};
 use serde_json::Value;
 
 use super::convert;
@@ -28,8 +33,41 @@ const HOOK_INTERVAL: u32 = 1000;
 /// Where registered callbacks live in each VM's registry.
 const CALLBACKS: &str = "ludus.callbacks";
 
-/// Registry slot of `dual(wait, yield)` (see [`AWAIT`]).
+/// Registry slot of `dual(wait, start)` (see [`AWAIT`]).
 pub(super) const DUAL: &str = "ludus.dual";
+
+/// A server call a pool call waits on, as [`Vm::run`] awaits it.
+pub(super) type ParkedCall = Pin<Box<dyn Future<Output = mlua::Result<MultiValue>> + Send>>;
+
+/// A pool VM's server call in flight (its app data). A yielding `nk`
+/// function's `start` ([`park`]) leaves the call here and its coroutine
+/// yields [`parked`]; [`Vm::run`] takes the call, awaits it, and resumes
+/// the coroutine with `true` and the results, or with `false` after
+/// leaving the error here for `raise` to throw where the function was
+/// called. A VM runs one call at a time, and that call waits on one server
+/// call at a time, so one slot of each suffices.
+#[derive(Default)]
+struct Parking {
+    call: RefCell<Option<ParkedCall>>,
+    failure: RefCell<Option<mlua::Error>>,
+}
+
+/// What a coroutine yields to say its server call is parked: the address
+/// of a static, as a light userdata no module can make.
+fn parked() -> LightUserData {
+    static PARKED: u8 = 0;
+    LightUserData(std::ptr::addr_of!(PARKED).cast_mut().cast())
+}
+
+/// Leaves `call` for [`Vm::run`] and answers the value the calling
+/// coroutine yields to it (see [`Parking`]).
+pub(super) fn park(lua: &Lua, call: ParkedCall) -> mlua::Result<LightUserData> {
+    let parking = lua
+        .app_data_ref::<Parking>()
+        .ok_or_else(|| mlua::Error::runtime("server calls yield only in a pool vm"))?;
+    *parking.call.borrow_mut() = Some(call);
+    Ok(parked())
+}
 
 /// What the modules registered while loading.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -420,12 +458,23 @@ impl Vm {
         // The base library's own, before the sandbox wraps it.
         let setmetatable: Function = lua.globals().get("setmetatable").map_err(setup)?;
         let lazy = sandbox::install(&lua, modules).map_err(setup)?;
+        // Throws a parked server call's error where its function was called
+        // (a callback's error, as the waiting version throws it).
+        let raise = lua
+            .create_function(|lua, ()| -> mlua::Result<()> {
+                let failure = lua
+                    .app_data_ref::<Parking>()
+                    .and_then(|parking| parking.failure.borrow_mut().take());
+                Err(failure.unwrap_or_else(|| mlua::Error::runtime("the server call failed")))
+            })
+            .map_err(setup)?;
         let (dual, calling, raw_yield): (Function, Table, Function) = lua
             .load(AWAIT)
             .set_name("=ludus.await")
-            .call(())
+            .call(raise)
             .map_err(setup)?;
         if pool {
+            lua.set_app_data(Parking::default());
             lua.set_named_registry_value(DUAL, dual).map_err(setup)?;
         }
         let nk_table = nk::install(&lua, &shared, &callbacks).map_err(setup)?;
@@ -606,10 +655,15 @@ impl Vm {
     }
 
     /// Runs one call in the VM's runner coroutine, polled by the pool's
-    /// thread: it answers when the call's `ok, result` is yielded, and is
-    /// pending while the call waits on a server call.
+    /// thread: it answers when the call's `ok, result` is yielded. When the
+    /// coroutine yields [`parked`] instead, the call waits on a server call
+    /// ([`Parking`]): the thread polls other VMs' calls until it is done,
+    /// then the coroutine is resumed with its outcome.
+    ///
+    /// This loop is the whole of the call's async machinery: mlua's async
+    /// functions and threads would make a userdata with a finalizer, a
+    /// protected call's two closures and a Lua polling loop per server call.
     async fn run(&self, args: impl mlua::IntoLuaMulti) -> mlua::Result<(bool, LuaValue)> {
-        use futures_util::Stream;
         let runner = match self.runner.borrow_mut().take() {
             Some(runner) => runner,
             None => match &self.run_loop {
@@ -617,13 +671,39 @@ impl Vm {
                 None => return Err(mlua::Error::runtime("a match vm serves no pool calls")),
             },
         };
-        // Pushing the arguments runs no Lua, and unguarded their strings
+        // Building the arguments runs no Lua, and unguarded their strings
         // cost no protected call each; they are already counted or bounded.
-        let mut calls = unlimited(&self.lua, || {
-            runner.clone().into_async::<(bool, LuaValue)>(args)
-        })?;
-        let outcome = std::future::poll_fn(|cx| std::pin::Pin::new(&mut calls).poll_next(cx)).await;
-        let result = outcome.unwrap_or_else(|| Err(mlua::Error::runtime("lua call runner ended")));
+        let mut next = unlimited(&self.lua, || args.into_lua_multi(&self.lua))?;
+        let result = loop {
+            let out = match runner.resume::<MultiValue>(next) {
+                Ok(out) => out,
+                Err(e) => break Err(e),
+            };
+            if !matches!(out.front(), Some(LuaValue::LightUserData(p)) if *p == parked()) {
+                break <(bool, LuaValue)>::from_lua_multi(out, &self.lua);
+            }
+            let call = self
+                .lua
+                .app_data_ref::<Parking>()
+                .and_then(|parking| parking.call.borrow_mut().take());
+            let Some(call) = call else {
+                break Err(mlua::Error::runtime(
+                    "a call yielded with no server call parked",
+                ));
+            };
+            next = match call.await {
+                Ok(mut results) => {
+                    results.push_front(LuaValue::Boolean(true));
+                    results
+                }
+                Err(e) => {
+                    if let Some(parking) = self.lua.app_data_ref::<Parking>() {
+                        *parking.failure.borrow_mut() = Some(e);
+                    }
+                    MultiValue::from_vec(vec![LuaValue::Boolean(false)])
+                }
+            };
+        };
         // A runner that raised outside the call's own `xpcall` is dead: the
         // next call makes a fresh one. Its call could not restore what it
         // found, so nothing runs now: no call's `ctx` or coroutine. Raw sets
@@ -763,19 +843,23 @@ end
 return invoke, call, get_context
 "#;
 
-/// Answers `dual(wait, yield)`, which makes one `nk` function of two
-/// versions of a server call: `yield` suspends the calling coroutine until
-/// the server answers (its VM thread runs other VMs' calls meanwhile), and
-/// `wait` blocks the thread. `yield` runs only where suspending reaches the
-/// pool: directly in the coroutine of a pool call (`calling[1]`, which
-/// `call` sets), with no C function between it and the caller. A match
-/// callback, a coroutine a module made, or a Lua function called back from
-/// Rust (`table.sort`, `string.gsub`) waits instead, as before. A module
-/// that yields the call's own coroutine (`coroutine.yield()` outside any
-/// coroutine of its own) gets Lua's error, as it did when calls ran on the
-/// main thread, and as in Nakama; only the `yield` functions suspend it,
-/// with the light userdata no module can make.
+/// Answers `dual(wait, start)`, which makes one `nk` function of two
+/// versions of a server call. `start` checks the arguments, parks the call
+/// ([`park`]) and answers the marker the calling coroutine then yields to
+/// [`Vm::run`], which resumes it with `true` and the results (or `false`,
+/// and `raise` throws the error): the coroutine is suspended until the
+/// server answers, while its VM thread runs other VMs' calls. `wait`
+/// blocks the thread. Suspending runs only where it reaches the pool:
+/// directly in the coroutine of a pool call (`calling[1]`, which `call`
+/// sets), with no C function between it and the caller. A match callback,
+/// a coroutine a module made, or a Lua function called back from Rust
+/// (`table.sort`, `string.gsub`) waits instead. A module that yields the
+/// call's own coroutine (`coroutine.yield()` outside any coroutine of its
+/// own) gets Lua's error, as it did when calls ran on the main thread, and
+/// as in Nakama; only the marker, a light userdata no module can make,
+/// suspends it.
 const AWAIT: &str = r#"
+local raise = ...
 local running, isyieldable = coroutine.running, coroutine.isyieldable
 local raw_yield, type = coroutine.yield, type
 local calling = {}
@@ -786,11 +870,15 @@ coroutine.yield = function(...)
   end
   return raw_yield(...)
 end
-local function dual(wait, yield)
+local function settle(ok, ...)
+  if ok then return ... end
+  return raise()
+end
+local function dual(wait, start)
   return function(...)
     local co = calling[1]
     if co ~= nil and co == running() and isyieldable() then
-      return yield(...)
+      return settle(raw_yield(start(...)))
     end
     return wait(...)
   end
