@@ -252,6 +252,10 @@ pub(crate) fn within_limit(lua: &Lua) -> mlua::Result<()> {
 /// Without a limit mlua runs them unguarded, as it does by default. No Lua
 /// code runs inside `f`, so the limit still bounds every allocation a
 /// module makes, and what `f` allocates counts towards it afterwards.
+///
+/// The limit in force is what `set_memory_limit` answers when it lifts
+/// it (no app-data look-up per use), and it is put back afterwards; inside
+/// an outer `unlimited` there is none to put back.
 pub(crate) fn unlimited<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
     struct Restore<'a>(&'a Lua, usize);
     impl Drop for Restore<'_> {
@@ -259,15 +263,13 @@ pub(crate) fn unlimited<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
             let _ = self.0.set_memory_limit(self.1);
         }
     }
-    let limit = lua
-        .app_data_ref::<CallState>()
-        .map_or(0, |s| s.memory_limit);
-    if limit == 0 {
-        return f();
+    match lua.set_memory_limit(0) {
+        Ok(limit) if limit > 0 => {
+            let _restore = Restore(lua, limit);
+            f()
+        }
+        _ => f(),
     }
-    let _ = lua.set_memory_limit(0);
-    let _restore = Restore(lua, limit);
-    f()
 }
 
 /// Charges `n` units of work to the call running in `lua` (see
