@@ -687,8 +687,17 @@ impl Vm {
                 Ok(out) => out,
                 Err(e) => break Err(e),
             };
-            if !matches!(out.front(), Some(LuaValue::LightUserData(p)) if *p == parked()) {
-                break <(bool, LuaValue)>::from_lua_multi(out, &self.lua);
+            match out.front() {
+                Some(LuaValue::LightUserData(p)) if *p == parked() => {}
+                // The run loop's `ok, result`: the call is over.
+                Some(LuaValue::Boolean(_)) => {
+                    break <(bool, LuaValue)>::from_lua_multi(out, &self.lua);
+                }
+                // Anything else stopped the coroutine inside the call (the
+                // sandbox lets only userdata through a yield of the call
+                // itself, and modules can make none): the runner cannot be
+                // resumed as a fresh call, so it is dropped.
+                _ => break Err(mlua::Error::runtime("a lua call yielded its own coroutine")),
             }
             let call = self
                 .lua
