@@ -65,13 +65,11 @@ pub(super) fn park(lua: &Lua, call: ParkedCall) -> mlua::Result<LightUserData> {
     let parking = lua
         .app_data_ref::<Parking>()
         .ok_or_else(|| mlua::Error::runtime("server calls yield only in a pool vm"))?;
-    let mut slot = parking.call.borrow_mut();
-    if slot.is_some() {
-        // Every `start` is followed by its coroutine's yield, which empties
-        // the slot: a second call here is a bug, not a module's doing.
-        return Err(mlua::Error::runtime("a server call is already parked"));
-    }
-    *slot = Some(call);
+    // Every `start` is followed at once by its coroutine's yield, and
+    // `Vm::run` empties the slot when it sees that; were a yield ever to
+    // fail, its call would be left here, and is dropped now rather than
+    // awaited for a call it does not belong to.
+    *parking.call.borrow_mut() = Some(call);
     Ok(parked())
 }
 
@@ -721,12 +719,6 @@ impl Vm {
                 }
             };
         };
-        // A call that ended leaves nothing parked for the next one, even one
-        // that parked and then failed before it could yield.
-        if let Some(parking) = self.lua.app_data_ref::<Parking>() {
-            parking.call.borrow_mut().take();
-            parking.failure.borrow_mut().take();
-        }
         // A runner that raised outside the call's own `xpcall` is dead: the
         // next call makes a fresh one. Its call could not restore what it
         // found, so nothing runs now: no call's `ctx` or coroutine. Raw sets

@@ -21,7 +21,7 @@
 //! the statement fails the update, as unavailable: whether it committed is
 //! unknown, so it is not run again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use ludus_core::store::{StoreError, StoreResult};
 use ludus_core::wallet::{self, Wallet, WalletUpdate, WalletUpdateResult};
@@ -217,12 +217,12 @@ async fn statement(pool: &Pool, batch: &[Pending]) -> Result<Answers, BatchFailu
             lowest.push(g.lowest[key]);
         }
     }
+    let mut by_user: HashMap<Uuid, &Group> = groups.iter().map(|g| (g.user_id, g)).collect();
     // Ledger entries in the order the updates came, so their ids (which
     // increase as they are made) order one user's entries as applied.
-    let grouped: HashSet<Uuid> = users.iter().copied().collect();
     let logged: Vec<&Pending> = batch
         .iter()
-        .filter(|p| p.ledger && grouped.contains(&p.user_id))
+        .filter(|p| p.ledger && by_user.contains_key(&p.user_id))
         .collect();
     let ledger_ids: Vec<Uuid> = logged.iter().map(|_| ludus_core::new_row_id()).collect();
     let ledger_users: Vec<Uuid> = logged.iter().map(|p| p.user_id).collect();
@@ -244,7 +244,6 @@ async fn statement(pool: &Pool, batch: &[Pending]) -> Result<Answers, BatchFailu
         &now_us,
     ];
     let rows = batches::query(pool, Stmt::WalletUpdateBatch, &params, batch.len()).await?;
-    let mut by_user: HashMap<Uuid, &Group> = groups.iter().map(|g| (g.user_id, g)).collect();
     let mut answers = Answers::with_capacity(batch.len());
     for row in &rows {
         // Without its user an applied row answers no one, and an update
