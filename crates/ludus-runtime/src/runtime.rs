@@ -66,7 +66,7 @@ impl Default for RuntimeSettings {
             node: "ludus".into(),
             env: BTreeMap::new(),
             pool_size: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            vms_per_thread: 16,
+            vms_per_thread: 32,
             pool_queue_size: 256,
             pool_timeout: Duration::from_secs(2),
             instruction_budget: 100_000_000,
