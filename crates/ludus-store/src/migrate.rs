@@ -50,6 +50,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "users_id_hash",
         sql: include_str!("../migrations/sqlite/0007_users_id_hash.sql"),
     },
+    Migration {
+        version: 8,
+        name: "ledger_without_user_fkey",
+        sql: include_str!("../migrations/sqlite/0008_ledger_without_user_fkey.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -87,6 +92,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 7,
         name: "users_id_hash",
         sql: include_str!("../migrations/postgres/0007_users_id_hash.sql"),
+    },
+    Migration {
+        version: 8,
+        name: "ledger_without_user_fkey",
+        sql: include_str!("../migrations/postgres/0008_ledger_without_user_fkey.sql"),
     },
 ];
 

@@ -67,6 +67,10 @@ async fn migrate_up_applies_pending_migrations_once() {
             MigrationInfo {
                 version: 7,
                 name: "users_id_hash"
+            },
+            MigrationInfo {
+                version: 8,
+                name: "ledger_without_user_fkey"
             }
         ]
     );
@@ -257,5 +261,73 @@ async fn young_tables_are_analyzed_as_they_fill() {
     let store = ludus_store::open(&url, no_data_dir(), on).await.unwrap();
     wait_for(ANALYZED, |n| n == 1).await;
     assert!(pg_i64(&url, MODS).await < 200);
+    store.close().await;
+}
+
+/// The ledger has no foreign key on PostgreSQL (migration 8), so deleting a
+/// user deletes its entries itself, and must not miss one that a wallet
+/// update holding the user's row commits while the deletion waits for it.
+/// Here a transaction of its own plays that update: it changes the user's
+/// row and adds a ledger entry, the deletion starts and waits on the row,
+/// then the transaction commits. A deletion that took its ledger snapshot
+/// before the wait (the ledger first, or one statement for both) would
+/// leave that entry behind.
+#[tokio::test]
+async fn a_user_deleted_while_a_wallet_update_holds_it_keeps_no_ledger() {
+    let url = fresh_database().await;
+    ludus_store::migrate_up(&url, no_data_dir()).await.unwrap();
+    let store = ludus_store::open(&url, no_data_dir(), StoreOptions::default())
+        .await
+        .unwrap();
+    let ann = new_user("ann", device("device-0000001"));
+    let bob = new_user("bob", device("device-0000002"));
+    store.create_user(ann.clone()).await.unwrap();
+    store.create_user(bob.clone()).await.unwrap();
+    let entry = |user: uuid::Uuid| {
+        format!(
+            "INSERT INTO wallet_ledger (id, user_id, changeset, metadata, create_time, update_time) \
+             VALUES ('{}', '{user}', '{{\"gold\":1}}', '{{}}', 1, 1)",
+            uuid::Uuid::new_v4()
+        )
+    };
+    pg_exec(&url, &entry(bob.id)).await;
+
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(&format!(
+            "BEGIN; UPDATE users SET wallet = '{{\"gold\":1}}' WHERE id = '{}'; {};",
+            ann.id,
+            entry(ann.id)
+        ))
+        .await
+        .unwrap();
+    let deleting = tokio::spawn({
+        let store = store.clone();
+        async move { store.delete_user(ann.id).await }
+    });
+    // The deletion waits on ann's row until the update commits.
+    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+         AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM users%'";
+    let mut waited = false;
+    for _ in 0..200 {
+        if pg_i64(&url, waiting).await == 1 {
+            waited = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(waited, "the deletion waits on the row the update holds");
+    client.batch_execute("COMMIT").await.unwrap();
+    assert!(deleting.await.unwrap().unwrap());
+    drop(client);
+    let _ = driver.await;
+
+    let ledger_of =
+        |user: uuid::Uuid| format!("SELECT count(*) FROM wallet_ledger WHERE user_id = '{user}'");
+    assert_eq!(pg_i64(&url, &ledger_of(ann.id)).await, 0);
+    assert_eq!(pg_i64(&url, &ledger_of(bob.id)).await, 1);
     store.close().await;
 }

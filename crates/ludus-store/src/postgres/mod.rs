@@ -70,6 +70,9 @@ use wallets::Wallets;
 /// gathers.
 const BATCHES_IN_FLIGHT: usize = 2;
 
+/// A deleted user's wallet ledger (`delete_user`).
+const LEDGER_DELETE: &str = "DELETE FROM wallet_ledger WHERE user_id = $1";
+
 pub(crate) struct PgStore {
     pool: Pool,
     registrar: Registrar,
@@ -377,6 +380,11 @@ impl Store for PgStore {
             tx.execute(crate::ORPHANED_GROUPS_DELETE_POSTGRES, &[&id])
                 .await?;
             let deleted = tx.execute(&delete_user, &[&id]).await?;
+            // The ledger has no foreign key to cascade (migration 8): its
+            // entries go in a statement after the user's row, whose delete
+            // waited for any wallet update holding the row, so this one's
+            // snapshot sees the entries such an update committed.
+            tx.execute(LEDGER_DELETE, &[&id]).await?;
             tx.commit().await?;
             Ok(deleted > 0)
         })

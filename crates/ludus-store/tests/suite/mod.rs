@@ -197,6 +197,7 @@ macro_rules! store_test_suite {
             storage::concurrent_creators_of_one_object_have_one_winner,
             storage::many_single_writes_at_once,
             wallet::wallet_updates_return_previous_and_updated,
+            wallet::deleting_a_user_deletes_its_ledger,
             wallet::wallets_update_is_atomic_across_users,
             wallet::ledger_pages_newest_first_and_takes_metadata,
             wallet::hot_wallet_increments_are_exact,

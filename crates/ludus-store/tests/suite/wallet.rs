@@ -106,6 +106,44 @@ pub(crate) async fn wallet_updates_return_previous_and_updated<B: Backend>() {
     assert_eq!(results[0].user_id, ann);
 }
 
+/// Deleting a user deletes its ledger entries and no one else's, and an
+/// update of a deleted user writes none (on PostgreSQL the ledger has no
+/// foreign key to do either: migration 8).
+pub(crate) async fn deleting_a_user_deletes_its_ledger<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let svc = service(&store);
+    let ann = user(&store, "ann").await;
+    let bob = user(&store, "bob").await;
+    for who in [ann, bob] {
+        svc.wallet_update(update(who, &[("gold", 5)]), true)
+            .await
+            .unwrap();
+        svc.wallets_update(vec![update(who, &[("gold", 1)])], true)
+            .await
+            .unwrap();
+    }
+    assert_eq!(ledger_count(&store, ann).await, 2);
+    assert!(store.delete_user(ann).await.unwrap());
+    assert_eq!(ledger_count(&store, ann).await, 0);
+    assert_eq!(ledger_count(&store, bob).await, 2);
+
+    let e = svc
+        .wallet_update(update(ann, &[("gold", 1)]), true)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, Code::NotFound);
+    let results = svc
+        .wallets_update(
+            vec![update(ann, &[("gold", 1)]), update(bob, &[("gold", 1)])],
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(results.len(), 1);
+    assert_eq!(ledger_count(&store, ann).await, 0);
+    assert_eq!(ledger_count(&store, bob).await, 3);
+}
+
 pub(crate) async fn wallets_update_is_atomic_across_users<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);

@@ -1,0 +1,21 @@
+-- The wallet ledger without its foreign key to `users`.
+--
+-- PostgreSQL checked that key with a query of its own (a trigger running
+-- `SELECT ... FOR KEY SHARE` on `users`) for every ledger row, although
+-- every statement that adds ledger rows holds the user's row already: the
+-- batched single-wallet update inserts entries only for the users its
+-- `UPDATE users` changed, and the general path locks the users
+-- (`SELECT ... FOR UPDATE`) before it inserts theirs, in one transaction.
+-- Measured on the `wallet` workload: PostgreSQL's CPU per update 27-31 us
+-- with the key, 21.5-22 us without (BENCHMARKS.md, "The PostgreSQL ledger
+-- without its foreign key").
+--
+-- What the key's `ON DELETE CASCADE` did, deleting a user now does itself:
+-- in the user's deletion transaction, a statement after the user's row is
+-- deleted deletes its ledger. Deleting the row first waits for any wallet
+-- update holding it, and the ledger statement, taking its snapshot after
+-- that, sees the entries such an update committed. A user deleted by a
+-- module's own SQL (`nk.sql_exec`) leaves its ledger entries behind, where
+-- Nakama's schema would delete them with the user.
+
+ALTER TABLE wallet_ledger DROP CONSTRAINT wallet_ledger_user_id_fkey;
