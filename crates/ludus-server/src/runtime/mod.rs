@@ -37,6 +37,7 @@ pub struct RuntimeConfig {
     pub lua_pool_size: usize,
     /// Most Lua VMs one VM thread runs: while a call waits on the server
     /// (storage, wallets…) the thread runs another VM's call. Made as needed.
+    /// 0 means by the store ([`vms_per_thread_for`]).
     pub lua_vms_per_thread: usize,
     /// Calls that may wait for a VM when all are busy; more are refused.
     pub lua_pool_queue_size: usize,
@@ -72,7 +73,7 @@ impl Default for RuntimeConfig {
             http_key: "defaulthttpkey".into(),
             env: Vec::new(),
             lua_pool_size: 0,
-            lua_vms_per_thread: d.vms_per_thread,
+            lua_vms_per_thread: 0,
             lua_pool_queue_size: d.pool_queue_size,
             lua_pool_timeout_ms: d.pool_timeout.as_millis() as u64,
             lua_instruction_budget: d.instruction_budget,
@@ -101,8 +102,11 @@ impl RuntimeConfig {
         if let Some(pair) = self.env.iter().find(|p| !p.contains('=')) {
             return bad("runtime.env", &format!("`{pair}` must look like key=value"));
         }
-        if !(1..=1024).contains(&self.lua_vms_per_thread) {
-            return bad("runtime.lua_vms_per_thread", "must be between 1 and 1024");
+        if self.lua_vms_per_thread > 1024 {
+            return bad(
+                "runtime.lua_vms_per_thread",
+                "must be between 1 and 1024, or 0 for the store's default",
+            );
         }
         if self.lua_pool_timeout_ms == 0 {
             return bad("runtime.lua_pool_timeout_ms", "must be at least 1");
@@ -154,6 +158,19 @@ impl RuntimeConfig {
     }
 }
 
+/// VMs per Lua thread when `runtime.lua_vms_per_thread` is 0: what a
+/// thread keeps in flight has to cover its calls' wait on the store (calls
+/// in flight = rate x wait). PostgreSQL's round trip to another process
+/// is the longer wait, so it gets more; past these counts the VMs' heaps
+/// cost more in cache misses than they add in flight (BENCHMARKS.md, "48
+/// VMs per thread on PostgreSQL").
+fn vms_per_thread_for(backend: &str) -> usize {
+    match backend {
+        "postgres" => 48,
+        _ => 32,
+    }
+}
+
 /// Loads the modules and registers the native module; a module that fails
 /// to load stops start-up.
 pub async fn start(
@@ -174,7 +191,10 @@ pub async fn start(
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         },
-        vms_per_thread: rc.lua_vms_per_thread,
+        vms_per_thread: match rc.lua_vms_per_thread {
+            0 => vms_per_thread_for(accounts.store().backend()),
+            n => n,
+        },
         pool_queue_size: rc.lua_pool_queue_size,
         pool_timeout: Duration::from_millis(rc.lua_pool_timeout_ms),
         instruction_budget: rc.lua_instruction_budget,
@@ -285,7 +305,21 @@ mod tests {
         assert_eq!(env.get("mode").map(String::as_str), Some("a=b"));
         assert_eq!(c.runtime.lua_pool_size, 3);
         assert_eq!(c.runtime.lua_vms_per_thread, 5);
-        for bad in ["0", "1025"] {
+        assert_eq!(
+            Config::default().runtime.lua_vms_per_thread,
+            0,
+            "by the store"
+        );
+        assert_eq!(
+            (
+                super::vms_per_thread_for("sqlite"),
+                super::vms_per_thread_for("postgres")
+            ),
+            (32, 48)
+        );
+        let auto = Config::load(None, [], &flags(&[("runtime.lua_vms_per_thread", "0")]));
+        assert_eq!(auto.unwrap().runtime.lua_vms_per_thread, 0);
+        for bad in ["1025", "-1"] {
             let e = Config::load(None, [], &flags(&[("runtime.lua_vms_per_thread", bad)]));
             assert!(
                 e.is_err_and(|e| e.to_string().contains("runtime.lua_vms_per_thread")),
