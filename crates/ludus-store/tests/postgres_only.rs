@@ -274,11 +274,10 @@ async fn young_tables_are_analyzed_as_they_fill() {
 /// leave that entry behind.
 #[tokio::test]
 async fn a_user_deleted_while_a_wallet_update_holds_it_keeps_no_ledger() {
-    let url = fresh_database().await;
-    ludus_store::migrate_up(&url, no_data_dir()).await.unwrap();
-    let store = ludus_store::open(&url, no_data_dir(), StoreOptions::default())
-        .await
-        .unwrap();
+    use crate::suite::Backend as _;
+
+    let (backend, store) = crate::suite::PostgresBackend::store().await;
+    let url = backend.address();
     let ann = new_user("ann", device("device-0000001"));
     let bob = new_user("bob", device("device-0000002"));
     store.create_user(ann.clone()).await.unwrap();
@@ -290,7 +289,7 @@ async fn a_user_deleted_while_a_wallet_update_holds_it_keeps_no_ledger() {
             uuid::Uuid::new_v4()
         )
     };
-    pg_exec(&url, &entry(bob.id)).await;
+    backend.exec(&entry(bob.id)).await;
 
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
