@@ -55,6 +55,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "ledger_without_user_fkey",
         sql: include_str!("../migrations/sqlite/0008_ledger_without_user_fkey.sql"),
     },
+    Migration {
+        version: 9,
+        name: "ledger_user_index_slim",
+        sql: include_str!("../migrations/sqlite/0009_ledger_user_index_slim.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -97,6 +102,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 8,
         name: "ledger_without_user_fkey",
         sql: include_str!("../migrations/postgres/0008_ledger_without_user_fkey.sql"),
+    },
+    Migration {
+        version: 9,
+        name: "ledger_user_index_slim",
+        sql: include_str!("../migrations/postgres/0009_ledger_user_index_slim.sql"),
     },
 ];
 

@@ -71,6 +71,10 @@ async fn migrate_up_applies_pending_migrations_once() {
             MigrationInfo {
                 version: 8,
                 name: "ledger_without_user_fkey"
+            },
+            MigrationInfo {
+                version: 9,
+                name: "ledger_user_index_slim"
             }
         ]
     );

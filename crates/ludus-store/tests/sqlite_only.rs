@@ -100,13 +100,17 @@ async fn status_of_a_missing_database_creates_nothing() {
             MigrationInfo {
                 version: 8,
                 name: "ledger_without_user_fkey"
+            },
+            MigrationInfo {
+                version: 9,
+                name: "ledger_user_index_slim"
             }
         ]
     );
     assert!(!root.path().join(ludus_store::SQLITE_FILE_NAME).exists());
 
     let report = ludus_store::migrate_up("", root.path()).await.unwrap();
-    assert_eq!((report.from, report.to), (0, 8));
+    assert_eq!((report.from, report.to), (0, 9));
     let status = ludus_store::migrate_status("", root.path()).await.unwrap();
     assert!(status.pending.is_empty());
 }

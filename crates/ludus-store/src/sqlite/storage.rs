@@ -302,24 +302,40 @@ pub(super) fn ledger_list(
     before: Option<LedgerBound>,
     limit: usize,
 ) -> StoreResult<Vec<LedgerEntry>> {
-    let mut stmt = conn
-        .prepare_cached(&format!(
-            "SELECT {LEDGER_COLUMNS} FROM wallet_ledger
-              WHERE user_id = ?1 AND (?3 IS NULL OR (create_time, id) < (?3, ?4))
-              ORDER BY create_time DESC, id DESC LIMIT +?2"
-        ))
-        .map_err(map_err)?;
-    let (time, id) = match before {
-        Some(b) => (Some(b.create_time_us), Some(b.id.to_string())),
-        None => (None, None),
+    // The per-user index is (user_id, create_time) (migration 9): a page
+    // after a cursor seeks to the cursor's time through it, rather than
+    // walking (and reading the id of) every newer entry, and the entries of
+    // one microsecond are put in id order by a sort of just those.
+    let rows = match before {
+        None => conn
+            .prepare_cached(&format!(
+                "SELECT {LEDGER_COLUMNS} FROM wallet_ledger WHERE user_id = ?1
+                  ORDER BY create_time DESC, id DESC LIMIT +?2"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map(params![IdText::new(user), limit as i64], ledger_from_row)?
+                    .collect::<Result<Vec<_>, _>>()
+            }),
+        Some(b) => conn
+            .prepare_cached(&format!(
+                "SELECT {LEDGER_COLUMNS} FROM wallet_ledger
+                  WHERE user_id = ?1 AND create_time <= ?3 AND (create_time < ?3 OR id < ?4)
+                  ORDER BY create_time DESC, id DESC LIMIT +?2"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map(
+                    params![
+                        IdText::new(user),
+                        limit as i64,
+                        b.create_time_us,
+                        b.id.to_string()
+                    ],
+                    ledger_from_row,
+                )?
+                .collect::<Result<Vec<_>, _>>()
+            }),
     };
-    let rows = stmt
-        .query_map(
-            params![IdText::new(user), limit as i64, time, id],
-            ledger_from_row,
-        )
-        .map_err(map_err)?;
-    rows.collect::<Result<_, _>>().map_err(map_err)
+    rows.map_err(map_err)
 }
 
 pub(super) fn ledger_update(

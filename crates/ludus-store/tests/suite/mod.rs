@@ -200,6 +200,7 @@ macro_rules! store_test_suite {
             wallet::deleting_a_user_deletes_its_ledger,
             wallet::wallets_update_is_atomic_across_users,
             wallet::ledger_pages_newest_first_and_takes_metadata,
+            wallet::ledger_pages_entries_of_one_instant_in_id_order,
             wallet::hot_wallet_increments_are_exact,
             wallet::concurrent_decrements_never_go_below_zero,
             wallet::many_wallets_change_at_once,

@@ -216,6 +216,43 @@ pub(crate) async fn ledger_pages_newest_first_and_takes_metadata<B: Backend>() {
     assert_eq!(e.code, Code::NotFound);
 }
 
+/// Entries made in one transaction share their time: pages still walk them
+/// newest first, in descending id order within the instant, and a cursor
+/// taken inside the instant resumes after its entry (SQLite's index holds
+/// only the time: migration 9).
+pub(crate) async fn ledger_pages_entries_of_one_instant_in_id_order<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let svc = service(&store);
+    let ann = user(&store, "ann").await;
+    svc.wallet_update(update(ann, &[("gold", 100)]), true)
+        .await
+        .unwrap();
+    let earliest = svc.wallet_ledger_list(ann, 1, "").await.unwrap().entries[0].id;
+    let together: Vec<WalletUpdate> = (1..=5).map(|i| update(ann, &[("gold", i)])).collect();
+    svc.wallets_update(together, true).await.unwrap();
+
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = svc.wallet_ledger_list(ann, 2, &cursor).await.unwrap();
+        assert!(page.entries.len() <= 2);
+        seen.extend(page.entries.iter().map(|e| (e.create_time_us, e.id)));
+        match page.cursor {
+            Some(next) => cursor = next,
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    assert_eq!(seen[5].1, earliest);
+    let instant = &seen[..5];
+    assert!(instant.iter().all(|(t, _)| *t == instant[0].0), "{seen:?}");
+    assert!(instant[0].0 > seen[5].0);
+    let mut ids: Vec<Uuid> = instant.iter().map(|(_, id)| *id).collect();
+    let listed = ids.clone();
+    ids.sort_by_key(|id| std::cmp::Reverse(id.to_string()));
+    assert_eq!(listed, ids);
+}
+
 /// 100 tasks × 1,000 increments of one wallet: every one lands, each with a
 /// ledger entry and an answer one step of its own (the PostgreSQL backend
 /// applies the increments gathered in a batch together).
