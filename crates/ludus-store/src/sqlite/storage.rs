@@ -303,39 +303,28 @@ pub(super) fn ledger_list(
     limit: usize,
 ) -> StoreResult<Vec<LedgerEntry>> {
     // The per-user index is (user_id, create_time) (migration 9): a page
-    // after a cursor seeks to the cursor's time through it, rather than
-    // walking (and reading the id of) every newer entry, and the entries of
-    // one microsecond are put in id order by a sort of just those.
-    let rows = match before {
-        None => conn
-            .prepare_cached(&format!(
-                "SELECT {LEDGER_COLUMNS} FROM wallet_ledger WHERE user_id = ?1
-                  ORDER BY create_time DESC, id DESC LIMIT +?2"
-            ))
-            .and_then(|mut stmt| {
-                stmt.query_map(params![IdText::new(user), limit as i64], ledger_from_row)?
-                    .collect::<Result<Vec<_>, _>>()
-            }),
-        Some(b) => conn
-            .prepare_cached(&format!(
-                "SELECT {LEDGER_COLUMNS} FROM wallet_ledger
-                  WHERE user_id = ?1 AND create_time <= ?3 AND (create_time < ?3 OR id < ?4)
-                  ORDER BY create_time DESC, id DESC LIMIT +?2"
-            ))
-            .and_then(|mut stmt| {
-                stmt.query_map(
-                    params![
-                        IdText::new(user),
-                        limit as i64,
-                        b.create_time_us,
-                        b.id.to_string()
-                    ],
-                    ledger_from_row,
-                )?
-                .collect::<Result<Vec<_>, _>>()
-            }),
+    // seeks through it to its cursor's time (the first page's is past any
+    // time), rather than walking (and reading the id of) every newer entry
+    // as the row-value form `(create_time, id) < (?3, ?4)` would, and the
+    // entries of one microsecond are put in id order by a sort of just those.
+    let (time, id) = match before {
+        Some(b) => (b.create_time_us, b.id.to_string()),
+        None => (i64::MAX, String::new()),
     };
-    rows.map_err(map_err)
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {LEDGER_COLUMNS} FROM wallet_ledger
+              WHERE user_id = ?1 AND create_time <= ?3 AND (create_time < ?3 OR id < ?4)
+              ORDER BY create_time DESC, id DESC LIMIT +?2"
+        ))
+        .map_err(map_err)?;
+    let rows = stmt
+        .query_map(
+            params![IdText::new(user), limit as i64, time, id],
+            ledger_from_row,
+        )
+        .map_err(map_err)?;
+    rows.collect::<Result<_, _>>().map_err(map_err)
 }
 
 pub(super) fn ledger_update(
