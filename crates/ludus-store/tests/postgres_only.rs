@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ludus_core::model::Identity;
 use ludus_core::store::StoreError;
-use ludus_store::{MigrationInfo, OpenError, StoreOptions};
+use ludus_store::{OpenError, StoreOptions};
 
 use crate::suite::{device, new_user, pg_exec};
 
@@ -37,47 +37,7 @@ async fn migrate_up_applies_pending_migrations_once() {
         .await
         .unwrap();
     assert_eq!((status.backend, status.current), ("postgres", 0));
-    assert_eq!(
-        status.pending,
-        [
-            MigrationInfo {
-                version: 1,
-                name: "init"
-            },
-            MigrationInfo {
-                version: 2,
-                name: "chat_notifications"
-            },
-            MigrationInfo {
-                version: 3,
-                name: "storage_wallet"
-            },
-            MigrationInfo {
-                version: 4,
-                name: "social"
-            },
-            MigrationInfo {
-                version: 5,
-                name: "leaderboards"
-            },
-            MigrationInfo {
-                version: 6,
-                name: "friend_list_index"
-            },
-            MigrationInfo {
-                version: 7,
-                name: "users_id_hash"
-            },
-            MigrationInfo {
-                version: 8,
-                name: "ledger_without_user_fkey"
-            },
-            MigrationInfo {
-                version: 9,
-                name: "ledger_user_index_slim"
-            }
-        ]
-    );
+    assert_eq!(status.pending, crate::suite::all_migrations());
 
     let report = ludus_store::migrate_up(&url, no_data_dir()).await.unwrap();
     assert_eq!((report.from, report.to), (0, status.latest));

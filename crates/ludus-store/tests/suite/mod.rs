@@ -21,9 +21,28 @@ use std::sync::Arc;
 
 use ludus_core::Store;
 use ludus_core::model::{Identity, NewUser};
-use ludus_store::{OpenError, StoreOptions};
+use ludus_store::{MigrationInfo, OpenError, StoreOptions};
 use tempfile::TempDir;
 use uuid::Uuid;
+
+/// Every migration, in order, as both dialects number and name them (the
+/// migration-status tests of each backend expect exactly these).
+pub(crate) fn all_migrations() -> Vec<MigrationInfo> {
+    [
+        (1, "init"),
+        (2, "chat_notifications"),
+        (3, "storage_wallet"),
+        (4, "social"),
+        (5, "leaderboards"),
+        (6, "friend_list_index"),
+        (7, "users_id_hash"),
+        (8, "ledger_without_user_fkey"),
+        (9, "ledger_user_index_slim"),
+    ]
+    .into_iter()
+    .map(|(version, name)| MigrationInfo { version, name })
+    .collect()
+}
 
 /// A fresh, empty place to keep a store, and raw access to it for the set-ups
 /// the trait cannot express.
