@@ -60,6 +60,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "ledger_user_index_slim",
         sql: include_str!("../migrations/sqlite/0009_ledger_user_index_slim.sql"),
     },
+    Migration {
+        version: 10,
+        name: "ledger_recent",
+        sql: include_str!("../migrations/sqlite/0010_ledger_recent.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -107,6 +112,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 9,
         name: "ledger_user_index_slim",
         sql: include_str!("../migrations/postgres/0009_ledger_user_index_slim.sql"),
+    },
+    Migration {
+        version: 10,
+        name: "ledger_recent",
+        sql: include_str!("../migrations/postgres/0010_ledger_recent.sql"),
     },
 ];
 

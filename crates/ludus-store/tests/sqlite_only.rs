@@ -296,3 +296,127 @@ async fn schedule_loop_fires_each_reset_once_under_paused_time() {
         vec![HOUR0 + 3600, HOUR0 + 7200, HOUR0 + 5 * 3600]
     );
 }
+
+/// New ledger entries wait in `wallet_ledger_recent` until the writer moves
+/// them into `wallet_ledger_indexed` (migration 10), after a commit at least
+/// 50 ms after its last move and when the store closes. Modules' SQL writes
+/// through the `wallet_ledger` view with the rows it changed as its count,
+/// and deleting a user takes its entries from both tables.
+#[tokio::test]
+async fn ledger_entries_move_into_the_indexed_table() {
+    use ludus_core::store::SqlValue;
+    use ludus_core::wallet::WalletUpdate;
+
+    use crate::suite::storage::{service, user};
+
+    let root = tempfile::tempdir().unwrap();
+    let store = ludus_store::open("", root.path(), StoreOptions::default())
+        .await
+        .unwrap();
+    let svc = service(&store);
+    let (ann, bob) = (user(&store, "ann").await, user(&store, "bob").await);
+    let coin = |user| WalletUpdate {
+        user_id: user,
+        changeset: [("coins".to_owned(), 1)].into_iter().collect(),
+        metadata: "{}".into(),
+    };
+    let query = |sql: &'static str, params: Vec<SqlValue>| {
+        let store = store.clone();
+        async move { store.sql_query(sql, params, 100).await.unwrap() }
+    };
+    let counts = || async {
+        let row = query(
+            "SELECT (SELECT count(*) FROM wallet_ledger_recent), \
+                    (SELECT count(*) FROM wallet_ledger_indexed)",
+            vec![],
+        )
+        .await;
+        (row[0][0].1.clone(), row[0][1].1.clone())
+    };
+    let n = SqlValue::Int;
+
+    for _ in 0..3 {
+        svc.wallet_update(coin(ann), true).await.unwrap();
+    }
+    assert_eq!(counts().await, (n(3), n(0)));
+    tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    // The first commits, then the writer moves the four entries; the second
+    // is queued behind the move.
+    svc.wallet_update(coin(bob), true).await.unwrap();
+    svc.wallet_update(coin(bob), true).await.unwrap();
+    assert_eq!(counts().await, (n(1), n(4)));
+
+    // Modules write through the view.
+    let recent = query("SELECT id FROM wallet_ledger_recent", vec![]).await;
+    let SqlValue::Text(recent_id) = recent[0][0].1.clone() else {
+        panic!("{recent:?}")
+    };
+    let module_id = uuid::Uuid::now_v7().to_string();
+    let insert = "INSERT INTO wallet_ledger (id, user_id, changeset, create_time) \
+                  VALUES ($1, $2, '{\"coins\":9}', 1)";
+    let inserted = store
+        .sql_exec(
+            insert,
+            vec![
+                SqlValue::Text(module_id.clone()),
+                SqlValue::Text(ann.to_string()),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(inserted, 1);
+    let taken = store
+        .sql_exec(
+            insert,
+            vec![SqlValue::Text(recent_id), SqlValue::Text(ann.to_string())],
+        )
+        .await
+        .unwrap_err();
+    assert!(taken.to_string().contains("UNIQUE"), "{taken}");
+    assert_eq!(counts().await, (n(1), n(5)));
+    let updated = store
+        .sql_exec(
+            "UPDATE wallet_ledger SET metadata = '{\"seen\":true}' WHERE user_id = $1",
+            vec![SqlValue::Text(ann.to_string())],
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated, 4);
+    let seen = query(
+        "SELECT count(*) FROM wallet_ledger_indexed WHERE metadata = '{\"seen\":true}'",
+        vec![],
+    )
+    .await;
+    assert_eq!(seen[0][0].1, n(4));
+    let deleted = store
+        .sql_exec(
+            "DELETE FROM wallet_ledger WHERE id = $1",
+            vec![SqlValue::Text(module_id)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+
+    // Bob's entries go with him, the recent one and the moved one.
+    assert!(store.delete_user(bob).await.unwrap());
+    assert_eq!(counts().await, (n(0), n(3)));
+
+    // Closing moves what is left.
+    svc.wallet_update(coin(ann), true).await.unwrap();
+    assert_eq!(counts().await, (n(1), n(3)));
+    store.close().await;
+    let store = ludus_store::open("", root.path(), StoreOptions::default())
+        .await
+        .unwrap();
+    let row = store
+        .sql_query(
+            "SELECT (SELECT count(*) FROM wallet_ledger_recent), \
+                    (SELECT count(*) FROM wallet_ledger_indexed)",
+            vec![],
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!((row[0][0].1.clone(), row[0][1].1.clone()), (n(0), n(4)));
+    store.close().await;
+}

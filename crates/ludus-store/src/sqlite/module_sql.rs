@@ -201,11 +201,19 @@ fn exec_unguarded(conn: &Connection, sql: &str, params: &[SqlValue]) -> StoreRes
         stmt.raw_execute().map_err(sql_error)?;
     }
     // `changes()` still holds the count of an earlier statement after one
-    // that changes no row (CREATE TABLE, SELECT): count only when this one did.
-    Ok(if conn.total_changes() == before {
+    // that changes no row (CREATE TABLE, SELECT): count only when this one
+    // did. A write to a view (`wallet_ledger`, migration 10) changes rows
+    // only through its INSTEAD OF triggers, which `changes()` leaves out:
+    // those triggers change one row for each row of the view, so their count
+    // is the statement's.
+    let total = conn.total_changes();
+    Ok(if total == before {
         0
     } else {
-        conn.changes()
+        match conn.changes() {
+            0 => total - before,
+            direct => direct,
+        }
     })
 }
 

@@ -244,7 +244,7 @@ fn update_wallets(
         .map_err(map_err)?;
     let mut ledger = conn
         .prepare_cached(
-            "INSERT INTO wallet_ledger (id, user_id, changeset, metadata, create_time, update_time)
+            "INSERT INTO wallet_ledger_recent (id, user_id, changeset, metadata, create_time, update_time)
              VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
         )
         .map_err(map_err)?;
@@ -302,20 +302,33 @@ pub(super) fn ledger_list(
     before: Option<LedgerBound>,
     limit: usize,
 ) -> StoreResult<Vec<LedgerEntry>> {
+    // An entry is in one of two tables (migration 10): the recent one, which
+    // `merge_ledger` empties while writes come (writer.rs), and the indexed
+    // one. A page takes up to `limit` from each, newest first, and keeps the
+    // newest `limit` of both.
+    //
     // The per-user index is (user_id, create_time) (migration 9): a page
     // seeks through it to its cursor's time (the first page's is past any
     // time), rather than walking (and reading the id of) every newer entry
     // as the row-value form `(create_time, id) < (?3, ?4)` would, and the
     // entries of one microsecond are put in id order by a sort of just those.
+    // The recent table has no such index: it is scanned, and it holds at
+    // most the entries of one merge interval.
     let (time, id) = match before {
         Some(b) => (b.create_time_us, b.id.to_string()),
         None => (i64::MAX, String::new()),
     };
+    // One statement, so one snapshot: a merge that commits between two
+    // statements would hide (or double) the entries it moves.
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT {LEDGER_COLUMNS} FROM wallet_ledger
-              WHERE user_id = ?1 AND create_time <= ?3 AND (create_time < ?3 OR id < ?4)
-              ORDER BY create_time DESC, id DESC LIMIT +?2"
+            "SELECT * FROM (SELECT {LEDGER_COLUMNS} FROM wallet_ledger_indexed
+                             WHERE user_id = ?1 AND create_time <= ?3 AND (create_time < ?3 OR id < ?4)
+                             ORDER BY create_time DESC, id DESC LIMIT +?2)
+             UNION ALL
+             SELECT * FROM (SELECT {LEDGER_COLUMNS} FROM wallet_ledger_recent
+                             WHERE user_id = ?1 AND create_time <= ?3 AND (create_time < ?3 OR id < ?4)
+                             ORDER BY create_time DESC, id DESC LIMIT +?2)"
         ))
         .map_err(map_err)?;
     let rows = stmt
@@ -324,7 +337,34 @@ pub(super) fn ledger_list(
             ledger_from_row,
         )
         .map_err(map_err)?;
-    rows.collect::<Result<_, _>>().map_err(map_err)
+    let mut entries = rows.collect::<Result<Vec<_>, _>>().map_err(map_err)?;
+    // A uuid's bytes sort as its text does, so this is the SQL's order.
+    entries.sort_unstable_by_key(|e| std::cmp::Reverse((e.create_time_us, e.id)));
+    entries.truncate(limit);
+    Ok(entries)
+}
+
+/// The two tables behind the `wallet_ledger` view (migration 10).
+const LEDGER_TABLES: [&str; 2] = ["wallet_ledger_indexed", "wallet_ledger_recent"];
+
+/// Moves every entry of the recent ledger table into the indexed one, in
+/// the writer's transaction: the per-user index then takes each user's new
+/// entries in one change to that user's leaf page rather than one a commit.
+/// Returns how many entries moved.
+pub(super) fn merge_ledger(conn: &Connection) -> StoreResult<usize> {
+    let moved = conn
+        .prepare_cached(&format!(
+            "INSERT INTO wallet_ledger_indexed ({LEDGER_COLUMNS})
+             SELECT {LEDGER_COLUMNS} FROM wallet_ledger_recent"
+        ))
+        .and_then(|mut stmt| stmt.execute([]))
+        .map_err(map_err)?;
+    if moved > 0 {
+        conn.prepare_cached("DELETE FROM wallet_ledger_recent")
+            .and_then(|mut stmt| stmt.execute([]))
+            .map_err(map_err)?;
+    }
+    Ok(moved)
 }
 
 pub(super) fn ledger_update(
@@ -333,22 +373,28 @@ pub(super) fn ledger_update(
     metadata: &str,
     now_us: i64,
 ) -> StoreResult<Option<LedgerEntry>> {
-    let current: Option<String> = conn
-        .prepare_cached("SELECT metadata FROM wallet_ledger WHERE id = ?1")
-        .map_err(map_err)?
-        .query_row(params![IdText::new(id)], |row| row.get(0))
-        .optional()
-        .map_err(map_err)?;
-    let Some(current) = current else {
-        return Ok(None);
-    };
-    let merged = wallet::merge_metadata(&current, metadata)
-        .map_err(|e| StoreError::Backend(e.message.into_owned()))?;
-    conn.prepare_cached(&format!(
-        "UPDATE wallet_ledger SET metadata = ?2, update_time = ?3 WHERE id = ?1 RETURNING {LEDGER_COLUMNS}"
-    ))
-    .map_err(map_err)?
-    .query_row(params![IdText::new(id), merged, now_us], ledger_from_row)
-    .optional()
-    .map_err(map_err)
+    // The entry is in one of the two tables (migration 10); the writer runs
+    // this, so no merge moves it in between.
+    for table in LEDGER_TABLES {
+        let current: Option<String> = conn
+            .prepare_cached(&format!("SELECT metadata FROM {table} WHERE id = ?1"))
+            .map_err(map_err)?
+            .query_row(params![IdText::new(id)], |row| row.get(0))
+            .optional()
+            .map_err(map_err)?;
+        let Some(current) = current else {
+            continue;
+        };
+        let merged = wallet::merge_metadata(&current, metadata)
+            .map_err(|e| StoreError::Backend(e.message.into_owned()))?;
+        return conn
+            .prepare_cached(&format!(
+                "UPDATE {table} SET metadata = ?2, update_time = ?3 WHERE id = ?1 RETURNING {LEDGER_COLUMNS}"
+            ))
+            .map_err(map_err)?
+            .query_row(params![IdText::new(id), merged, now_us], ledger_from_row)
+            .optional()
+            .map_err(map_err);
+    }
+    Ok(None)
 }

@@ -17,6 +17,7 @@
 
 use std::sync::Mutex;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use ludus_core::store::{StoreError, StoreResult};
 use rusqlite::Connection;
@@ -72,6 +73,17 @@ where
     }
 }
 
+/// Work the writer does in a transaction of its own, at most once every
+/// `every`, after a commit: so only while writes come, and never in a
+/// batch's transaction, whose writes it would make wait.
+#[derive(Clone, Copy)]
+pub(super) struct Upkeep {
+    pub(super) every: Duration,
+    /// Returns how many rows it changed; named in logs by `what`.
+    pub(super) work: fn(&Connection) -> StoreResult<usize>,
+    pub(super) what: &'static str,
+}
+
 enum Msg {
     Write(Box<dyn WriteJob>),
     /// Commit everything queued before this, close the connection, then acknowledge.
@@ -87,7 +99,12 @@ pub(super) struct Writer {
 impl Writer {
     /// Starts the writer on `conn`; each commit wakes `committed` (the
     /// checkpointer: the connection's own automatic checkpoints are off).
-    pub(super) fn start(conn: Connection, committed: Committed) -> std::io::Result<Writer> {
+    /// `upkeep` also runs once more before the connection closes.
+    pub(super) fn start(
+        conn: Connection,
+        committed: Committed,
+        upkeep: Option<Upkeep>,
+    ) -> std::io::Result<Writer> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let thread = std::thread::Builder::new()
             .name("ludus-sqlite-writer".into())
@@ -96,7 +113,7 @@ impl Writer {
                 // the I/O thread: it queues more, and the batch grows
                 // (+38 % storage writes on one core; BENCHMARKS.md).
                 ludus_core::sched::batch_scheduling("sqlite writer");
-                run(conn, rx, &committed)
+                run(conn, rx, &committed, upkeep)
             })?;
         Ok(Writer {
             tx,
@@ -144,9 +161,15 @@ fn closed() -> StoreError {
     StoreError::Unavailable("store is closed".into())
 }
 
-fn run(conn: Connection, mut rx: mpsc::Receiver<Msg>, committed: &Committed) {
+fn run(
+    conn: Connection,
+    mut rx: mpsc::Receiver<Msg>,
+    committed: &Committed,
+    upkeep: Option<Upkeep>,
+) {
     let mut batch: Vec<Box<dyn WriteJob>> = Vec::with_capacity(MAX_BATCH);
     let mut shutdown = None;
+    let mut last_upkeep = Instant::now();
     while shutdown.is_none() {
         match rx.blocking_recv() {
             Some(Msg::Write(job)) => batch.push(job),
@@ -164,6 +187,12 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Msg>, committed: &Committed) {
         if !batch.is_empty() {
             commit_batch(&conn, &mut batch);
             committed.notify();
+            if let Some(upkeep) = upkeep
+                && last_upkeep.elapsed() >= upkeep.every
+            {
+                run_upkeep(&conn, upkeep, committed);
+                last_upkeep = Instant::now();
+            }
         }
     }
     // Refuse what raced with the shutdown instead of leaving callers waiting.
@@ -175,6 +204,9 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Msg>, committed: &Committed) {
                 let _ = ack.send(());
             }
         }
+    }
+    if let Some(upkeep) = upkeep {
+        run_upkeep(&conn, upkeep, committed);
     }
     if let Err((_, e)) = conn.close() {
         tracing::warn!(error = %e, "closing the sqlite write connection failed");
@@ -211,6 +243,25 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteJob>>) {
     }
     for job in batch.drain(..) {
         job.finish(result.clone());
+    }
+}
+
+/// Runs the upkeep in its own transaction; a failure rolls it back and is
+/// logged (what it would have changed waits for the next run).
+fn run_upkeep(conn: &Connection, upkeep: Upkeep, committed: &Committed) {
+    let result = exec(conn, "BEGIN IMMEDIATE")
+        .and_then(|()| (upkeep.work)(conn))
+        .and_then(|rows| exec(conn, "COMMIT").map(|()| rows));
+    match result {
+        Ok(0) => {}
+        Ok(rows) => {
+            tracing::trace!(rows, what = upkeep.what, "sqlite writer upkeep");
+            committed.notify();
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, what = upkeep.what, "sqlite writer upkeep failed");
+            rollback(conn);
+        }
     }
 }
 
@@ -387,7 +438,8 @@ mod tests {
             .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (v TEXT NOT NULL UNIQUE)")
             .unwrap();
         drop(setup);
-        let writer = Writer::start(Connection::open(&path).unwrap(), Committed::default()).unwrap();
+        let writer =
+            Writer::start(Connection::open(&path).unwrap(), Committed::default(), None).unwrap();
         let writer = Arc::new(writer);
         let mut tasks = Vec::new();
         for i in 0..200 {

@@ -38,6 +38,7 @@ pub(crate) fn all_migrations() -> Vec<MigrationInfo> {
         (7, "users_id_hash"),
         (8, "ledger_without_user_fkey"),
         (9, "ledger_user_index_slim"),
+        (10, "ledger_recent"),
     ]
     .into_iter()
     .map(|(version, name)| MigrationInfo { version, name })
@@ -220,6 +221,7 @@ macro_rules! store_test_suite {
             wallet::wallets_update_is_atomic_across_users,
             wallet::ledger_pages_newest_first_and_takes_metadata,
             wallet::ledger_pages_entries_of_one_instant_in_id_order,
+            wallet::ledger_finds_entries_before_and_after_their_move,
             wallet::hot_wallet_increments_are_exact,
             wallet::concurrent_decrements_never_go_below_zero,
             wallet::many_wallets_change_at_once,

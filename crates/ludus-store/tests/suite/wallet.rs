@@ -253,6 +253,85 @@ pub(crate) async fn ledger_pages_entries_of_one_instant_in_id_order<B: Backend>(
     assert_eq!(listed, ids);
 }
 
+/// The ledger's entries page newest first whether they are new or older:
+/// on SQLite new entries wait in a table of their own until the writer moves
+/// them into the indexed one (migration 10), here between ann's fourth and
+/// fifth updates. Pages, metadata updates and modules' SQL on
+/// `wallet_ledger` find an entry wherever it is.
+pub(crate) async fn ledger_finds_entries_before_and_after_their_move<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let svc = service(&store);
+    let ann = user(&store, "ann").await;
+    let bob = user(&store, "bob").await;
+    for i in 1..=4 {
+        svc.wallet_update(update(ann, &[("gold", i)]), true)
+            .await
+            .unwrap();
+    }
+    // The SQLite writer moves entries after a commit at least 50 ms after
+    // its last move; a write after that commit's returns once it has run.
+    tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    svc.wallet_update(update(bob, &[("gold", 1)]), true)
+        .await
+        .unwrap();
+    svc.wallet_update(update(bob, &[("gold", 2)]), true)
+        .await
+        .unwrap();
+    for i in 5..=6 {
+        svc.wallet_update(update(ann, &[("gold", i)]), true)
+            .await
+            .unwrap();
+    }
+
+    let first = svc.wallet_ledger_list(ann, 4, "").await.unwrap();
+    let cursor = first.cursor.clone().expect("a second page");
+    let second = svc.wallet_ledger_list(ann, 4, &cursor).await.unwrap();
+    assert_eq!(second.cursor, None);
+    let listed: Vec<Wallet> = first
+        .entries
+        .iter()
+        .chain(&second.entries)
+        .map(|e| serde_json::from_str(&e.changeset).unwrap())
+        .collect();
+    let expected: Vec<Wallet> = (1..=6).rev().map(|i| changes(&[("gold", i)])).collect();
+    assert_eq!(listed, expected);
+    assert!(first.entries.iter().all(|e| e.user_id == ann));
+    assert_eq!(ledger_count(&store, ann).await, 6);
+    assert_eq!(ledger_count(&store, bob).await, 2);
+
+    // Metadata updates find the newest entry and the oldest.
+    for entry in [&first.entries[0], &second.entries[1]] {
+        let updated = svc
+            .wallet_ledger_update(entry.id, r#"{"checked":true}"#)
+            .await
+            .unwrap();
+        assert_eq!(updated.id, entry.id);
+        assert_eq!(updated.changeset, entry.changeset);
+        let metadata: serde_json::Value = serde_json::from_str(&updated.metadata).unwrap();
+        assert_eq!(metadata["checked"], true);
+        assert_eq!(metadata["reason"], "test");
+    }
+    // Modules' SQL reads the same metadata, oldest first.
+    let rows = store
+        .sql_query(
+            "SELECT metadata FROM wallet_ledger WHERE user_id = $1 ORDER BY create_time",
+            vec![SqlValue::Text(ann.to_string())],
+            10,
+        )
+        .await
+        .unwrap();
+    let checked: Vec<bool> = rows
+        .iter()
+        .map(|r| match &r[0].1 {
+            SqlValue::Text(t) => serde_json::from_str::<serde_json::Value>(t).unwrap()["checked"]
+                .as_bool()
+                .unwrap_or(false),
+            other => panic!("metadata is {other:?}"),
+        })
+        .collect();
+    assert_eq!(checked, [true, false, false, false, false, true]);
+}
+
 /// 100 tasks × 1,000 increments of one wallet: every one lands, each with a
 /// ledger entry and an answer one step of its own (the PostgreSQL backend
 /// applies the increments gathered in a batch together).
