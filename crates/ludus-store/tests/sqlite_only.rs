@@ -324,15 +324,7 @@ async fn ledger_entries_move_into_the_indexed_table() {
         let store = store.clone();
         async move { store.sql_query(sql, params, 100).await.unwrap() }
     };
-    let counts = || async {
-        let row = query(
-            "SELECT (SELECT count(*) FROM wallet_ledger_recent), \
-                    (SELECT count(*) FROM wallet_ledger_indexed)",
-            vec![],
-        )
-        .await;
-        (row[0][0].1.clone(), row[0][1].1.clone())
-    };
+    let counts = || ledger_table_counts(store.clone());
     let n = SqlValue::Int;
 
     for _ in 0..3 {
@@ -408,6 +400,14 @@ async fn ledger_entries_move_into_the_indexed_table() {
     let store = ludus_store::open("", root.path(), StoreOptions::default())
         .await
         .unwrap();
+    assert_eq!(ledger_table_counts(store.clone()).await, (n(0), n(4)));
+    store.close().await;
+}
+
+/// How many entries the recent and the indexed ledger tables hold.
+async fn ledger_table_counts(
+    store: std::sync::Arc<dyn ludus_core::Store>,
+) -> (ludus_core::store::SqlValue, ludus_core::store::SqlValue) {
     let row = store
         .sql_query(
             "SELECT (SELECT count(*) FROM wallet_ledger_recent), \
@@ -417,6 +417,5 @@ async fn ledger_entries_move_into_the_indexed_table() {
         )
         .await
         .unwrap();
-    assert_eq!((row[0][0].1.clone(), row[0][1].1.clone()), (n(0), n(4)));
-    store.close().await;
+    (row[0][0].1.clone(), row[0][1].1.clone())
 }
