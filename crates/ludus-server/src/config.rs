@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
+/// The longest `database.ledger_merge_interval_ms`: ledger pages scan every
+/// entry that waits for the writer's move.
+const MAX_LEDGER_MERGE_INTERVAL_MS: u64 = 10_000;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
@@ -215,6 +219,9 @@ pub struct DatabaseConfig {
     /// PostgreSQL: how often tables still under 100,000 rows are checked and
     /// analyzed once they grew by half; 0 leaves statistics to autovacuum.
     pub analyze_interval_ms: u64,
+    /// SQLite: least time between moves of new ledger entries into the
+    /// indexed ledger table; 0 moves them after every commit.
+    pub ledger_merge_interval_ms: u64,
 }
 
 impl Default for DatabaseConfig {
@@ -228,6 +235,7 @@ impl Default for DatabaseConfig {
             register_in_flight: d.register_in_flight,
             profile_cache_entries: d.profile_cache_entries,
             analyze_interval_ms: d.analyze_interval_ms,
+            ledger_merge_interval_ms: d.ledger_merge_interval_ms,
         }
     }
 }
@@ -263,6 +271,7 @@ impl Config {
             register_in_flight: self.database.register_in_flight,
             profile_cache_entries: self.database.profile_cache_entries,
             analyze_interval_ms: self.database.analyze_interval_ms,
+            ledger_merge_interval_ms: self.database.ledger_merge_interval_ms,
         }
     }
 
@@ -413,6 +422,12 @@ impl Config {
         }
         if self.database.max_open_conns == 0 {
             return bad("database.max_open_conns", "must be at least 1");
+        }
+        if self.database.ledger_merge_interval_ms > MAX_LEDGER_MERGE_INTERVAL_MS {
+            return bad(
+                "database.ledger_merge_interval_ms",
+                "must be at most 10000: ledger pages scan every entry that waits for a move",
+            );
         }
         self.runtime.validate()?;
         if !(1..=i32::MAX as usize).contains(&self.party.max_size) {
@@ -843,6 +858,25 @@ mod tests {
         assert_eq!(ok.store_options().analyze_interval_ms, 1_000);
         let off = Config::load(None, [], &flags(&[("database.analyze_interval_ms", "0")])).unwrap();
         assert_eq!(off.store_options().analyze_interval_ms, 0);
+        assert_eq!(ok.store_options().ledger_merge_interval_ms, 50);
+        let every = Config::load(
+            None,
+            [],
+            &flags(&[("database.ledger_merge_interval_ms", "0")]),
+        )
+        .unwrap();
+        assert_eq!(every.store_options().ledger_merge_interval_ms, 0);
+        let err = Config::load(
+            None,
+            [],
+            &flags(&[("database.ledger_merge_interval_ms", "10001")]),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("database.ledger_merge_interval_ms"),
+            "{err}"
+        );
     }
 
     /// `match.*` is the match engine's own `MatchConfig`: zero values the

@@ -71,6 +71,12 @@ pub struct StoreOptions {
     /// last until autovacuum's next visit (`database.analyze_interval_ms`);
     /// 0 leaves statistics to autovacuum alone.
     pub analyze_interval_ms: u64,
+    /// SQLite: the least time between the writer's moves of new ledger
+    /// entries into the indexed ledger table (`database.ledger_merge_interval_ms`,
+    /// migration 10); 0 moves them after every commit. A longer interval
+    /// writes fewer WAL pages per wallet update, keeps callers waiting longer
+    /// behind each move, and leaves more entries for ledger pages to scan.
+    pub ledger_merge_interval_ms: u64,
 }
 
 impl Default for StoreOptions {
@@ -83,6 +89,7 @@ impl Default for StoreOptions {
             register_in_flight: 1,
             profile_cache_entries: 10_000,
             analyze_interval_ms: 1_000,
+            ledger_merge_interval_ms: 50,
         }
     }
 }

@@ -298,10 +298,12 @@ async fn schedule_loop_fires_each_reset_once_under_paused_time() {
 }
 
 /// New ledger entries wait in `wallet_ledger_recent` until the writer moves
-/// them into `wallet_ledger_indexed` (migration 10), after a commit at least
-/// 50 ms after its last move and when the store closes. Modules' SQL writes
-/// through the `wallet_ledger` view with the rows it changed as its count,
-/// and deleting a user takes its entries from both tables.
+/// them into `wallet_ledger_indexed` (migration 10): after a commit once
+/// `ledger_merge_interval_ms` has passed since its last move, and when the
+/// store closes. A page crosses both tables; metadata updates find an entry
+/// in either. Modules' SQL writes through the `wallet_ledger` view with the
+/// rows it changed as its count, and deleting a user takes its entries from
+/// both tables.
 #[tokio::test]
 async fn ledger_entries_move_into_the_indexed_table() {
     use ludus_core::store::SqlValue;
@@ -310,36 +312,76 @@ async fn ledger_entries_move_into_the_indexed_table() {
     use crate::suite::storage::{service, user};
 
     let root = tempfile::tempdir().unwrap();
-    let store = ludus_store::open("", root.path(), StoreOptions::default())
-        .await
-        .unwrap();
+    let open = |interval_ms| {
+        let opts = StoreOptions {
+            ledger_merge_interval_ms: interval_ms,
+            ..StoreOptions::default()
+        };
+        ludus_store::open("", root.path(), opts)
+    };
+    // No move while the test runs, only at close.
+    const NEVER: u64 = 3_600_000;
+    let store = open(NEVER).await.unwrap();
     let svc = service(&store);
     let (ann, bob) = (user(&store, "ann").await, user(&store, "bob").await);
-    let coin = |user| WalletUpdate {
+    let coin = |user, n: i64| WalletUpdate {
         user_id: user,
-        changeset: [("coins".to_owned(), 1)].into_iter().collect(),
+        changeset: [("coins".to_owned(), n)].into_iter().collect(),
         metadata: "{}".into(),
     };
-    let query = |sql: &'static str, params: Vec<SqlValue>| {
-        let store = store.clone();
-        async move { store.sql_query(sql, params, 100).await.unwrap() }
-    };
-    let counts = || ledger_table_counts(store.clone());
     let n = SqlValue::Int;
-
-    for _ in 0..3 {
-        svc.wallet_update(coin(ann), true).await.unwrap();
+    for i in 1..=3 {
+        svc.wallet_update(coin(ann, i), true).await.unwrap();
     }
-    assert_eq!(counts().await, (n(3), n(0)));
-    tokio::time::sleep(std::time::Duration::from_millis(60)).await;
-    // The first commits, then the writer moves the four entries; the second
-    // is queued behind the move.
-    svc.wallet_update(coin(bob), true).await.unwrap();
-    svc.wallet_update(coin(bob), true).await.unwrap();
-    assert_eq!(counts().await, (n(1), n(4)));
+    svc.wallet_update(coin(bob, 1), true).await.unwrap();
+    assert_eq!(ledger_table_counts(store.clone()).await, (n(4), n(0)));
+    store.close().await;
+
+    // Closing moved them; two more wait.
+    let store = open(NEVER).await.unwrap();
+    let svc = service(&store);
+    for i in 4..=5 {
+        svc.wallet_update(coin(ann, i), true).await.unwrap();
+    }
+    svc.wallet_update(coin(bob, 2), true).await.unwrap();
+    assert_eq!(ledger_table_counts(store.clone()).await, (n(3), n(4)));
+    let first = svc.wallet_ledger_list(ann, 3, "").await.unwrap();
+    let second = svc
+        .wallet_ledger_list(ann, 3, first.cursor.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(second.cursor, None);
+    let listed: Vec<&str> = first
+        .entries
+        .iter()
+        .chain(&second.entries)
+        .map(|e| e.changeset.as_str())
+        .collect();
+    assert_eq!(
+        listed,
+        (1..=5)
+            .rev()
+            .map(|i| format!(r#"{{"coins":{i}}}"#))
+            .collect::<Vec<_>>()
+    );
+    // The newest waits, the oldest was moved.
+    for entry in [&first.entries[0], &second.entries[1]] {
+        let updated = svc
+            .wallet_ledger_update(entry.id, r#"{"checked":true}"#)
+            .await
+            .unwrap();
+        assert_eq!(updated.metadata, r#"{"checked":true}"#);
+    }
 
     // Modules write through the view.
-    let recent = query("SELECT id FROM wallet_ledger_recent", vec![]).await;
+    let recent = store
+        .sql_query(
+            "SELECT id FROM wallet_ledger_recent WHERE user_id = $1",
+            vec![SqlValue::Text(bob.to_string())],
+            1,
+        )
+        .await
+        .unwrap();
     let SqlValue::Text(recent_id) = recent[0][0].1.clone() else {
         panic!("{recent:?}")
     };
@@ -365,7 +407,7 @@ async fn ledger_entries_move_into_the_indexed_table() {
         .await
         .unwrap_err();
     assert!(taken.to_string().contains("UNIQUE"), "{taken}");
-    assert_eq!(counts().await, (n(1), n(5)));
+    assert_eq!(ledger_table_counts(store.clone()).await, (n(3), n(5)));
     let updated = store
         .sql_exec(
             "UPDATE wallet_ledger SET metadata = '{\"seen\":true}' WHERE user_id = $1",
@@ -373,13 +415,7 @@ async fn ledger_entries_move_into_the_indexed_table() {
         )
         .await
         .unwrap();
-    assert_eq!(updated, 4);
-    let seen = query(
-        "SELECT count(*) FROM wallet_ledger_indexed WHERE metadata = '{\"seen\":true}'",
-        vec![],
-    )
-    .await;
-    assert_eq!(seen[0][0].1, n(4));
+    assert_eq!(updated, 6);
     let deleted = store
         .sql_exec(
             "DELETE FROM wallet_ledger WHERE id = $1",
@@ -389,18 +425,27 @@ async fn ledger_entries_move_into_the_indexed_table() {
         .unwrap();
     assert_eq!(deleted, 1);
 
-    // Bob's entries go with him, the recent one and the moved one.
+    // Bob's entries go with him, the waiting one and the moved one.
     assert!(store.delete_user(bob).await.unwrap());
-    assert_eq!(counts().await, (n(0), n(3)));
-
-    // Closing moves what is left.
-    svc.wallet_update(coin(ann), true).await.unwrap();
-    assert_eq!(counts().await, (n(1), n(3)));
+    assert_eq!(ledger_table_counts(store.clone()).await, (n(2), n(3)));
     store.close().await;
-    let store = ludus_store::open("", root.path(), StoreOptions::default())
+
+    // With no interval the writer moves after every commit: once a later
+    // write has returned, an earlier one's entry has moved.
+    let store = open(0).await.unwrap();
+    let svc = service(&store);
+    svc.wallet_update(coin(ann, 6), true).await.unwrap();
+    let carol = user(&store, "carol").await;
+    let waiting = store
+        .sql_query(
+            "SELECT count(*) FROM wallet_ledger_recent WHERE user_id <> $1",
+            vec![SqlValue::Text(carol.to_string())],
+            1,
+        )
         .await
         .unwrap();
-    assert_eq!(ledger_table_counts(store.clone()).await, (n(0), n(4)));
+    assert_eq!(waiting[0][0].1, n(0));
+    assert_eq!(ledger_table_counts(store.clone()).await, (n(0), n(6)));
     store.close().await;
 }
 

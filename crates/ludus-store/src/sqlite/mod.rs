@@ -54,22 +54,22 @@ pub(crate) struct SqliteStore {
     module_sql_timeout: std::time::Duration,
 }
 
-/// The writer's move of new ledger entries into the indexed table
-/// (migration 10, `storage::merge_ledger`). At 20,000 wallet updates a
-/// second a move takes about 1,000 entries; the recent table, which ledger
-/// pages scan, holds at most what came since the last move.
-const LEDGER_MERGE: writer::Upkeep = writer::Upkeep {
-    every: std::time::Duration::from_millis(50),
-    work: storage::merge_ledger,
-    what: "ledger merge",
-};
-
 impl SqliteStore {
     /// Creates the folder and file as needed, migrates, and starts the threads.
     pub(crate) async fn open(path: PathBuf, opts: &StoreOptions) -> Result<SqliteStore, OpenError> {
         let cores = std::thread::available_parallelism().map_or(FALLBACK_READERS, usize::from);
         let reader_count = cores.clamp(2, 8).min(opts.max_open_conns.max(1));
         let module_sql_timeout = std::time::Duration::from_millis(opts.module_sql_timeout_ms);
+        // The writer's move of new ledger entries into the indexed table
+        // (migration 10, `storage::merge_ledger`). At 20,000 wallet updates a
+        // second and the default 50 ms a move takes about 1,000 entries; the
+        // recent table, which ledger pages scan, holds at most what came
+        // since the last move.
+        let ledger_merge = writer::Upkeep {
+            every: std::time::Duration::from_millis(opts.ledger_merge_interval_ms),
+            work: storage::merge_ledger,
+            what: "ledger merge",
+        };
         blocking(move || {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(|source| OpenError::DataDir {
@@ -91,7 +91,7 @@ impl SqliteStore {
                     message: e.to_string(),
                 })?;
             let checkpointer = Checkpointer::start(&path)?;
-            let writer = Writer::start(conn, checkpointer.committed(), Some(LEDGER_MERGE))
+            let writer = Writer::start(conn, checkpointer.committed(), Some(ledger_merge))
                 .map_err(OpenError::Thread)?;
             let readers = Readers::start(readers).map_err(OpenError::Thread)?;
             tracing::info!(

@@ -255,9 +255,11 @@ pub(crate) async fn ledger_pages_entries_of_one_instant_in_id_order<B: Backend>(
 
 /// The ledger's entries page newest first whether they are new or older:
 /// on SQLite new entries wait in a table of their own until the writer moves
-/// them into the indexed one (migration 10), here between ann's fourth and
-/// fifth updates. Pages, metadata updates and modules' SQL on
-/// `wallet_ledger` find an entry wherever it is.
+/// them into the indexed one (migration 10), at the default interval
+/// usually between ann's fourth and fifth updates (the SQLite-only
+/// `ledger_entries_move_into_the_indexed_table` pins where each entry is).
+/// Pages, metadata updates and modules' SQL on `wallet_ledger` find an
+/// entry wherever it is.
 pub(crate) async fn ledger_finds_entries_before_and_after_their_move<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
