@@ -81,18 +81,28 @@ impl CallContext {
 #[derive(Clone, Default)]
 pub struct Headers(Source);
 
+/// Calls its argument with each header's name (as the transport has it,
+/// lower case) and value bytes, in order.
+type Visit = dyn Fn(&mut dyn FnMut(&str, &[u8])) + Send + Sync;
+
+/// Appends a header's name, in the form modules see, to a buffer.
+pub(crate) type WriteName<'a> = dyn Fn(&mut Vec<u8>) + 'a;
+
 #[derive(Clone, Default)]
 enum Source {
     #[default]
     Empty,
     Grouped(BTreeMap<String, Vec<String>>),
-    Lazy(Arc<dyn Fn() -> BTreeMap<String, Vec<String>> + Send + Sync>),
+    Lazy(Arc<Visit>),
 }
 
 impl Headers {
-    /// Headers grouped by `group` when a module first reads them.
-    pub fn lazy(group: impl Fn() -> BTreeMap<String, Vec<String>> + Send + Sync + 'static) -> Self {
-        Headers(Source::Lazy(Arc::new(group)))
+    /// A transport's headers, which `visit` walks (each name as the
+    /// transport has it, lower case, with its value's bytes), grouped only
+    /// when a module first reads them: names take Nakama's form
+    /// ([`canonical_header`]), values their text ([`header_text`]).
+    pub fn lazy(visit: impl Fn(&mut dyn FnMut(&str, &[u8])) + Send + Sync + 'static) -> Self {
+        Headers(Source::Lazy(Arc::new(visit)))
     }
 
     /// The headers, grouped now if they were not yet.
@@ -100,7 +110,39 @@ impl Headers {
         match &self.0 {
             Source::Empty => Cow::Owned(BTreeMap::new()),
             Source::Grouped(map) => Cow::Borrowed(map),
-            Source::Lazy(group) => Cow::Owned(group()),
+            Source::Lazy(visit) => {
+                let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+                visit(&mut |name, value| {
+                    map.entry(canonical_header(name))
+                        .or_default()
+                        .push(header_text(value));
+                });
+                Cow::Owned(map)
+            }
+        }
+    }
+
+    /// Calls `f` with each header's name, in the form [`grouped`] gives
+    /// it, and value bytes, in order; `f` gets a name as a writer of its
+    /// bytes, so a transport's names take their form without a string each.
+    ///
+    /// [`grouped`]: Headers::grouped
+    pub(crate) fn each(&self, f: &mut dyn FnMut(&WriteName<'_>, &[u8])) {
+        match &self.0 {
+            Source::Empty => {}
+            Source::Grouped(map) => {
+                for (name, values) in map {
+                    for value in values {
+                        f(
+                            &|out| out.extend_from_slice(name.as_bytes()),
+                            value.as_bytes(),
+                        );
+                    }
+                }
+            }
+            Source::Lazy(visit) => {
+                visit(&mut |name, value| f(&|out| write_canonical(name, out), value))
+            }
         }
     }
 
@@ -109,6 +151,33 @@ impl Headers {
         let mut map = self.grouped().into_owned();
         map.entry(name).or_default().extend(values);
         self.0 = Source::Grouped(map);
+    }
+}
+
+/// `x-custom-header` → `X-Custom-Header`, the form Nakama's modules see:
+/// the first letter and each letter after a `-` upper-cased.
+pub(crate) fn canonical_header(name: &str) -> String {
+    let mut out = Vec::with_capacity(name.len());
+    write_canonical(name, &mut out);
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Appends `name` in [`canonical_header`]'s form (ASCII letters change, so
+/// the bytes stay UTF-8 if they were).
+fn write_canonical(name: &str, out: &mut Vec<u8>) {
+    let mut start = true;
+    for &b in name.as_bytes() {
+        out.push(if start { b.to_ascii_uppercase() } else { b });
+        start = b == b'-';
+    }
+}
+
+/// A header's value as modules see it: its text, with any bytes that are
+/// not UTF-8 replaced (checked whole first: the lossy walk cost more).
+pub(crate) fn header_text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
     }
 }
 
@@ -132,9 +201,9 @@ mod tests {
     fn headers_group_when_read_and_take_inserts() {
         let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = calls.clone();
-        let mut h = Headers::lazy(move || {
+        let mut h = Headers::lazy(move |visit| {
             counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            BTreeMap::from([("Accept".to_owned(), vec!["a".to_owned()])])
+            visit("accept", b"a");
         });
         assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 0);
         assert_eq!(h.grouped()["Accept"], ["a"]);
@@ -146,5 +215,67 @@ mod tests {
         assert!(grouped["X-New"].is_empty());
         assert!(Headers::default().grouped().is_empty());
         assert_eq!(format!("{h:?}"), r#"{"Accept": ["a", "b"], "X-New": []}"#);
+    }
+
+    /// `each` gives the names and values `grouped` has, from either source,
+    /// values that are not UTF-8 as their bytes.
+    #[test]
+    fn each_gives_what_grouped_has() {
+        let lazy = Headers::lazy(|visit| {
+            visit("x-custom-header", b"one");
+            visit("accept", b"\xffa");
+            visit("x-custom-header", b"two");
+        });
+        let mut seen = Vec::new();
+        lazy.each(&mut |name, value| {
+            let mut n = Vec::new();
+            name(&mut n);
+            seen.push((String::from_utf8(n).unwrap(), value.to_vec()));
+        });
+        assert_eq!(
+            seen,
+            [
+                ("X-Custom-Header".to_owned(), b"one".to_vec()),
+                ("Accept".to_owned(), b"\xffa".to_vec()),
+                ("X-Custom-Header".to_owned(), b"two".to_vec()),
+            ]
+        );
+        let grouped = lazy.grouped();
+        assert_eq!(grouped["X-Custom-Header"], ["one", "two"]);
+        assert_eq!(grouped["Accept"], ["\u{fffd}a"]);
+
+        let given = Headers::from(BTreeMap::from([(
+            "x-as-given".to_owned(),
+            vec!["v".to_owned(), String::new()],
+        )]));
+        let mut seen = Vec::new();
+        given.each(&mut |name, value| {
+            let mut n = Vec::new();
+            name(&mut n);
+            seen.push((String::from_utf8(n).unwrap(), value.to_vec()));
+        });
+        assert_eq!(
+            seen,
+            [
+                ("x-as-given".to_owned(), b"v".to_vec()),
+                ("x-as-given".to_owned(), Vec::new()),
+            ]
+        );
+    }
+
+    #[test]
+    fn header_names_take_nakamas_form() {
+        for (name, want) in [
+            ("x-custom-header", "X-Custom-Header"),
+            ("content-type", "Content-Type"),
+            ("host", "Host"),
+            ("x--double", "X--Double"),
+            ("-lead", "-Lead"),
+            ("trail-", "Trail-"),
+            ("x-1st", "X-1st"),
+            ("", ""),
+        ] {
+            assert_eq!(canonical_header(name), want, "{name}");
+        }
     }
 }

@@ -34,13 +34,12 @@
 //! fails when it reads them.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use mlua::{AnyUserData, Either, Lua, Table, UserData, UserDataMethods};
+use mlua::{Either, Lua, Table};
 
 use super::shared::LuaShared;
 use super::vm::{check_memory, collect, unlimited};
-use crate::context::{CallContext, Headers};
+use crate::context::{CallContext, Headers, header_text};
 
 /// A fresh `ctx` table, made whole, with the node's name and `runtime.env`
 /// from the VM's settings: the contexts made once (a match's, `run_once`'s).
@@ -80,7 +79,7 @@ fn whole(
 /// and the table is made at its full size at once (BENCHMARKS.md, "A
 /// call's `ctx` made by its run loop").
 pub(super) type CallFields<'a> = (
-    AnyUserData,
+    mlua::LuaString,
     &'a str,
     Option<&'a str>,
     Option<&'a str>,
@@ -92,24 +91,18 @@ pub(super) type CallFields<'a> = (
 );
 
 /// A pool call's [`CallFields`]: the same fields, present and absent, as
-/// [`context_table`] makes whole. The tables wait in a [`Pending`], made
-/// with the VM's limit lifted (no Lua runs; their size is the request's,
-/// which the server bounds).
-pub(super) fn call_fields<'a>(
-    lua: &Lua,
-    shared: &Arc<LuaShared>,
-    ctx: &'a mut CallContext,
-) -> mlua::Result<CallFields<'a>> {
-    let pending = Pending {
-        shared: shared.clone(),
-        vars: ctx.user_id.is_some().then(|| std::mem::take(&mut ctx.vars)),
-        headers: std::mem::take(&mut ctx.headers),
-        query_params: std::mem::take(&mut ctx.query_params),
-    };
-    let pending = unlimited(lua, || lua.create_userdata(pending))?;
+/// [`context_table`] makes whole. The tables wait packed in one Lua
+/// string ([`pack`]), which the run loop files the `ctx` under; made with
+/// the VM's limit lifted (no Lua runs; its size is the request's, which the
+/// server bounds).
+pub(super) fn call_fields<'a>(lua: &Lua, ctx: &'a mut CallContext) -> mlua::Result<CallFields<'a>> {
+    let packed = pack(ctx);
+    // The transport's header map goes now, while it is in the caches.
+    ctx.headers = Headers::default();
+    let packed = unlimited(lua, || lua.create_string(&packed))?;
     let s = Scalars::of(ctx);
     Ok((
-        pending,
+        packed,
         s.execution_mode,
         s.user_id,
         s.username,
@@ -203,54 +196,168 @@ fn tables(
     Ok(made)
 }
 
-/// The tables of a pool call's `ctx` not made yet: called with the `ctx`
-/// (by the sandbox's `complete`), it makes them and drops the lazy
-/// metatable.
-struct Pending {
-    shared: Arc<LuaShared>,
+/// The tables of a pool call's `ctx` (but `env`, the VM's), packed in
+/// bytes: `vars` (a byte 1 then its pairs, or a byte 0 for a call without
+/// a user), then the headers' and the query parameters' pairs, each list a
+/// `u32` count of pairs followed by the pairs, each text a `u32` length and
+/// its bytes (little-endian). Header names are in the form modules see.
+///
+/// They wait in a Lua string rather than a userdata of each `ctx`: a
+/// userdata per call, with the finalizer that drops it in a later
+/// collection and the transport's header map it kept until then, cost
+/// about a quarter of the Lua thread's time per wallet update
+/// (BENCHMARKS.md, "A call's `ctx` tables wait packed in a string"). A
+/// string holds nothing outside the VM's heap, counts towards its limit,
+/// and goes with its `ctx` in an ordinary collection.
+fn pack(ctx: &CallContext) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    match ctx.user_id.is_some() {
+        true => {
+            out.push(1);
+            put_count(&mut out, ctx.vars.len());
+            for (k, v) in &ctx.vars {
+                put(&mut out, k.as_bytes());
+                put(&mut out, v.as_bytes());
+            }
+        }
+        false => out.push(0),
+    }
+    let at = out.len();
+    put_count(&mut out, 0);
+    let mut headers = 0usize;
+    ctx.headers.each(&mut |name, value| {
+        let len_at = out.len();
+        put_count(&mut out, 0);
+        name(&mut out);
+        let len = out.len() - len_at - 4;
+        out[len_at..len_at + 4].copy_from_slice(&count_bytes(len));
+        put(&mut out, value);
+        headers += 1;
+    });
+    out[at..at + 4].copy_from_slice(&count_bytes(headers));
+    let pairs: usize = ctx.query_params.values().map(Vec::len).sum();
+    put_count(&mut out, pairs);
+    for (k, values) in &ctx.query_params {
+        for v in values {
+            put(&mut out, k.as_bytes());
+            put(&mut out, v.as_bytes());
+        }
+    }
+    out
+}
+
+fn count_bytes(n: usize) -> [u8; 4] {
+    // Texts and lists are bounded by the request, far below 4 GiB.
+    u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes()
+}
+
+fn put_count(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(&count_bytes(n));
+}
+
+fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_count(out, bytes.len());
+    out.extend_from_slice(bytes);
+}
+
+/// What [`pack`] wrote, read back.
+struct Unpacked {
     vars: Option<BTreeMap<String, String>>,
-    headers: Headers,
+    headers: BTreeMap<String, Vec<String>>,
     query_params: BTreeMap<String, Vec<String>>,
 }
 
-impl Pending {
-    fn fill(&self, lua: &Lua, t: &Table) -> mlua::Result<()> {
-        let made = unlimited(lua, || {
-            tables(
-                lua,
-                &self.shared.settings.env,
-                self.vars.as_ref(),
-                &self.headers.grouped(),
-                &self.query_params,
-            )
-        })?;
-        // As for a call's arguments: an earlier call's garbage does not
-        // count against what this one made. Tables past the limit are not
-        // kept: the read fails with the memory error, and the VM, under its
-        // limit again, can go on to answer it.
-        if check_memory(lua, 0).is_err() {
-            collect(lua);
-            if let Err(e) = check_memory(lua, 0) {
-                drop(made);
-                collect(lua);
-                return Err(e);
+fn unpack(bytes: &[u8]) -> Option<Unpacked> {
+    let mut r = Reader(bytes);
+    let vars = match r.byte()? {
+        0 => None,
+        _ => {
+            let mut vars = BTreeMap::new();
+            for _ in 0..r.count()? {
+                vars.insert(r.text()?, r.text()?);
             }
+            Some(vars)
         }
-        unlimited(lua, || {
-            for (name, table) in made {
-                t.raw_set(name, table)?;
-            }
-            t.set_metatable(None)
-        })
+    };
+    let mut lists = [BTreeMap::new(), BTreeMap::new()];
+    for list in &mut lists {
+        for _ in 0..r.count()? {
+            let name = r.text()?;
+            list.entry(name).or_insert_with(Vec::new).push(r.text()?);
+        }
+    }
+    let [headers, query_params] = lists;
+    Some(Unpacked {
+        vars,
+        headers,
+        query_params,
+    })
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+
+    fn count(&mut self) -> Option<usize> {
+        let (n, rest) = self.0.split_first_chunk::<4>()?;
+        self.0 = rest;
+        usize::try_from(u32::from_le_bytes(*n)).ok()
+    }
+
+    /// A text: a header's value that is not UTF-8 has its bad bytes
+    /// replaced, as grouping the headers does.
+    fn text(&mut self) -> Option<String> {
+        let n = self.count()?;
+        let (bytes, rest) = self.0.split_at_checked(n)?;
+        self.0 = rest;
+        Some(header_text(bytes))
     }
 }
 
-impl UserData for Pending {
-    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_meta_method(mlua::MetaMethod::Call, |lua, pending, t: Table| {
-            pending.fill(lua, &t)
-        });
+/// Makes the tables of `t`, a pool call's `ctx`, from `packed` ([`pack`])
+/// and drops its lazy metatable (the sandbox's `complete` calls this on the
+/// `ctx`'s first read).
+pub(super) fn fill_pending(
+    lua: &Lua,
+    shared: &LuaShared,
+    t: &Table,
+    packed: &mlua::LuaString,
+) -> mlua::Result<()> {
+    let unpacked = unpack(&packed.as_bytes())
+        .ok_or_else(|| mlua::Error::runtime("the tables of this ctx are unreadable"))?;
+    let made = unlimited(lua, || {
+        tables(
+            lua,
+            &shared.settings.env,
+            unpacked.vars.as_ref(),
+            &unpacked.headers,
+            &unpacked.query_params,
+        )
+    })?;
+    drop(unpacked);
+    // As for a call's arguments: an earlier call's garbage does not count
+    // against what this one made. Tables past the limit are not kept: the
+    // read fails with the memory error, and the VM, under its limit again,
+    // can go on to answer it.
+    if check_memory(lua, 0).is_err() {
+        collect(lua);
+        if let Err(e) = check_memory(lua, 0) {
+            drop(made);
+            collect(lua);
+            return Err(e);
+        }
     }
+    unlimited(lua, || {
+        for (name, table) in made {
+            t.raw_set(name, table)?;
+        }
+        t.set_metatable(None)
+    })
 }
 
 fn map(lua: &Lua, map: &BTreeMap<String, String>) -> mlua::Result<Table> {
@@ -408,5 +515,41 @@ mod tests {
         assert!(!first.equals(&second).unwrap());
         let env: Table = second.get("env").unwrap();
         assert_eq!(env.get::<String>("region").unwrap(), "eu");
+    }
+
+    /// What a call's `ctx` packs is what its tables are made of: vars only
+    /// with a user (empty ones kept), every header value in order under the
+    /// name modules see (bytes that are not UTF-8 replaced), every query
+    /// value; and bytes cut short read as nothing, never a panic.
+    #[test]
+    fn packed_tables_read_back_whole() {
+        let mut ctx = CallContext::new(ExecutionMode::Rpc);
+        ctx.query_params = BTreeMap::from([
+            ("q".into(), vec!["1".into(), String::new()]),
+            ("é".into(), vec!["ü".into()]),
+        ]);
+        ctx.headers = Headers::lazy(|visit| {
+            visit("x-custom", b"a");
+            visit("accept", b"\xfftext");
+            visit("x-custom", b"");
+        });
+        ctx.vars = BTreeMap::from([("k".into(), "v".into())]);
+        let without_user = unpack(&pack(&ctx)).unwrap();
+        assert_eq!(without_user.vars, None);
+        assert_eq!(without_user.headers, *ctx.headers.grouped());
+        assert_eq!(without_user.headers["X-Custom"], ["a", ""]);
+        assert_eq!(without_user.headers["Accept"], ["\u{fffd}text"]);
+        assert_eq!(without_user.query_params, ctx.query_params);
+
+        ctx.user_id = Some("u".into());
+        let packed = pack(&ctx);
+        let with_user = unpack(&packed).unwrap();
+        assert_eq!(with_user.vars, Some(ctx.vars.clone()));
+        ctx.vars.clear();
+        assert_eq!(unpack(&pack(&ctx)).unwrap().vars, Some(BTreeMap::new()));
+
+        for cut in 0..packed.len() {
+            assert!(unpack(&packed[..cut]).is_none(), "{cut} bytes read as whole");
+        }
     }
 }

@@ -30,10 +30,12 @@
 
 use std::sync::Arc;
 
-use mlua::{Function, Lua, Table, Value as LuaValue};
+use mlua::{Function, LightUserData, Lua, Table, Value as LuaValue};
 
+use super::ctx;
 use super::modules::ModuleSource;
 use super::pattern;
+use super::shared::LuaShared;
 use super::vm::{CallState, error_text};
 
 /// Registry slot of the function that freezes the globals after loading.
@@ -51,7 +53,11 @@ const COMPLETE: &str = "ludus.complete";
 const LOADED: &str = "_G string table math os package bit coroutine";
 
 /// Sandboxes a fresh state (see the module documentation).
-pub(crate) fn install(lua: &Lua, modules: &Arc<Vec<ModuleSource>>) -> mlua::Result<Lazy> {
+pub(crate) fn install(
+    lua: &Lua,
+    shared: &Arc<LuaShared>,
+    modules: &Arc<Vec<ModuleSource>>,
+) -> mlua::Result<Lazy> {
     // Sources stay on the Rust side, shared by every VM: a VM copies a
     // module's text only while it loads it.
     let modules = modules.clone();
@@ -78,26 +84,42 @@ pub(crate) fn install(lua: &Lua, modules: &Arc<Vec<ModuleSource>>) -> mlua::Resu
     let is_c_function = lua.create_function(|_, f: LuaValue| {
         Ok(matches!(&f, LuaValue::Function(f) if f.info().what == "C"))
     })?;
+    let shared = shared.clone();
+    let fill_ctx = lua.create_function(move |lua, (t, packed): (Table, mlua::LuaString)| {
+        ctx::fill_pending(lua, &shared, &t, &packed)
+    })?;
     pattern::install(lua)?;
     let setup: Function = lua.load(SANDBOX).set_name("=ludus.sandbox").eval()?;
-    let (freeze, lazy, lazy_ctx, complete): (Function, Table, Table, Function) =
-        setup.call((sources, stopped, errtext, is_c_function, LOADED))?;
+    let (freeze, lazy, lazy_ctx, complete): (Function, Table, Table, Function) = setup.call((
+        sources,
+        stopped,
+        errtext,
+        is_c_function,
+        LOADED,
+        fill_ctx,
+        ctx_key(),
+    ))?;
     lua.set_named_registry_value(LAZY, &lazy)?;
     lua.set_named_registry_value(COMPLETE, complete)?;
     lua.set_named_registry_value(FREEZE, freeze)?;
     Ok(Lazy {
-        tables: lazy,
         ctx_metatable: lazy_ctx,
     })
 }
 
+/// The key under which a call's `ctx` holds its tables, packed, until
+/// its first read: the address of a static, as a light userdata no module
+/// can make.
+pub(crate) fn ctx_key() -> LightUserData {
+    static CTX_TABLES: u8 = 0;
+    LightUserData(std::ptr::addr_of!(CTX_TABLES).cast_mut().cast())
+}
+
 /// What registers a table filled on demand from Rust, without a Lua call.
 pub(crate) struct Lazy {
-    /// Weak keys: `tables[t]` fills `t` when called with it (a function or
-    /// a callable userdata); `pairs`, `next`, `rawget`, `rawset` and
-    /// `setmetatable` call it first, once.
-    pub tables: Table,
-    /// The metatable of a lazily filled `ctx` (see the sandbox's script).
+    /// The metatable of a call's `ctx` until its first read (see the
+    /// sandbox's script): the key a packed `ctx` holds its tables under is
+    /// [`ctx_key`].
     pub ctx_metatable: Table,
 }
 
@@ -133,7 +155,7 @@ pub(crate) fn freeze(lua: &Lua) -> mlua::Result<()> {
 }
 
 const SANDBOX: &str = r#"
-return function(sources, stopped, errtext, is_c_function, keep_loaded)
+return function(sources, stopped, errtext, is_c_function, keep_loaded, fill_ctx, ctx_key)
   local G = _G
   local raw_pcall, raw_xpcall, error, select = pcall, xpcall, error, select
   local loadstring, type, tostring, next = loadstring, type, tostring, next
@@ -250,9 +272,21 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded)
     error(what .. ": globals and the standard library are read-only while calls run; " ..
       "set module state up while the module loads, in the module's own tables", 3)
   end
-  -- Tables filled on demand (`nk`): lazy[t] makes every entry of t.
+  -- Tables filled on demand: lazy[t] makes every entry of t (`nk`). A
+  -- call's `ctx` holds its tables packed in a string (ctx.rs, `pack`)
+  -- under `ctx_key`, a light userdata no module can make or reach (`next`,
+  -- `pairs` and `rawget` complete the table before they look): no entry
+  -- in `lazy` per call.
   local lazy = setmetatable({}, {__mode = "k"})
+  local ctx_rawget, ctx_rawset = rawget, rawset
   local function complete(t)
+    if type(t) ~= "table" then return end
+    local packed = ctx_rawget(t, ctx_key)
+    if packed ~= nil then
+      ctx_rawset(t, ctx_key, nil)
+      fill_ctx(t, packed)
+      return
+    end
     local make = lazy[t]
     if make then
       lazy[t] = nil

@@ -463,7 +463,7 @@ impl Vm {
             .map_err(setup)?;
         // The base library's own, before the sandbox wraps it.
         let setmetatable: Function = lua.globals().get("setmetatable").map_err(setup)?;
-        let lazy = sandbox::install(&lua, modules).map_err(setup)?;
+        let lazy = sandbox::install(&lua, &shared, modules).map_err(setup)?;
         // Throws a parked server call's error where its function was called
         // (a callback's error, as the waiting version throws it).
         let raise = lua
@@ -503,7 +503,7 @@ impl Vm {
                         raw_yield,
                         setmetatable,
                         &lazy.ctx_metatable,
-                        &lazy.tables,
+                        sandbox::ctx_key(),
                         shared.settings.node.as_str(),
                         env!("CARGO_PKG_VERSION"),
                     ))
@@ -616,7 +616,7 @@ impl Vm {
         let internal = |e: mlua::Error| RuntimeError::internal(e.to_string());
         self.reset_budget();
         // The run loop makes the `ctx` from these, under the VM's limit.
-        let fields = ctx::call_fields(lua, &self.shared, &mut ctx).map_err(internal)?;
+        let fields = ctx::call_fields(lua, &mut ctx).map_err(internal)?;
         let mut call_args = mlua::MultiValue::new();
         // The payload (or a hook's request) as Lua values: no Lua runs while
         // they are built, and their size is the request's, which the server
@@ -909,7 +909,7 @@ return dual, calling, raw_yield
 /// never grows). `setmetatable` is the base library's, which the sandbox's
 /// wrapper would only pass through to for a fresh table.
 const RUN_LOOP: &str = r#"
-local call, yield, setmetatable, lazy_ctx, lazy_tables, node, version = ...
+local call, yield, setmetatable, lazy_ctx, ctx_key, node, version = ...
 local function start(fn, pending, execution_mode, user_id, username,
     user_session_exp, session_id, lang, client_ip, client_port, ...)
   local ctx = {
@@ -917,9 +917,9 @@ local function start(fn, pending, execution_mode, user_id, username,
     user_id = user_id, username = username, user_session_exp = user_session_exp,
     session_id = session_id, lang = lang,
     client_ip = client_ip, client_port = client_port,
+    [ctx_key] = pending,
   }
   setmetatable(ctx, lazy_ctx)
-  lazy_tables[ctx] = pending
   return call(fn, ctx, ...)
 end
 local function run(...)
@@ -1081,6 +1081,69 @@ mod tests {
             Some("next call".into())
         );
         assert_eq!(marker(), None);
+    }
+
+    /// A `ctx` a module keeps, unread, still makes its own tables (headers,
+    /// query parameters) after thousands of later calls and the collections
+    /// they run, and the tables of the `ctx`s nobody kept go with them: the
+    /// VM's heap does not grow with the calls.
+    #[test]
+    fn kept_ctx_tables_outlive_collections_and_dropped_ones_go() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let modules = module(
+            br#"
+local nk = require("nakama")
+local kept = {}
+nk.register_rpc(function(ctx, payload)
+  if payload == "keep" then kept[#kept + 1] = ctx end
+  return ""
+end, "call")
+nk.register_rpc(function(ctx, payload)
+  local names = {}
+  for i, k in ipairs(kept) do
+    local name = next(k.headers)
+    names[i] = name .. "=" .. k.headers[name][1] .. "&" .. k.query_params.q[1]
+  end
+  return table.concat(names, ",")
+end, "read")
+"#,
+        );
+        let interrupt = Arc::new(AtomicBool::new(false));
+        let (vm, _) = Vm::new(shared(&rt, &modules), &modules, true, interrupt).unwrap();
+        let call = |key: &str, i: usize, payload: &str| {
+            let mut ctx = CallContext::new(crate::ExecutionMode::Rpc);
+            ctx.headers
+                .insert(format!("X-Call-{i}"), vec![format!("h{i}")]);
+            ctx.query_params.insert("q".into(), vec![format!("q{i}")]);
+            rt.block_on(vm.call(key, ctx, vec![Value::String(payload.into())]))
+                .unwrap()
+        };
+        let heap = || {
+            vm.lua().gc_collect().unwrap();
+            vm.lua().gc_collect().unwrap();
+            vm.lua().used_memory()
+        };
+        for i in 0..2000 {
+            let payload = if i % 500 == 7 { "keep" } else { "drop" };
+            call("rpc/call", i, payload);
+        }
+        let before = heap();
+        for i in 2000..6000 {
+            call("rpc/call", i, "drop");
+        }
+        let after = heap();
+        assert!(
+            after < before + 4096,
+            "4000 calls whose ctx nobody kept grew the heap from {before} to {after} bytes"
+        );
+        let read = call("rpc/read", 9999, "");
+        assert_eq!(
+            read,
+            Some(Value::String(
+                "X-Call-7=h7&q7,X-Call-507=h507&q507,X-Call-1007=h1007&q1007,X-Call-1507=h1507&q1507"
+                    .into()
+            ))
+        );
     }
 
     /// A fresh match VM holds only the `nk` groups it used: reading one

@@ -129,13 +129,10 @@ async fn run(
             .cloned()
             .unwrap_or_else(|| HeaderValue::from_static("text/plain"))
     });
-    ctx.headers = Headers::lazy(move || {
-        grouped(headers.iter().map(|(name, value)| {
-            (
-                canonical_header(name.as_str()),
-                header_text(value.as_bytes()),
-            )
-        }))
+    ctx.headers = Headers::lazy(move |visit| {
+        for (name, value) in &headers {
+            visit(name.as_str(), value.as_bytes());
+        }
     });
     let result = state.runtime.rpc(ctx, &id, payload).await?;
     if let Some(content_type) = content_type {
@@ -200,47 +197,4 @@ fn grouped(pairs: impl Iterator<Item = (String, String)>) -> BTreeMap<String, Ve
         map.entry(k).or_default().push(v);
     }
     map
-}
-
-/// A header's value as modules see it: its text, with any bytes that are
-/// not UTF-8 replaced (checked whole first: the lossy walk cost more).
-fn header_text(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => text.to_owned(),
-        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
-    }
-}
-
-/// `x-custom-header` → `X-Custom-Header`, the form Nakama's modules see:
-/// the first letter and each letter after a `-` upper-cased, in one
-/// allocation (every header of every RPC goes through here).
-fn canonical_header(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut start = true;
-    for c in name.chars() {
-        out.push(if start { c.to_ascii_uppercase() } else { c });
-        start = c == '-';
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::canonical_header;
-
-    #[test]
-    fn header_names_take_nakamas_form() {
-        for (name, want) in [
-            ("x-custom-header", "X-Custom-Header"),
-            ("content-type", "Content-Type"),
-            ("host", "Host"),
-            ("x--double", "X--Double"),
-            ("-lead", "-Lead"),
-            ("trail-", "Trail-"),
-            ("x-1st", "X-1st"),
-            ("", ""),
-        ] {
-            assert_eq!(canonical_header(name), want, "{name}");
-        }
-    }
 }
