@@ -549,7 +549,10 @@ mod tests {
         assert_eq!(unpack(&pack(&ctx)).unwrap().vars, Some(BTreeMap::new()));
 
         for cut in 0..packed.len() {
-            assert!(unpack(&packed[..cut]).is_none(), "{cut} bytes read as whole");
+            assert!(
+                unpack(&packed[..cut]).is_none(),
+                "{cut} bytes read as whole"
+            );
         }
     }
 }
