@@ -9,8 +9,8 @@
 //! wraps the few functions that could escape the budgets or change shared
 //! state (`pcall`, `xpcall`, `coroutine.resume`, `setfenv`,
 //! `collectgarbage`, `rawset`, `table.insert`), and those that must see a
-//! lazily filled table whole (`pairs`, `next`, `rawget`, `rawset`,
-//! `setmetatable`).
+//! lazily filled table whole (`pairs`, `next`, `table.foreach`, `rawget`,
+//! `rawset`, `setmetatable`).
 //!
 //! [`freeze`] runs once the modules have loaded (`runtime.read_only_globals`,
 //! on by default as in Nakama): `_G`, the standard library tables, `nakama`,
@@ -18,13 +18,13 @@
 //! change what a later call on the same VM sees. A frozen table keeps its
 //! identity (every upvalue and function environment still points at it) but
 //! its entries move to a hidden table behind `__index`; writes reach
-//! `__newindex` and fail. `pairs`, `next` and `rawget` see through frozen
-//! tables; `rawset` and `table.insert` refuse them. Modules' own tables stay
+//! `__newindex` and fail. `pairs`, `next`, `table.foreach` and `rawget`
+//! see through frozen tables; `rawset` and `table.insert` refuse them. Modules' own tables stay
 //! writable.
 //!
 //! [`make_lazy`] registers a table its metatable fills on demand (`nk`,
-//! whose functions are made on first use; each call's `ctx`, whose tables
-//! are made on first use, registers through [`Lazy`]): `pairs`, `next`,
+//! whose functions are made on first use; a call's `ctx` instead holds its
+//! tables packed under [`ctx_key`]): `pairs`, `next`, `table.foreach`,
 //! `rawget`, `rawset` and `setmetatable` complete it first, and a freeze
 //! moves the filling to its hidden contents.
 
@@ -330,6 +330,17 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded, fill_ctx,
   G.table.insert = function(t, ...)
     if frozen[t] then refuse("table.insert") end
     return raw_insert(t, ...)
+  end
+  -- LuaJIT's table.foreach walks with the library's own `next`, not the
+  -- one above: it too sees a lazy table whole, and a frozen one's contents.
+  local raw_foreach = G.table.foreach
+  if raw_foreach then
+    G.table.foreach = function(t, f)
+      local contents = frozen[t]
+      if contents then t = contents end
+      complete(t)
+      return raw_foreach(t, f)
+    end
   end
   local function see_through_next(t, k)
     local contents = frozen[t]

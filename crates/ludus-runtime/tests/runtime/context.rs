@@ -124,6 +124,7 @@ async fn a_ctx_is_whole_however_it_is_first_read() {
     let cases = [
         ("pairs", all.to_owned()),
         ("next", all.to_owned()),
+        ("foreach", all.to_owned()),
         ("rawget", "X-Alice".to_owned()),
         ("json", all.to_owned()),
         ("json_nested", all.to_owned()),
