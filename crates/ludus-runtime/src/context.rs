@@ -100,7 +100,8 @@ impl Headers {
     /// A transport's headers, which `visit` walks (each name as the
     /// transport has it, lower case, with its value's bytes), grouped only
     /// when a module first reads them: names take Nakama's form
-    /// ([`canonical_header`]), values their text ([`header_text`]).
+    /// (`X-Custom-Header`), values their text, bytes that are not UTF-8
+    /// replaced.
     pub fn lazy(visit: impl Fn(&mut dyn FnMut(&str, &[u8])) + Send + Sync + 'static) -> Self {
         Headers(Source::Lazy(Arc::new(visit)))
     }

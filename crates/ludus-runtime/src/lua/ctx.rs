@@ -25,11 +25,11 @@
 //! and its four tables (`env`, `headers`, `query_params`, `vars`) when the
 //! call first needs them: most calls never read them, and making them was
 //! about a tenth of a Lua echo RPC's cost. Until then the table carries the
-//! sandbox's lazy `ctx` metatable and a [`Pending`] in the sandbox's
-//! registry of lazy tables, so it behaves as the whole table: reading or
-//! adding a field it lacks, `pairs`, `next`, `rawget`, `rawset`,
-//! `setmetatable` and the conversion to JSON make the tables first, and
-//! making them drops the metatable. They count towards the VM's memory
+//! sandbox's lazy `ctx` metatable and its tables packed in a string
+//! ([`pack`]) under the sandbox's hidden key, so it behaves as the whole
+//! table: reading or adding a field it lacks, `pairs`, `next`,
+//! `table.foreach`, `rawget`, `rawset`, `setmetatable` and the conversion
+//! to JSON make the tables first, and making them drops the metatable. They count towards the VM's memory
 //! limit once made: a call whose `ctx` tables alone take the VM past it
 //! fails when it reads them.
 
@@ -70,7 +70,7 @@ fn whole(
 }
 
 /// What a pool call's `ctx` is made of, as the VM's run loop takes it
-/// (vm.rs, `RUN_LOOP`): the [`Pending`] tables, then `execution_mode`,
+/// (vm.rs, `RUN_LOOP`): the tables packed ([`pack`]), then `execution_mode`,
 /// `user_id`, `username`, `user_session_exp`, `session_id`, `lang`,
 /// `client_ip` and `client_port`, `None` for a field the call lacks (`node`
 /// and `version` are the VM's, given to the run loop once). The
