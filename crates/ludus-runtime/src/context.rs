@@ -74,8 +74,9 @@ impl CallContext {
 /// A request's headers as modules see them: `{name = [value, …]}`, names in
 /// the form Nakama's modules see (`X-Custom-Header`), each value of a
 /// repeated header kept. A transport may hand over its own header map with
-/// the way to group it ([`Headers::lazy`]); it is grouped only when a module
-/// reads `ctx.headers`. Most calls never do, and grouping every request's
+/// the way to walk it ([`Headers::lazy`]); it is grouped only when a module
+/// reads `ctx.headers` (a Lua call's `ctx` keeps its pairs packed until
+/// then, lua/ctx.rs). Most calls never do, and grouping every request's
 /// headers (a string per name and value, a tree and their drop) was 2 to
 /// 3 % of a Lua RPC over HTTP (BENCHMARKS.md).
 #[derive(Clone, Default)]
