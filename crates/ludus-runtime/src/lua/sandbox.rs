@@ -275,8 +275,8 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded, fill_ctx,
   -- Tables filled on demand: lazy[t] makes every entry of t (`nk`). A
   -- call's `ctx` holds its tables packed in a string (ctx.rs, `pack`)
   -- under `ctx_key`, a light userdata no module can make or reach (`next`,
-  -- `pairs` and `rawget` complete the table before they look): no entry
-  -- in `lazy` per call.
+  -- `pairs`, `table.foreach` and `rawget` complete the table before they
+  -- look): no entry in `lazy` per call.
   local lazy = setmetatable({}, {__mode = "k"})
   local ctx_rawget, ctx_rawset = rawget, rawset
   local function complete(t)
