@@ -133,8 +133,10 @@ pub(super) async fn write(
         if shard.dirty.swap(false, std::sync::atomic::Ordering::AcqRel) {
             resync(&shared, index, &realtime, &key, seq, &mut pipe);
         }
+        let mut fences = Vec::new();
         for op in batch.drain(..) {
             match op {
+                Op::Fence(done) => fences.push(done),
                 Op::Track(stream, presence) => {
                     seq += 1;
                     hash_presence(&mut pipe, &key, &stream, &presence);
@@ -183,7 +185,12 @@ pub(super) async fn write(
                 }
             }
         }
-        if let Err(error) = pipe.query_async::<()>(&mut conn).await {
+        let sent = if pipe.is_empty() {
+            Ok(())
+        } else {
+            pipe.query_async::<()>(&mut conn).await
+        };
+        if let Err(error) = sent {
             *shard.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
             shard
                 .dirty
@@ -192,6 +199,9 @@ pub(super) async fn write(
                 warned_at = Some(Instant::now());
                 tracing::warn!(shard = %shard.url, %error, "cannot write to the cluster bus; local traffic goes on, presences are rewritten on reconnect");
             }
+        }
+        for done in fences {
+            let _ = done.send(());
         }
     }
 }

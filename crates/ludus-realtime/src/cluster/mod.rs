@@ -152,6 +152,8 @@ enum Op {
     Untrack(Stream, Uuid),
     Publish(String, Bytes),
     Heartbeat,
+    /// Answered once every op queued before it has been sent to Redis.
+    Fence(tokio::sync::oneshot::Sender<()>),
 }
 
 /// One Redis instance and what goes to it.
@@ -547,8 +549,9 @@ impl Cluster {
     pub fn start(self, realtime: Arc<Realtime>) -> ClusterHandle {
         let (inputs, rx) = mpsc::channel(self.shared.config.queue_size);
         let mut tasks = Vec::new();
+        let mut writers = Vec::new();
         for (shard, ops) in self.ops.into_iter().enumerate() {
-            tasks.push(tokio::spawn(link::write(
+            writers.push(tokio::spawn(link::write(
                 self.shared.clone(),
                 shard,
                 ops,
@@ -572,6 +575,7 @@ impl Cluster {
         ClusterHandle {
             shared: self.shared,
             tasks,
+            writers,
         }
     }
 }
@@ -579,7 +583,10 @@ impl Cluster {
 /// A running cluster node; [`ClusterHandle::leave`] lets the name go.
 pub struct ClusterHandle {
     shared: Arc<Shared>,
+    /// Heartbeats, subscriptions, the matchmaker's role and the replica.
     tasks: Vec<JoinHandle<()>>,
+    /// One writer per shard.
+    writers: Vec<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for ClusterHandle {
@@ -593,21 +600,38 @@ impl std::fmt::Debug for ClusterHandle {
 impl ClusterHandle {
     /// Lets queued changes go out (at most `grace`), then removes this
     /// node's presences and lease from Redis and stops its tasks.
+    ///
+    /// The tasks that write on their own (heartbeats renew the lease, the
+    /// matchmaker's role, a resubscription's heartbeat) stop first, and each
+    /// writer answers a fence once everything queued before it is sent, so
+    /// nothing this node wrote lands after the release and brings a key
+    /// back.
     pub async fn leave(self, grace: Duration) {
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline
-            && self
-                .shared
-                .shards
-                .iter()
-                .any(|s| s.ops.capacity() < s.ops.max_capacity())
-        {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        link::release(&self.shared).await;
+        let deadline = tokio::time::Instant::now() + grace;
         for t in &self.tasks {
             t.abort();
         }
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        let mut fences = Vec::new();
+        for shard in &self.shared.shards {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let sent = tokio::time::timeout_at(deadline, shard.ops.send(Op::Fence(tx))).await;
+            if matches!(sent, Ok(Ok(()))) {
+                fences.push(rx);
+            }
+        }
+        for fence in fences {
+            let _ = tokio::time::timeout_at(deadline, fence).await;
+        }
+        for t in &self.writers {
+            t.abort();
+        }
+        for t in self.writers {
+            let _ = t.await;
+        }
+        link::release(&self.shared).await;
         tracing::info!(node = %self.shared.node, "left the cluster");
     }
 }
