@@ -150,7 +150,80 @@ enum Shape {
     Array(usize),
 }
 
-fn shape(lua: &Lua, t: &Table, budget: &mut Budget) -> mlua::Result<Shape> {
+/// Most entries a table may have for its first walk to keep them, so that
+/// its items need no second walk (see [`shape`]).
+const SMALL: usize = 8;
+
+#[cfg(not(test))]
+fn small_limit() -> usize {
+    SMALL
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests set it to 0 to take the two walks of a larger table.
+    static SMALL_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(SMALL) };
+}
+
+#[cfg(test)]
+fn small_limit() -> usize {
+    SMALL_LIMIT.with(std::cell::Cell::get)
+}
+
+/// A small table's entries, in the order `next` visits them.
+type Entries = Vec<(LuaValue, LuaValue)>;
+
+/// A table's keys as its shape needs them.
+struct Keys {
+    maxn: usize,
+    present: usize,
+    text_keys: bool,
+}
+
+impl Keys {
+    fn new() -> Keys {
+        Keys {
+            maxn: 0,
+            present: 0,
+            text_keys: true,
+        }
+    }
+
+    fn see(&mut self, k: &LuaValue) {
+        if let Some(i) = array_index(k) {
+            self.maxn = self.maxn.max(i);
+            self.present += 1;
+        }
+        self.text_keys &= matches!(k, LuaValue::String(_));
+    }
+
+    fn shape(self, budget: &mut Budget) -> mlua::Result<Shape> {
+        let Keys {
+            maxn,
+            present,
+            text_keys,
+        } = self;
+        if maxn == 0 {
+            return Ok(Shape::Object { text_keys });
+        }
+        if maxn > 10_000_000 {
+            return Err(mlua::Error::runtime("array index too large to convert"));
+        }
+        // Every item, a hole (null) too, costs at least 32 bytes of the
+        // budget: an array past it fails before its items are allocated.
+        if maxn.saturating_mul(32) > budget.0 {
+            return Err(Budget::exceeded());
+        }
+        for _ in present..maxn {
+            budget.spend(0)?;
+        }
+        Ok(Shape::Array(maxn))
+    }
+}
+
+/// How `t` converts, and its entries when it has at most [`SMALL`]; a
+/// larger one is walked again for its items.
+fn shape(lua: &Lua, t: &Table, budget: &mut Budget) -> mlua::Result<(Shape, Option<Entries>)> {
     // A table filled on first use (a call's `ctx`) is filled before it is
     // read. Such a table has a metatable; the sandbox's `complete` fills it
     // (and does nothing to any other table). A field of the metatable would
@@ -158,46 +231,49 @@ fn shape(lua: &Lua, t: &Table, budget: &mut Budget) -> mlua::Result<Shape> {
     if t.metatable().is_some() {
         sandbox::complete(lua, t)?;
     }
-    // `for_each` takes mlua's lock once per table, not once per entry as
-    // `pairs` does; this walk reads values as booleans, which makes no
-    // reference to them.
-    let mut maxn: usize = 0;
-    let mut present: usize = 0;
-    let mut text_keys = true;
-    t.for_each::<LuaValue, bool>(|k, _| {
-        if let Some(i) = array_index(&k) {
-            maxn = maxn.max(i);
-            present += 1;
+    // One walk finds the shape and keeps the entries of a small table (a
+    // reply of a few fields, the usual case), whose items then need no
+    // second walk: each `for_each` makes a protected call, which costs two
+    // fresh C closures of garbage under LuaJIT (see BENCHMARKS.md). The
+    // references kept are released as soon as the table proves larger.
+    let mut keys = Keys::new();
+    let limit = small_limit();
+    let mut entries = Vec::new();
+    let mut small = true;
+    t.for_each::<LuaValue, LuaValue>(|k, v| {
+        keys.see(&k);
+        if small {
+            if entries.len() < limit {
+                entries.push((k, v));
+            } else {
+                small = false;
+                entries = Vec::new();
+            }
         }
-        text_keys &= matches!(k, LuaValue::String(_));
         Ok(())
     })?;
-    if maxn == 0 {
-        return Ok(Shape::Object { text_keys });
+    if small {
+        return Ok((keys.shape(budget)?, Some(entries)));
     }
-    if maxn > 10_000_000 {
-        return Err(mlua::Error::runtime("array index too large to convert"));
-    }
-    // Every item, a hole (null) too, costs at least 32 bytes of the budget:
-    // an array past it fails before its items are allocated.
-    if maxn.saturating_mul(32) > budget.0 {
-        return Err(Budget::exceeded());
-    }
-    for _ in present..maxn {
-        budget.spend(0)?;
-    }
-    Ok(Shape::Array(maxn))
+    Ok((keys.shape(budget)?, None))
 }
 
-/// Calls `f` with each entry of an object and its key's text. Keys that
-/// are all strings are read straight from Lua's stack as text, with no
+/// Calls `f` with each entry of an object and its key's text: from `small`
+/// when [`shape`] kept the entries, else by a walk of its own, in which keys
+/// that are all strings are read straight from Lua's stack as text, with no
 /// reference made to each (only a key that is not UTF-8 takes the lossy
 /// way).
 fn for_each_entry(
     t: &Table,
+    small: Option<Entries>,
     text_keys: bool,
     mut f: impl FnMut(String, LuaValue) -> mlua::Result<()>,
 ) -> mlua::Result<()> {
+    if let Some(entries) = small {
+        return entries
+            .into_iter()
+            .try_for_each(|(k, v)| f(object_key(&k)?, v));
+    }
     if text_keys {
         t.for_each::<Either<String, LuaString>, LuaValue>(|k, v| {
             let key = match k {
@@ -211,12 +287,29 @@ fn for_each_entry(
     }
 }
 
+/// Calls `f` with each item of an array and its index, from `small` when
+/// the table was read whole, else by a walk of its own.
+fn for_each_item(
+    t: &Table,
+    small: Option<Entries>,
+    mut f: impl FnMut(usize, LuaValue) -> mlua::Result<()>,
+) -> mlua::Result<()> {
+    let mut item = |k: LuaValue, v: LuaValue| match array_index(&k) {
+        Some(i) => f(i, v),
+        None => Ok(()),
+    };
+    match small {
+        Some(entries) => entries.into_iter().try_for_each(|(k, v)| item(k, v)),
+        None => t.for_each::<LuaValue, LuaValue>(item),
+    }
+}
+
 fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Result<Value> {
-    let maxn = match shape(lua, t, budget)? {
-        Shape::Array(maxn) => maxn,
-        Shape::Object { text_keys } => {
+    let (maxn, small) = match shape(lua, t, budget)? {
+        (Shape::Array(maxn), small) => (maxn, small),
+        (Shape::Object { text_keys }, small) => {
             let mut map = Map::new();
-            for_each_entry(t, text_keys, |key, v| {
+            for_each_entry(t, small, text_keys, |key, v| {
                 budget.spend(key.len())?;
                 map.insert(key, from_lua_at(lua, &v, depth + 1, budget)?);
                 Ok(())
@@ -225,10 +318,8 @@ fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Resul
         }
     };
     let mut items = vec![Value::Null; maxn];
-    t.for_each::<LuaValue, LuaValue>(|k, v| {
-        if let Some(i) = array_index(&k) {
-            items[i - 1] = from_lua_at(lua, &v, depth + 1, budget)?;
-        }
+    for_each_item(t, small, |i, v| {
+        items[i - 1] = from_lua_at(lua, &v, depth + 1, budget)?;
         Ok(())
     })?;
     Ok(Value::Array(items))
@@ -297,11 +388,11 @@ fn write_table(
     out: &mut Vec<u8>,
 ) -> mlua::Result<()> {
     let mut items: Vec<u8> = Vec::new();
-    let maxn = match shape(lua, t, budget)? {
-        Shape::Array(maxn) => maxn,
-        Shape::Object { text_keys } => {
+    let (maxn, small) = match shape(lua, t, budget)? {
+        (Shape::Array(maxn), small) => (maxn, small),
+        (Shape::Object { text_keys }, small) => {
             let mut entries: Vec<(String, std::ops::Range<usize>)> = Vec::new();
-            for_each_entry(t, text_keys, |key, v| {
+            for_each_entry(t, small, text_keys, |key, v| {
                 budget.spend(key.len())?;
                 let start = items.len();
                 write_at(lua, &v, depth + 1, budget, &mut items)?;
@@ -329,12 +420,10 @@ fn write_table(
         }
     };
     let mut ranges: Vec<Option<std::ops::Range<usize>>> = vec![None; maxn];
-    t.for_each::<LuaValue, LuaValue>(|k, v| {
-        if let Some(i) = array_index(&k) {
-            let start = items.len();
-            write_at(lua, &v, depth + 1, budget, &mut items)?;
-            ranges[i - 1] = Some(start..items.len());
-        }
+    for_each_item(t, small, |i, v| {
+        let start = items.len();
+        write_at(lua, &v, depth + 1, budget, &mut items)?;
+        ranges[i - 1] = Some(start..items.len());
         Ok(())
     })?;
     out.push(b'[');
@@ -501,7 +590,36 @@ mod tests {
         assert_eq!(direct, via_value);
     }
 
+    /// Both conversions of `v` (as text, as a value), with tables of up to
+    /// `limit` entries read in one walk.
+    fn converted(
+        lua: &Lua,
+        v: &LuaValue,
+        limit: usize,
+    ) -> (Result<String, String>, Result<Value, String>) {
+        SMALL_LIMIT.with(|l| l.set(limit));
+        let out = (
+            json_text(lua, v).map_err(|e| e.to_string()),
+            from_lua(lua, v).map_err(|e| e.to_string()),
+        );
+        SMALL_LIMIT.with(|l| l.set(SMALL));
+        out
+    }
+
     proptest! {
+        // A small table's one walk gives what the two walks of a large one
+        // give: the same text, value or error.
+        #[test]
+        fn one_walk_converts_as_two_do(v in lua_value()) {
+            let lua = Lua::new();
+            let v = build(&lua, &v);
+            let one = converted(&lua, &v, SMALL);
+            let two = converted(&lua, &v, 0);
+            prop_assert_eq!(&one, &two);
+            // And the text is the value's text either way.
+            prop_assert_eq!(one.0, one.1.map(|value| value.to_string()));
+        }
+
         #[test]
         fn json_text_is_the_text_of_the_value(v in lua_value()) {
             let lua = Lua::new();
