@@ -252,10 +252,7 @@ fn shape(lua: &Lua, t: &Table, budget: &mut Budget) -> mlua::Result<(Shape, Opti
         }
         Ok(())
     })?;
-    if small {
-        return Ok((keys.shape(budget)?, Some(entries)));
-    }
-    Ok((keys.shape(budget)?, None))
+    Ok((keys.shape(budget)?, small.then_some(entries)))
 }
 
 /// Calls `f` with each entry of an object and its key's text: from `small`

@@ -29,9 +29,9 @@
 //! ([`pack`]) under the sandbox's hidden key, so it behaves as the whole
 //! table: reading or adding a field it lacks, `pairs`, `next`,
 //! `table.foreach`, `rawget`, `rawset`, `setmetatable` and the conversion
-//! to JSON make the tables first, and making them drops the metatable. They count towards the VM's memory
-//! limit once made: a call whose `ctx` tables alone take the VM past it
-//! fails when it reads them.
+//! to JSON make the tables first, and making them drops the metatable.
+//! They count towards the VM's memory limit once made: a call whose `ctx`
+//! tables alone take the VM past it fails when it reads them.
 
 use std::collections::BTreeMap;
 

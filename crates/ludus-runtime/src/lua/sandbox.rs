@@ -19,8 +19,8 @@
 //! identity (every upvalue and function environment still points at it) but
 //! its entries move to a hidden table behind `__index`; writes reach
 //! `__newindex` and fail. `pairs`, `next`, `table.foreach` and `rawget`
-//! see through frozen tables; `rawset` and `table.insert` refuse them. Modules' own tables stay
-//! writable.
+//! see through frozen tables; `rawset` and `table.insert` refuse them.
+//! Modules' own tables stay writable.
 //!
 //! [`make_lazy`] registers a table its metatable fills on demand (`nk`,
 //! whose functions are made on first use; a call's `ctx` instead holds its
