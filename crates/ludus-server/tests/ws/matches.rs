@@ -33,6 +33,12 @@ async fn lua_server(backend: Backend) -> TestServer {
         config.runtime.lua_pool_size = 2;
         // Small enough that a runaway loop stops quickly.
         config.runtime.lua_instruction_budget = 2_000_000;
+        // The longest time budget (ten ticks), so the instruction budget is
+        // what stops the runaway loop below however slow the host: on a slow
+        // VM a debug build's 2,000,000 instructions outlasted the default
+        // half a tick (the time budget has its own test, runtime's
+        // `hostile.rs`).
+        config.runtime.lua_match_timeout_percent = 1000;
         config.matches.executor_threads = 2;
     })
     .await
