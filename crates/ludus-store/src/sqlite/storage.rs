@@ -127,19 +127,33 @@ pub(super) fn list_objects(conn: &Connection, q: &ListQuery) -> StoreResult<Vec<
     rows.collect::<Result<_, _>>().map_err(map_err)
 }
 
-fn existing(conn: &Connection, id: &ObjectId) -> StoreResult<Option<Existing>> {
+/// A stored object as a write or delete checks it, with what a write
+/// that replaces it keeps (its creation time) or must move (its read
+/// permission, a column of both listing indexes).
+struct Stored {
+    existing: Existing,
+    read: i64,
+    create_time: i64,
+}
+
+fn stored(conn: &Connection, id: &ObjectId) -> StoreResult<Option<Stored>> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT version, write FROM storage WHERE collection = ?1 AND key = ?2 AND user_id = ?3",
+            "SELECT version, write, read, create_time FROM storage
+              WHERE collection = ?1 AND key = ?2 AND user_id = ?3",
         )
         .map_err(map_err)?;
     stmt.query_row(
         params![id.collection, id.key, IdText::new(id.user_id)],
         |row| {
             let write: i64 = row.get(1)?;
-            Ok(Existing {
-                version: row.get(0)?,
-                write: WritePermission::from_i64(write).ok_or_else(|| bad_column(1, write))?,
+            Ok(Stored {
+                existing: Existing {
+                    version: row.get(0)?,
+                    write: WritePermission::from_i64(write).ok_or_else(|| bad_column(1, write))?,
+                },
+                read: row.get(2)?,
+                create_time: row.get(3)?,
             })
         },
     )
@@ -163,47 +177,95 @@ pub(super) fn multi_update(
     Ok(MultiUpdateResult { acks, wallets })
 }
 
+/// Each write is a plain INSERT or UPDATE of one row, chosen by what
+/// [`stored`] found: an upsert with `RETURNING` made SQLite build an
+/// ephemeral table and a statement journal per write (about a quarter of
+/// the writer's time a storage write; BENCHMARKS.md, "Storage writes
+/// without an upsert on SQLite"), and an update that leaves the read
+/// permission as it was does not name it, so neither listing index is
+/// touched.
 fn write_objects(
     conn: &Connection,
     update: &MultiUpdate,
     now: i64,
 ) -> StoreResult<Vec<StorageAck>> {
-    let mut insert = conn
-        .prepare_cached(
-            "INSERT INTO storage (collection, key, user_id, value, version, read, write, create_time, update_time)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
-             ON CONFLICT (collection, key, user_id) DO UPDATE SET
-                 value = excluded.value, version = excluded.version, read = excluded.read,
-                 write = excluded.write, update_time = excluded.update_time
-             RETURNING create_time, update_time",
-        )
-        .map_err(map_err)?;
     let mut acks = Vec::with_capacity(update.writes.len());
     for w in &update.writes {
-        check_write(existing(conn, &w.id)?.as_ref(), w, update.access)?;
+        let stored = stored(conn, &w.id)?;
+        check_write(stored.as_ref().map(|s| &s.existing), w, update.access)?;
         let version = w.version();
-        let (create_time, update_time) = insert
-            .query_row(
-                params![
-                    w.id.collection,
-                    w.id.key,
-                    IdText::new(w.id.user_id),
-                    w.value,
-                    version,
-                    w.read.as_i64(),
-                    w.write.as_i64(),
-                    now
-                ],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .map_err(map_write_err)?;
+        let user = IdText::new(w.id.user_id);
+        let (id, value, read, write) = (&w.id, &w.value, w.read.as_i64(), w.write.as_i64());
+        let create_time = match stored {
+            None => {
+                conn.prepare_cached(
+                    "INSERT INTO storage (collection, key, user_id, value, version, read, write,
+                                          create_time, update_time)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        id.collection,
+                        id.key,
+                        user,
+                        value,
+                        version,
+                        read,
+                        write,
+                        now
+                    ])
+                })
+                .map_err(map_write_err)?;
+                now
+            }
+            Some(s) if s.read == read => {
+                conn.prepare_cached(
+                    "UPDATE storage SET value = ?4, version = ?5, write = ?6, update_time = ?7
+                      WHERE collection = ?1 AND key = ?2 AND user_id = ?3",
+                )
+                .and_then(|mut st| {
+                    st.execute(params![
+                        id.collection,
+                        id.key,
+                        user,
+                        value,
+                        version,
+                        write,
+                        now
+                    ])
+                })
+                .map_err(map_write_err)?;
+                s.create_time
+            }
+            Some(s) => {
+                conn.prepare_cached(
+                    "UPDATE storage SET value = ?4, version = ?5, read = ?6, write = ?7,
+                                        update_time = ?8
+                      WHERE collection = ?1 AND key = ?2 AND user_id = ?3",
+                )
+                .and_then(|mut st| {
+                    st.execute(params![
+                        id.collection,
+                        id.key,
+                        user,
+                        value,
+                        version,
+                        read,
+                        write,
+                        now
+                    ])
+                })
+                .map_err(map_write_err)?;
+                s.create_time
+            }
+        };
         acks.push(StorageAck {
             collection: w.id.collection.clone(),
             key: w.id.key.clone(),
             user_id: w.id.user_id,
             version,
             create_time,
-            update_time,
+            update_time: now,
         });
     }
     Ok(acks)
@@ -214,7 +276,8 @@ fn delete_objects(conn: &Connection, update: &MultiUpdate) -> StoreResult<()> {
         .prepare_cached("DELETE FROM storage WHERE collection = ?1 AND key = ?2 AND user_id = ?3")
         .map_err(map_err)?;
     for d in &update.deletes {
-        if check_delete(existing(conn, &d.id)?.as_ref(), d, update.access)? {
+        let stored = stored(conn, &d.id)?;
+        if check_delete(stored.as_ref().map(|s| &s.existing), d, update.access)? {
             delete
                 .execute(params![
                     d.id.collection,

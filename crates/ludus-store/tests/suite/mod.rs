@@ -211,6 +211,7 @@ macro_rules! store_test_suite {
             storage::permission_matrix_for_owner_other_user_and_server,
             storage::conditional_deletes_and_cascade_with_the_user,
             storage::listing_pages_with_cursors_bound_to_their_listing,
+            storage::rewrites_keep_creation_time_and_move_between_listings,
             storage::server_objects_belong_to_the_system_user,
             storage::bad_input_writes_nothing,
             storage::concurrent_writers_of_one_version_have_one_winner,

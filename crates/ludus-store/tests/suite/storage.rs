@@ -376,6 +376,101 @@ pub(crate) async fn conditional_deletes_and_cascade_with_the_user<B: Backend>() 
     );
 }
 
+/// The keys of the `profile` objects `viewer` lists as another user.
+async fn public_keys(svc: &StorageService, viewer: Uuid) -> Vec<String> {
+    let page = svc
+        .list(Access::User(viewer), "profile", None, 100, "")
+        .await
+        .unwrap();
+    page.objects.into_iter().map(|o| o.key).collect()
+}
+
+/// A write over a stored object keeps its creation time, takes a new
+/// update time, and moves it between listings when, and only when, its
+/// read permission changes.
+pub(crate) async fn rewrites_keep_creation_time_and_move_between_listings<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let svc = service(&store);
+    let ann = user(&store, "ann").await;
+    let bob = user(&store, "bob").await;
+    let first = svc
+        .write(
+            Access::User(ann),
+            vec![owner_write("profile", "card", ann, r#"{"v":1}"#, "")],
+        )
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(first.create_time, first.update_time);
+    assert!(public_keys(&svc, bob).await.is_empty());
+    // Times are whole seconds: let one pass, so a rewrite that made its
+    // creation time anew would show.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+
+    let steps = [
+        // read permission changed: now public
+        (
+            r#"{"v":2}"#,
+            ReadPermission::PublicRead,
+            WritePermission::OwnerWrite,
+            Access::User(ann),
+        ),
+        // same read permission, new value and write permission
+        (
+            r#"{"v":3}"#,
+            ReadPermission::PublicRead,
+            WritePermission::NoWrite,
+            Access::Server,
+        ),
+        // private again
+        (
+            r#"{"v":4}"#,
+            ReadPermission::OwnerRead,
+            WritePermission::OwnerWrite,
+            Access::Server,
+        ),
+    ];
+    for (value, read, write_perm, access) in steps {
+        let ack = svc
+            .write(
+                access,
+                vec![write("profile", "card", ann, value, "", read, write_perm)],
+            )
+            .await
+            .unwrap()
+            .remove(0);
+        assert_eq!(ack.create_time, first.create_time, "{value}");
+        assert!(ack.update_time > first.create_time, "{value}");
+        assert_eq!(ack.version, version_of(value));
+        let stored = svc
+            .read(Access::Server, vec![id("profile", "card", ann)])
+            .await
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            (stored.version.as_str(), stored.read, stored.write),
+            (ack.version.as_str(), read, write_perm),
+            "{value}"
+        );
+        assert_eq!(
+            (stored.create_time, stored.update_time),
+            (ack.create_time, ack.update_time)
+        );
+        let listed = public_keys(&svc, bob).await;
+        let expected: Vec<String> = match read {
+            ReadPermission::PublicRead => vec!["card".into()],
+            _ => vec![],
+        };
+        assert_eq!(listed, expected, "{value}");
+        let own = svc
+            .list(Access::User(ann), "profile", Some(ann), 100, "")
+            .await
+            .unwrap();
+        assert_eq!(own.objects.len(), 1, "{value}");
+        assert_eq!(own.objects[0].version, ack.version, "{value}");
+    }
+}
+
 pub(crate) async fn listing_pages_with_cursors_bound_to_their_listing<B: Backend>() {
     let (_b, store) = B::store().await;
     let svc = service(&store);
