@@ -15,7 +15,7 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use uuid::Uuid;
 
-use super::queries::{IdText, map_err, update_account, uuid_at};
+use super::queries::{IdText, exec, map_err, update_account, uuid_at};
 
 const OBJECT_COLUMNS: &str =
     "collection, key, user_id, value, version, read, write, create_time, update_time";
@@ -60,8 +60,13 @@ pub(super) fn read_objects(conn: &Connection, ids: &[ObjectId]) -> StoreResult<V
             "SELECT {OBJECT_COLUMNS} FROM storage WHERE collection = ?1 AND key = ?2 AND user_id = ?3"
         ))
         .map_err(map_err)?;
-    // One snapshot for the whole batch.
-    conn.execute_batch("BEGIN").map_err(map_err)?;
+    // One snapshot for the whole batch; a read of one object is a snapshot
+    // of its own. `exec` keeps BEGIN and COMMIT prepared: `execute_batch`
+    // parsed them again for every read.
+    let snapshot = ids.len() > 1;
+    if snapshot {
+        exec(conn, "BEGIN")?;
+    }
     let mut objects = Vec::with_capacity(ids.len());
     let mut result = Ok(());
     for id in ids {
@@ -80,7 +85,9 @@ pub(super) fn read_objects(conn: &Connection, ids: &[ObjectId]) -> StoreResult<V
             }
         }
     }
-    conn.execute_batch("COMMIT").map_err(map_err)?;
+    if snapshot {
+        exec(conn, "COMMIT")?;
+    }
     result.map(|()| objects)
 }
 
