@@ -201,71 +201,39 @@ fn write_objects(
         let stored = stored(conn, &w.id)?;
         check_write(stored.as_ref().map(|s| &s.existing), w, update.access)?;
         let version = w.version();
-        let user = IdText::new(w.id.user_id);
-        let (id, value, read, write) = (&w.id, &w.value, w.read.as_i64(), w.write.as_i64());
-        let create_time = match stored {
+        let read = w.read.as_i64();
+        // The three statements take the same parameters; the update that
+        // keeps the read permission leaves `?6` unread.
+        let sql = match &stored {
             None => {
-                conn.prepare_cached(
-                    "INSERT INTO storage (collection, key, user_id, value, version, read, write,
-                                          create_time, update_time)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![
-                        id.collection,
-                        id.key,
-                        user,
-                        value,
-                        version,
-                        read,
-                        write,
-                        now
-                    ])
-                })
-                .map_err(map_write_err)?;
-                now
+                "INSERT INTO storage (collection, key, user_id, value, version, read, write,
+                                      create_time, update_time)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)"
             }
             Some(s) if s.read == read => {
-                conn.prepare_cached(
-                    "UPDATE storage SET value = ?4, version = ?5, write = ?6, update_time = ?7
-                      WHERE collection = ?1 AND key = ?2 AND user_id = ?3",
-                )
-                .and_then(|mut st| {
-                    st.execute(params![
-                        id.collection,
-                        id.key,
-                        user,
-                        value,
-                        version,
-                        write,
-                        now
-                    ])
-                })
-                .map_err(map_write_err)?;
-                s.create_time
+                "UPDATE storage SET value = ?4, version = ?5, write = ?7, update_time = ?8
+                  WHERE collection = ?1 AND key = ?2 AND user_id = ?3"
             }
-            Some(s) => {
-                conn.prepare_cached(
-                    "UPDATE storage SET value = ?4, version = ?5, read = ?6, write = ?7,
-                                        update_time = ?8
-                      WHERE collection = ?1 AND key = ?2 AND user_id = ?3",
-                )
-                .and_then(|mut st| {
-                    st.execute(params![
-                        id.collection,
-                        id.key,
-                        user,
-                        value,
-                        version,
-                        read,
-                        write,
-                        now
-                    ])
-                })
-                .map_err(map_write_err)?;
-                s.create_time
+            Some(_) => {
+                "UPDATE storage SET value = ?4, version = ?5, read = ?6, write = ?7, update_time = ?8
+                  WHERE collection = ?1 AND key = ?2 AND user_id = ?3"
             }
         };
+        conn.prepare_cached(sql)
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    w.id.collection,
+                    w.id.key,
+                    IdText::new(w.id.user_id),
+                    w.value,
+                    version,
+                    read,
+                    w.write.as_i64(),
+                    now
+                ])
+            })
+            .map_err(map_write_err)?;
+        let create_time = stored.map_or(now, |s| s.create_time);
         acks.push(StorageAck {
             collection: w.id.collection.clone(),
             key: w.id.key.clone(),
