@@ -217,7 +217,8 @@ pub struct DatabaseConfig {
     /// row's version on every listing); 0 turns the cache off.
     pub profile_cache_entries: usize,
     /// PostgreSQL: how often tables still under 100,000 rows are checked and
-    /// analyzed once they grew by half; 0 leaves statistics to autovacuum.
+    /// analyzed once their live rows grew or shrank by half; 0 leaves
+    /// statistics to autovacuum.
     pub analyze_interval_ms: u64,
     /// SQLite: least time between moves of new ledger entries into the
     /// indexed ledger table; 0 moves them after every commit.

@@ -66,8 +66,8 @@ pub struct StoreOptions {
     /// holds (`database.profile_cache_entries`); 0 turns the cache off.
     pub profile_cache_entries: usize,
     /// PostgreSQL: how often tables that are still filling up (under
-    /// 100,000 rows) are checked and, when they grew by half since their
-    /// last statistics, analyzed, so plans made while they were empty do not
+    /// 100,000 rows) are checked and, when their live rows grew or shrank
+    /// by half since their last statistics, analyzed, so plans made while they were empty do not
     /// last until autovacuum's next visit (`database.analyze_interval_ms`);
     /// 0 leaves statistics to autovacuum alone.
     pub analyze_interval_ms: u64,

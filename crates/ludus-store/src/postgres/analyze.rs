@@ -12,10 +12,19 @@
 //!
 //! So every `database.analyze_interval_ms` this task asks which tables of
 //! the schema are still young (fewer than [`YOUNG_ROWS`] live rows) and
-//! have changed by more than half since they were last analyzed (plus 50
-//! rows), and analyzes those. Growth by half means a few analyses per
-//! tenfold growth, each a sample of at most 30,000 rows; past
-//! [`YOUNG_ROWS`] autovacuum's own rule (a tenth changed) is left alone.
+//! whose live rows have grown or shrunk by more than half (plus 50 rows)
+//! since the count their statistics hold (`pg_class.reltuples`, which
+//! `ANALYZE` and `VACUUM` set), and analyzes those. Growth by half means a
+//! few analyses per tenfold growth, each a sample of at most 30,000 rows;
+//! past [`YOUNG_ROWS`] autovacuum's own rule (a tenth changed) is left
+//! alone.
+//!
+//! Only the row count decides, not every change: updates leave plans as
+//! good as they were, and a young table updated all the time (a few
+//! thousand players' wallets, each update a change of `users`) was
+//! otherwise analyzed on every tick, each `ANALYZE` sampling the table
+//! again and making every pooled connection plan its statements on the
+//! table anew. Autovacuum still analyzes such a table by its own rule.
 //! Every node of a cluster may run it; a table another node is analyzing
 //! waits for it. Tables the role may not analyze are left out.
 
@@ -37,7 +46,7 @@ const STALE_TABLES: &str = "SELECT quote_ident(s.schemaname) || '.' || quote_ide
        FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
       WHERE s.schemaname = current_schema()
         AND s.n_live_tup < $1
-        AND s.n_mod_since_analyze > 50 + s.n_live_tup / 2
+        AND abs(s.n_live_tup - greatest(c.reltuples, 0)::int8) > 50 + greatest(c.reltuples, 0)::int8 / 2
         AND pg_has_role(c.relowner, 'USAGE')
       ORDER BY s.relname";
 
