@@ -67,9 +67,10 @@ pub struct StoreOptions {
     pub profile_cache_entries: usize,
     /// PostgreSQL: how often tables that are still filling up (under
     /// 100,000 rows) are checked and, when their live rows grew or shrank
-    /// by half since their last statistics, analyzed, so plans made while they were empty do not
-    /// last until autovacuum's next visit (`database.analyze_interval_ms`);
-    /// 0 leaves statistics to autovacuum alone.
+    /// by half since their last statistics, analyzed, so plans made while
+    /// they were empty do not last until autovacuum's next visit
+    /// (`database.analyze_interval_ms`); 0 leaves statistics to autovacuum
+    /// alone.
     pub analyze_interval_ms: u64,
     /// SQLite: the least time between the writer's moves of new ledger
     /// entries into the indexed ledger table (`database.ledger_merge_interval_ms`,
