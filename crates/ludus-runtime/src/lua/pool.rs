@@ -10,7 +10,8 @@
 //!
 //! A caller queues its call and awaits the answer; a thread that finishes or
 //! parks a call takes the next one at once, with no hand-back to the async
-//! runtime in between.
+//! runtime in between. The answers of a thread's round go back together
+//! (see [`Outbox`]).
 //!
 //! When every VM is busy, at most `queue_size` calls wait; more are answered
 //! `ResourceExhausted` at once. A call still waiting after the pool timeout
@@ -27,7 +28,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::oneshot;
@@ -37,8 +38,12 @@ use crate::error::{LoadError, RuntimeError};
 
 type Rebuild = Box<dyn Fn() -> Result<Vm, LoadError> + Send + Sync>;
 
-/// A call as its VM thread runs it; it answers through its own channel.
-type Call = Pin<Box<dyn Future<Output = ()>>>;
+/// A call as its VM thread runs it; it ends with the delivery of its
+/// answer, which the thread sends with the rest of its round's (see
+/// [`Outbox`]).
+type Call = Pin<Box<dyn Future<Output = Reply>>>;
+/// Sends a finished call's answer to its caller.
+type Reply = Box<dyn FnOnce() + Send>;
 type Work = Box<dyn FnOnce(Rc<Vm>) -> Call + Send>;
 
 /// Where a queued call stands; whoever moves it out of `QUEUED` owns it.
@@ -152,7 +157,10 @@ impl VmPool {
                 state: state.clone(),
                 work: Box::new(move |vm: Rc<Vm>| -> Call {
                     Box::pin(async move {
-                        let _ = tx.send(f(vm).await);
+                        let answer = f(vm).await;
+                        Box::new(move || {
+                            let _ = tx.send(answer);
+                        }) as Reply
                     })
                 }),
             });
@@ -249,10 +257,119 @@ struct Slot {
     waker: Waker,
 }
 
+/// The answers of a VM thread's round of work (the calls it polls and
+/// starts between two looks at its queue), handed to the async runtime
+/// together at the round's end.
+///
+/// Each answer wakes the task that awaits it. Woken from this thread while
+/// the runtime's I/O thread sleeps, that thread (of the normal policy, on
+/// the same core) preempts this one at once, sends one response and sleeps
+/// again; the client, asleep too, is woken by each response, which on a
+/// virtual machine costs the sending core an interprocessor interrupt
+/// (22 % of the I/O thread's samples in the SQLite `wallet` row,
+/// BENCHMARKS.md "Answers handed over by the round"). Handed over
+/// together, a round's answers cost one wake: a task on the runtime (the
+/// pump) sends them back to back, and the I/O thread writes their
+/// responses in one burst. A round of many long calls hands its answers
+/// over as it goes: none is held past [`HOLD_AT_MOST`] once the call
+/// running when it passes ends.
+struct Outbox {
+    /// `None` without a runtime (answers are then sent at once).
+    pump: Option<Arc<Pump>>,
+    /// This round's answers.
+    held: Vec<Reply>,
+    /// When the oldest of them was held.
+    since: Option<Instant>,
+}
+
+/// Longest an answer waits for its round's end, unless a call that runs
+/// longer is under way: a few wallet rounds of 16 calls on a slow core.
+const HOLD_AT_MOST: Duration = Duration::from_millis(1);
+
+#[derive(Default)]
+struct Pump {
+    replies: Mutex<Vec<Reply>>,
+    notify: tokio::sync::Notify,
+    /// The VM thread is gone: the task ends once it has sent what is left.
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl Outbox {
+    /// Starts the pump task on `handle`, if there is one.
+    fn new(handle: Option<&tokio::runtime::Handle>) -> Outbox {
+        let pump = handle.map(|handle| {
+            let pump = Arc::new(Pump::default());
+            let task = pump.clone();
+            handle.spawn(async move {
+                let mut round = Vec::new();
+                loop {
+                    task.notify.notified().await;
+                    std::mem::swap(&mut round, &mut *task.replies.lock());
+                    for reply in round.drain(..) {
+                        reply();
+                    }
+                    if task.closed.load(Ordering::Acquire) && task.replies.lock().is_empty() {
+                        return;
+                    }
+                }
+            });
+            pump
+        });
+        Outbox {
+            pump,
+            held: Vec::new(),
+            since: None,
+        }
+    }
+
+    fn hold(&mut self, reply: Reply) {
+        if self.held.is_empty() {
+            self.since = Some(Instant::now());
+        }
+        self.held.push(reply);
+    }
+
+    /// Hands the answers over if the oldest has waited long enough.
+    fn flush_if_due(&mut self) {
+        if self
+            .since
+            .is_some_and(|since| since.elapsed() >= HOLD_AT_MOST)
+        {
+            self.flush();
+        }
+    }
+
+    /// Hands this round's answers over: one wake of the pump, or a lone
+    /// answer (a round of one call that did not wait: an echo RPC's) sent
+    /// at once, which is one wake too, without the pump's task in between.
+    fn flush(&mut self) {
+        self.since = None;
+        match (&self.pump, self.held.len()) {
+            (_, 0) => {}
+            (Some(pump), 2..) => {
+                pump.replies.lock().append(&mut self.held);
+                pump.notify.notify_one();
+            }
+            _ => self.held.drain(..).for_each(|reply| reply()),
+        }
+    }
+
+    /// Hands over what is left and lets the pump task end.
+    fn close(&mut self) {
+        self.flush();
+        if let Some(pump) = &self.pump {
+            pump.closed.store(true, Ordering::Release);
+            pump.notify.notify_one();
+        }
+    }
+}
+
 /// One VM thread: its VMs, and the calls they run.
 struct Thread {
     inner: Arc<Inner>,
     index: usize,
+    /// Answers of calls that ended this round.
+    outbox: Outbox,
     slots: Vec<Slot>,
     /// VMs this thread may still run (fewer once a VM cannot be rebuilt).
     capacity: usize,
@@ -269,6 +386,7 @@ impl Thread {
         let mut thread = Thread {
             inner,
             index,
+            outbox: Outbox::new(None),
             slots: Vec::new(),
             capacity,
             busy: 0,
@@ -302,6 +420,12 @@ impl Thread {
         // Server calls from Lua make tokio timers and tasks on this thread.
         let handle = self.slots[0].vm.as_ref().map(|vm| vm.runtime_handle());
         let _entered = handle.as_ref().map(|h| h.enter());
+        self.outbox = Outbox::new(handle.as_ref());
+        self.serve_calls();
+        self.outbox.close();
+    }
+
+    fn serve_calls(&mut self) {
         let mut woken = Vec::new();
         loop {
             let job = {
@@ -341,6 +465,7 @@ impl Thread {
             if let Some(job) = job {
                 self.start(job);
             }
+            self.outbox.flush();
         }
     }
 
@@ -399,6 +524,7 @@ impl Thread {
     /// Polls the call of slot `i`, if it still runs one; true when that
     /// call ended and its VM is free for another.
     fn poll(&mut self, i: usize) -> bool {
+        self.outbox.flush_if_due();
         let slot = &mut self.slots[i];
         let (Some(call), Some(vm)) = (slot.call.as_mut(), slot.vm.as_ref()) else {
             return false;
@@ -408,7 +534,10 @@ impl Thread {
         let polled = std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(&mut cx)));
         match polled {
             Ok(Poll::Pending) => return false,
-            Ok(Poll::Ready(())) => slot.call = None,
+            Ok(Poll::Ready(reply)) => {
+                slot.call = None;
+                self.outbox.hold(reply);
+            }
             Err(_) => {
                 tracing::error!("lua call panicked, replacing its vm");
                 // Its answer channel closes with it: the caller hears of a failed call.
@@ -441,4 +570,110 @@ fn closed() -> RuntimeError {
         ludus_core::Code::Unavailable,
         "server is shutting down, retry on another node",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply_to(tx: oneshot::Sender<usize>, n: usize) -> Reply {
+        Box::new(move || {
+            let _ = tx.send(n);
+        })
+    }
+
+    /// A round's answers are held until its end, then all delivered (by the
+    /// pump task when there are several).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_rounds_answers_go_out_together_at_its_end() {
+        let handle = tokio::runtime::Handle::current();
+        let mut outbox = Outbox::new(Some(&handle));
+        let mut rxs = Vec::new();
+        for n in 0..3 {
+            let (tx, rx) = oneshot::channel();
+            outbox.hold(reply_to(tx, n));
+            rxs.push(rx);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        for rx in &mut rxs {
+            assert!(
+                rx.try_recv().is_err(),
+                "an answer went out before the round ended"
+            );
+        }
+        outbox.flush();
+        assert!(outbox.held.is_empty());
+        for (n, rx) in rxs.into_iter().enumerate() {
+            let got = tokio::time::timeout(Duration::from_secs(5), rx).await;
+            assert_eq!(got.expect("answer delivered").expect("sent"), n);
+        }
+        // A lone answer goes at once, without the pump.
+        let (tx, mut rx) = oneshot::channel();
+        outbox.hold(reply_to(tx, 7));
+        outbox.flush();
+        assert_eq!(rx.try_recv().expect("sent at the flush"), 7);
+    }
+
+    /// Answers held past `HOLD_AT_MOST` go out before the next call runs,
+    /// whether or not the round has ended.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn answers_held_too_long_go_out_before_the_next_call() {
+        let handle = tokio::runtime::Handle::current();
+        let mut outbox = Outbox::new(Some(&handle));
+        let (tx1, rx1) = oneshot::channel();
+        let (tx2, rx2) = oneshot::channel();
+        outbox.hold(reply_to(tx1, 1));
+        outbox.hold(reply_to(tx2, 2));
+        std::thread::sleep(HOLD_AT_MOST * 2);
+        outbox.flush_if_due();
+        assert!(
+            outbox.held.is_empty(),
+            "answers older than the bound were kept"
+        );
+        let wait = Duration::from_secs(5);
+        assert_eq!(tokio::time::timeout(wait, rx1).await.unwrap().unwrap(), 1);
+        assert_eq!(tokio::time::timeout(wait, rx2).await.unwrap().unwrap(), 2);
+        // Nothing held: nothing to do, and the next hold starts a new wait.
+        outbox.flush_if_due();
+        assert!(outbox.since.is_none());
+    }
+
+    /// Without a runtime the answers are sent at the flush itself.
+    #[test]
+    fn without_a_runtime_answers_go_at_the_flush() {
+        let mut outbox = Outbox::new(None);
+        let (tx1, mut rx1) = oneshot::channel();
+        let (tx2, mut rx2) = oneshot::channel();
+        outbox.hold(reply_to(tx1, 1));
+        outbox.hold(reply_to(tx2, 2));
+        assert!(rx1.try_recv().is_err());
+        outbox.flush();
+        assert_eq!((rx1.try_recv().unwrap(), rx2.try_recv().unwrap()), (1, 2));
+    }
+
+    /// Closing delivers what is left and ends the pump task, so a closed
+    /// pool leaves no task behind on the runtime.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn closing_sends_the_rest_and_ends_the_pump() {
+        let handle = tokio::runtime::Handle::current();
+        let before = handle.metrics().num_alive_tasks();
+        let mut outbox = Outbox::new(Some(&handle));
+        assert_eq!(handle.metrics().num_alive_tasks(), before + 1);
+        let (tx1, rx1) = oneshot::channel();
+        let (tx2, rx2) = oneshot::channel();
+        outbox.hold(reply_to(tx1, 1));
+        outbox.hold(reply_to(tx2, 2));
+        outbox.close();
+        let wait = Duration::from_secs(5);
+        assert_eq!(tokio::time::timeout(wait, rx1).await.unwrap().unwrap(), 1);
+        assert_eq!(tokio::time::timeout(wait, rx2).await.unwrap().unwrap(), 2);
+        let deadline = std::time::Instant::now() + wait;
+        while handle.metrics().num_alive_tasks() > before {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the pump task did not end"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
 }
