@@ -65,6 +65,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "ledger_recent",
         sql: include_str!("../migrations/sqlite/0010_ledger_recent.sql"),
     },
+    Migration {
+        version: 11,
+        name: "ledger_key_by_trigger",
+        sql: include_str!("../migrations/sqlite/0011_ledger_key_by_trigger.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -117,6 +122,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 10,
         name: "ledger_recent",
         sql: include_str!("../migrations/postgres/0010_ledger_recent.sql"),
+    },
+    Migration {
+        version: 11,
+        name: "ledger_key_by_trigger",
+        sql: include_str!("../migrations/postgres/0011_ledger_key_by_trigger.sql"),
     },
 ];
 

@@ -179,3 +179,149 @@ pub(super) fn status(path: &Path) -> Result<MigrationStatus, OpenError> {
         pending,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(conn: &Connection, sql: &str) -> i64 {
+        conn.query_row(sql, [], |row| row.get(0)).unwrap()
+    }
+
+    /// Migration 11 rebuilds the ledger's two tables without their foreign
+    /// key: a database at version 10 keeps every entry (ids, rowids, rows)
+    /// and its per-user index, deleting an account still deletes its
+    /// entries from both tables, and a module's write through the view for
+    /// an unknown account is refused with SQLite's message.
+    #[test]
+    fn ledger_tables_lose_their_foreign_key_and_keep_their_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ludus.db");
+        let mut conn = open_writer(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE schema_migrations (
+                 version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL,
+                 applied_at INTEGER NOT NULL) STRICT",
+        )
+        .unwrap();
+        for m in migrate::SQLITE.iter().filter(|m| m.version <= 10) {
+            conn.execute_batch(m.sql).unwrap();
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?1, ?2, 0)",
+                rusqlite::params![m.version, m.name],
+            )
+            .unwrap();
+        }
+        conn.execute_batch(
+            "INSERT INTO users (id, username, create_time, update_time) VALUES
+                 ('00000000-0000-0000-0000-0000000000a1', 'ann', 0, 0),
+                 ('00000000-0000-0000-0000-0000000000b0', 'bob', 0, 0);
+             INSERT INTO wallet_ledger_indexed (rowid, id, user_id, changeset, create_time, update_time) VALUES
+                 (7, 'i-ann', '00000000-0000-0000-0000-0000000000a1', '{\"coins\":1}', 1, 1),
+                 (8, 'i-bob', '00000000-0000-0000-0000-0000000000b0', '{\"coins\":2}', 2, 2);
+             INSERT INTO wallet_ledger_recent (id, user_id, changeset, create_time, update_time) VALUES
+                 ('r-ann', '00000000-0000-0000-0000-0000000000a1', '{\"coins\":3}', 3, 3),
+                 ('r-bob', '00000000-0000-0000-0000-0000000000b0', '{\"coins\":4}', 4, 4);",
+        )
+        .unwrap();
+
+        let report = migrate(&mut conn, &path).unwrap();
+        assert_eq!(report.from, 10);
+        assert_eq!(report.to, migrate::latest(migrate::SQLITE));
+        let keys = "SELECT (SELECT count(*) FROM pragma_foreign_key_list('wallet_ledger_indexed'))
+                         + (SELECT count(*) FROM pragma_foreign_key_list('wallet_ledger_recent'))";
+        assert_eq!(count(&conn, keys), 0);
+        let rows: Vec<(i64, String, String)> = conn
+            .prepare("SELECT rowid, id, changeset FROM wallet_ledger_indexed ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                (7, "i-ann".to_owned(), r#"{"coins":1}"#.to_owned()),
+                (8, "i-bob".to_owned(), r#"{"coins":2}"#.to_owned()),
+            ]
+        );
+        assert_eq!(count(&conn, "SELECT count(*) FROM wallet_ledger"), 4);
+        let plan: String = conn
+            .query_row(
+                "EXPLAIN QUERY PLAN SELECT id FROM wallet_ledger_indexed
+                  WHERE user_id = 'x' ORDER BY create_time DESC",
+                [],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("wallet_ledger_user_idx"), "{plan}");
+
+        // Deleting an account takes its entries from both tables.
+        conn.execute(
+            "DELETE FROM users WHERE id = '00000000-0000-0000-0000-0000000000b0'",
+            [],
+        )
+        .unwrap();
+        let ids: Vec<String> = conn
+            .prepare("SELECT id FROM wallet_ledger ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(ids, ["i-ann", "r-ann"]);
+
+        // A module's insert or move to an unknown account is refused, and
+        // writes nothing.
+        let unknown = conn
+            .execute(
+                "INSERT INTO wallet_ledger (id, user_id, changeset, create_time)
+                 VALUES ('m-1', '00000000-0000-0000-0000-0000000000ff', '{}', 5)",
+                [],
+            )
+            .unwrap_err();
+        assert!(
+            unknown
+                .to_string()
+                .contains("FOREIGN KEY constraint failed"),
+            "{unknown}"
+        );
+        let moved = conn
+            .execute(
+                "UPDATE wallet_ledger SET user_id = '00000000-0000-0000-0000-0000000000ff'
+                  WHERE id = 'r-ann'",
+                [],
+            )
+            .unwrap_err();
+        assert!(
+            moved.to_string().contains("FOREIGN KEY constraint failed"),
+            "{moved}"
+        );
+        assert_eq!(count(&conn, "SELECT count(*) FROM wallet_ledger"), 2);
+        assert_eq!(
+            count(
+                &conn,
+                "SELECT count(*) FROM wallet_ledger
+                  WHERE user_id = '00000000-0000-0000-0000-0000000000a1'"
+            ),
+            2
+        );
+        // A known account is still accepted, and other updates pass.
+        conn.execute(
+            "INSERT INTO wallet_ledger (id, user_id, changeset, create_time)
+             VALUES ('m-2', '00000000-0000-0000-0000-0000000000a1', '{}', 6)",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE wallet_ledger SET metadata = '{\"seen\":true}' WHERE id = 'r-ann'",
+            [],
+        )
+        .unwrap();
+        assert_eq!(count(&conn, "SELECT count(*) FROM wallet_ledger"), 3);
+        let integrity: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(integrity, "ok");
+    }
+}

@@ -274,11 +274,14 @@ fn update_wallets(
     if update.wallets.is_empty() {
         return Ok(Vec::new());
     }
+    // The read answers the row's rowid, and the write finds the row by it:
+    // one B-tree search instead of two (the id's index, then the table).
+    // Nothing else writes between the two: this is the writer's transaction.
     let mut select = conn
-        .prepare_cached("SELECT wallet FROM users WHERE id = ?1")
+        .prepare_cached("SELECT rowid, wallet FROM users WHERE id = ?1")
         .map_err(map_err)?;
     let mut store = conn
-        .prepare_cached("UPDATE users SET wallet = ?2, update_time = ?3 WHERE id = ?1")
+        .prepare_cached("UPDATE users SET wallet = ?2, update_time = ?3 WHERE rowid = ?1")
         .map_err(map_err)?;
     let mut ledger = conn
         .prepare_cached(
@@ -289,8 +292,10 @@ fn update_wallets(
     let mut results = Vec::with_capacity(update.wallets.len());
     for u in &update.wallets {
         let user = IdText::new(u.user_id);
-        let Some(stored) = select
-            .query_row(params![user], |row| row.get::<_, String>(0))
+        let Some((rowid, stored)) = select
+            .query_row(params![user], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+            })
             .optional()
             .map_err(map_err)?
         else {
@@ -299,7 +304,7 @@ fn update_wallets(
         let previous = wallet::decode(u.user_id, &stored)?;
         let updated = wallet::apply(u.user_id, &previous, &u.changeset)?;
         store
-            .execute(params![user, wallet::encode(&updated), now])
+            .execute(params![rowid, wallet::encode(&updated), now])
             .map_err(map_err)?;
         if update.update_ledger {
             ledger

@@ -39,6 +39,7 @@ pub(crate) fn all_migrations() -> Vec<MigrationInfo> {
         (8, "ledger_without_user_fkey"),
         (9, "ledger_user_index_slim"),
         (10, "ledger_recent"),
+        (11, "ledger_key_by_trigger"),
     ]
     .into_iter()
     .map(|(version, name)| MigrationInfo { version, name })
