@@ -126,27 +126,36 @@ impl Lane {
         let mut buf = BytesMut::with_capacity(4096);
         let mut out = Vec::with_capacity(1024);
         let mut app = self.app.clone();
+        // One timer for the connection's life, moved to each wait's
+        // deadline: moving a registered timer later is one atomic update,
+        // where a timer per wait is a registration and a removal in the
+        // runtime's wheel, under its lock, per request.
+        let timer = tokio::time::sleep_until(Instant::now() + self.head_timeout);
+        tokio::pin!(timer);
         loop {
             // Stopping: the request answered last was the connection's last
             // (as hyper's graceful shutdown does).
             if *stop.borrow() {
                 return Left::Closed;
             }
-            let mut deadline = None;
+            let mut armed = false;
             let (head, head_len) = loop {
                 match parse(&buf, self.body_limit) {
                     Parsed::Complete(head, len) => break (head, len),
                     Parsed::HandOver => return Left::HandOver(buf.freeze()),
                     Parsed::Partial => {}
                 }
-                let deadline = *deadline.get_or_insert_with(|| Instant::now() + self.head_timeout);
+                if !armed {
+                    timer.as_mut().reset(Instant::now() + self.head_timeout);
+                    armed = true;
+                }
                 if buf.capacity() - buf.len() < 1024 {
                     buf.reserve(4096);
                 }
                 let idle = buf.is_empty();
                 let read = tokio::select! {
                     read = tcp.read_buf(&mut buf) => read,
-                    () = tokio::time::sleep_until(deadline) => return Left::Closed,
+                    () = timer.as_mut() => return Left::Closed,
                     () = stopped(stop), if idle => return Left::Closed,
                 };
                 if !matches!(read, Ok(n) if n > 0) {
@@ -155,7 +164,8 @@ impl Lane {
             };
             buf.advance(head_len);
             let close = head.close;
-            let res = match self.answer(tcp, &mut buf, &mut app, head, remote).await {
+            let answer = self.answer(tcp, &mut buf, &mut app, head, remote, timer.as_mut());
+            let res = match answer.await {
                 Answer::Ready(res) => res,
                 Answer::Gone => return Left::Closed,
                 Answer::BodyTimedOut => {
@@ -186,8 +196,11 @@ impl Lane {
         app: &mut Router,
         head: Head,
         remote: SocketAddr,
+        mut timer: Pin<&mut tokio::time::Sleep>,
     ) -> Answer {
-        let started = Instant::now();
+        // The request timeout counts from the whole head, as the router's
+        // layer counts from the request.
+        timer.as_mut().reset(Instant::now() + self.timeout);
         if buf.len() < head.body_len {
             buf.reserve(head.body_len - buf.len());
             let read = async {
@@ -198,10 +211,13 @@ impl Lane {
                 }
                 Ok::<(), io::Error>(())
             };
-            match tokio::time::timeout(self.timeout, read).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return Answer::Gone,
-                Err(_) => return Answer::BodyTimedOut,
+            tokio::select! {
+                read = read => {
+                    if read.is_err() {
+                        return Answer::Gone;
+                    }
+                }
+                () = timer.as_mut() => return Answer::BodyTimedOut,
             }
         }
         let body = buf.split_to(head.body_len).freeze();
@@ -216,9 +232,10 @@ impl Lane {
                     head.headers,
                     body,
                 );
-                let res = tokio::time::timeout_at(started + self.timeout, call)
-                    .await
-                    .unwrap_or_else(|_| timed_out());
+                let res = tokio::select! {
+                    res = call => res,
+                    () = timer.as_mut() => timed_out(),
+                };
                 Answer::Ready(with_layers(res))
             }
             Route::Router(uri) => {

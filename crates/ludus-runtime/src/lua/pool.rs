@@ -16,7 +16,10 @@
 //! When every VM is busy, at most `queue_size` calls wait; more are answered
 //! `ResourceExhausted` at once. A call still waiting after the pool timeout
 //! is answered `ResourceExhausted` and never runs; one that has started runs
-//! to its end (its own budgets bound it). The pool never hangs a caller: a
+//! to its end (its own budgets bound it). The pool's sweeper thread finds
+//! such calls, looking every quarter of the timeout, so a caller hears
+//! within 1.25 timeouts; a caller holds no timer of its own (one per call
+//! was a registration and a removal in the async runtime's timer wheel). The pool never hangs a caller: a
 //! VM that panics is rebuilt, and if none can be, the queue is failed rather
 //! than left waiting.
 
@@ -49,10 +52,12 @@ type Work = Box<dyn FnOnce(Rc<Vm>) -> Call + Send>;
 /// Where a queued call stands; whoever moves it out of `QUEUED` owns it.
 const QUEUED: u8 = 0;
 const STARTED: u8 = 1;
-const ABANDONED: u8 = 2;
+/// Taken out of the queue by the sweeper after the pool timeout.
+const TIMED_OUT: u8 = 2;
 
 struct Job {
     state: Arc<AtomicU8>,
+    queued_at: Instant,
     work: Work,
 }
 
@@ -121,11 +126,20 @@ impl VmPool {
                 inner.queue.lock().threads -= 1;
             }
         }
+        let weak = Arc::downgrade(&inner);
+        let spawned = std::thread::Builder::new()
+            .name("ludus-vm-sweep".into())
+            .spawn(move || sweep(&weak));
+        if let Err(e) = spawned {
+            // Calls still run; one that waits for a VM waits until it gets one.
+            tracing::error!(error = %e, "cannot start the lua pool's sweeper, queued calls will not time out");
+        }
         VmPool { inner }
     }
 
     /// Runs `f` on the next free VM. Cancelling the returned future never
-    /// loses a VM: a queued call is then skipped, a running one finishes.
+    /// loses a VM: the call still runs (a running one finishes) and its
+    /// answer is dropped.
     pub(crate) async fn run<R, F, Fut>(&self, f: F) -> Result<R, RuntimeError>
     where
         F: FnOnce(Rc<Vm>) -> Fut + Send + 'static,
@@ -155,6 +169,7 @@ impl VmPool {
             }
             q.jobs.push_back(Job {
                 state: state.clone(),
+                queued_at: Instant::now(),
                 work: Box::new(move |vm: Rc<Vm>| -> Call {
                     Box::pin(async move {
                         let answer = f(vm).await;
@@ -170,36 +185,15 @@ impl VmPool {
                 inner.wake[t].notify_one();
             }
         }
-        let mut rx = rx;
-        let answer = tokio::select! {
-            answer = &mut rx => answer,
-            () = tokio::time::sleep(inner.timeout) => {
-                if state
-                    .compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    // Out of the queue now, so it no longer counts as waiting.
-                    inner
-                        .queue
-                        .lock()
-                        .jobs
-                        .retain(|j| !Arc::ptr_eq(&j.state, &state));
-                    tracing::warn!(
-                        timeout_ms = inner.timeout.as_millis() as u64,
-                        "timed out waiting for a lua vm"
-                    );
-                    return Err(RuntimeError::busy(
-                        "server is busy: no lua vm became free in time, retry later or raise runtime.lua_pool_size",
-                    ));
-                }
-                // Started already: its budgets bound it.
-                rx.await
-            }
-        };
-        // A dropped sender: the pool closed before the call ran, or the call
-        // panicked (its VM was replaced).
-        answer.unwrap_or_else(|_| {
-            if inner.queue.lock().closed {
+        // A dropped sender: the sweeper took the call out of the queue, the
+        // pool closed before the call ran, or the call panicked (its VM was
+        // replaced).
+        rx.await.unwrap_or_else(|_| {
+            if state.load(Ordering::Acquire) == TIMED_OUT {
+                Err(RuntimeError::busy(
+                    "server is busy: no lua vm became free in time, retry later or raise runtime.lua_pool_size",
+                ))
+            } else if inner.queue.lock().closed {
                 Err(closed())
             } else {
                 Err(RuntimeError::internal("lua call failed"))
@@ -489,14 +483,14 @@ impl Thread {
     }
 
     /// Starts a queued call on the VM freed last, or on one made now if
-    /// none is free; false when its caller stopped waiting (nothing runs).
+    /// none is free; false when it is no longer queued (nothing runs).
     fn start(&mut self, job: Job) -> bool {
         if job
             .state
             .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            return false; // its caller stopped waiting
+            return false; // not queued any more
         }
         let i = match self.idle.pop() {
             Some(i) => i,
@@ -562,6 +556,50 @@ impl Thread {
 
     fn live_vms(&self) -> usize {
         self.slots.iter().filter(|s| s.vm.is_some()).count()
+    }
+}
+
+/// The sweeper: every quarter of the pool timeout, takes the calls queued
+/// longer than the timeout out of the queue (their callers hear "busy").
+/// Ends when the pool closes or is gone.
+fn sweep(pool: &std::sync::Weak<Inner>) {
+    let Some(timeout) = pool.upgrade().map(|inner| inner.timeout) else {
+        return;
+    };
+    let period = (timeout / 4).max(Duration::from_millis(1));
+    loop {
+        std::thread::sleep(period);
+        let Some(inner) = pool.upgrade() else {
+            return;
+        };
+        let mut expired = Vec::new();
+        {
+            let mut q = inner.queue.lock();
+            if q.closed {
+                return;
+            }
+            // Queued in order, so the expired ones lead the queue.
+            let now = Instant::now();
+            while let Some(job) = q.jobs.front() {
+                if now.saturating_duration_since(job.queued_at) < timeout {
+                    break;
+                }
+                let job = q.jobs.pop_front().expect("a front job");
+                // A job in the queue is QUEUED: threads take jobs out under
+                // this lock before they start them.
+                job.state.store(TIMED_OUT, Ordering::Release);
+                expired.push(job);
+            }
+        }
+        if !expired.is_empty() {
+            tracing::warn!(
+                calls = expired.len(),
+                timeout_ms = timeout.as_millis() as u64,
+                "timed out waiting for a lua vm"
+            );
+        }
+        // Their answer channels close here, outside the lock.
+        drop(expired);
     }
 }
 

@@ -352,6 +352,39 @@ async fn requests_that_stop_short_are_closed() {
     assert!(started.elapsed() >= Duration::from_millis(250));
 }
 
+/// The connection's one timer follows each wait: a client that keeps
+/// sending is never closed, however long the connection lives, and once it
+/// falls silent it is closed after the handshake timeout, even when the
+/// request timeout before it was longer (the deadline moves earlier).
+#[tokio::test]
+async fn the_connection_timer_follows_each_wait() {
+    let (t, token) = lua_server(|c| {
+        c.socket.read_timeout_ms = 3_000;
+        c.socket.handshake_timeout_ms = 300;
+    })
+    .await;
+    let mut wire = Wire::open(&t).await;
+    let started = Instant::now();
+    let mut sent = 0;
+    let mut answered = Instant::now();
+    // Well past the handshake timeout in all, each gap well inside it.
+    while started.elapsed() < Duration::from_millis(900) {
+        wire.send(&rpc_request("echo", &token, "again", "")).await;
+        assert_eq!(wire.answer().await.json(), json!({ "payload": "again" }));
+        answered = Instant::now();
+        sent += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(sent >= 5, "{sent}");
+    // The wait for the next head started with the last answer.
+    assert!(wire.closed(Duration::from_secs(5)).await);
+    let waited = answered.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_millis(2_500),
+        "closed after {waited:?}, not after the 300-ms handshake timeout"
+    );
+}
+
 /// A graceful stop closes a connection idle between requests, and the
 /// server comes back on the same database.
 #[tokio::test]
