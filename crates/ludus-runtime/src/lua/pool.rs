@@ -19,9 +19,9 @@
 //! to its end (its own budgets bound it). The pool's sweeper thread finds
 //! such calls, looking every quarter of the timeout, so a caller hears
 //! within 1.25 timeouts; a caller holds no timer of its own (one per call
-//! was a registration and a removal in the async runtime's timer wheel). The pool never hangs a caller: a
-//! VM that panics is rebuilt, and if none can be, the queue is failed rather
-//! than left waiting.
+//! was a registration and a removal in the async runtime's timer wheel).
+//! The pool never hangs a caller: a VM that panics is rebuilt, and if none
+//! can be, the queue is failed rather than left waiting.
 
 use std::collections::VecDeque;
 use std::future::Future;
