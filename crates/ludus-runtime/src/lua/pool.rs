@@ -29,7 +29,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
@@ -49,14 +49,11 @@ type Call = Pin<Box<dyn Future<Output = Reply>>>;
 type Reply = Box<dyn FnOnce() + Send>;
 type Work = Box<dyn FnOnce(Rc<Vm>) -> Call + Send>;
 
-/// Where a queued call stands; whoever moves it out of `QUEUED` owns it.
-const QUEUED: u8 = 0;
-const STARTED: u8 = 1;
-/// Taken out of the queue by the sweeper after the pool timeout.
-const TIMED_OUT: u8 = 2;
-
 struct Job {
-    state: Arc<AtomicU8>,
+    /// Set by the sweeper when it takes the call out of the queue, so its
+    /// caller answers busy. A call leaves the queue under the queue's lock,
+    /// either to the sweeper or to a VM thread, never to both.
+    timed_out: Arc<AtomicBool>,
     queued_at: Instant,
     work: Work,
 }
@@ -148,7 +145,7 @@ impl VmPool {
     {
         let inner = &self.inner;
         let (tx, rx) = oneshot::channel();
-        let state = Arc::new(AtomicU8::new(QUEUED));
+        let timed_out = Arc::new(AtomicBool::new(false));
         {
             let mut q = inner.queue.lock();
             if q.closed || q.threads == 0 {
@@ -168,7 +165,7 @@ impl VmPool {
                 ));
             }
             q.jobs.push_back(Job {
-                state: state.clone(),
+                timed_out: timed_out.clone(),
                 queued_at: Instant::now(),
                 work: Box::new(move |vm: Rc<Vm>| -> Call {
                     Box::pin(async move {
@@ -189,7 +186,7 @@ impl VmPool {
         // pool closed before the call ran, or the call panicked (its VM was
         // replaced).
         rx.await.unwrap_or_else(|_| {
-            if state.load(Ordering::Acquire) == TIMED_OUT {
+            if timed_out.load(Ordering::Acquire) {
                 Err(RuntimeError::busy(
                     "server is busy: no lua vm became free in time, retry later or raise runtime.lua_pool_size",
                 ))
@@ -465,33 +462,22 @@ impl Thread {
 
     /// Starts the next queued call, if this thread has room for one.
     fn take_next(&mut self) {
-        loop {
-            let job = {
-                let mut q = self.inner.queue.lock();
-                if self.busy >= self.capacity {
-                    return;
-                }
-                match q.jobs.pop_front() {
-                    Some(job) => job,
-                    None => return,
-                }
-            };
-            if self.start(job) {
+        let job = {
+            let mut q = self.inner.queue.lock();
+            if self.busy >= self.capacity {
                 return;
             }
-        }
+            match q.jobs.pop_front() {
+                Some(job) => job,
+                None => return,
+            }
+        };
+        self.start(job);
     }
 
-    /// Starts a queued call on the VM freed last, or on one made now if
-    /// none is free; false when it is no longer queued (nothing runs).
-    fn start(&mut self, job: Job) -> bool {
-        if job
-            .state
-            .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return false; // not queued any more
-        }
+    /// Starts a call taken out of the queue on the VM freed last, or on one
+    /// made now if none is free.
+    fn start(&mut self, job: Job) {
         let i = match self.idle.pop() {
             Some(i) => i,
             None => match (self.inner.rebuild)() {
@@ -500,19 +486,17 @@ impl Thread {
                     // Runs on the VMs it has; the call waits for one of them.
                     tracing::error!(error = %e, "cannot make another lua vm, this thread keeps the ones it has");
                     self.capacity = self.live_vms();
-                    job.state.store(QUEUED, Ordering::Release);
                     self.inner.queue.lock().jobs.push_front(job);
-                    return true;
+                    return;
                 }
             },
         };
         let Some(vm) = self.slots[i].vm.clone() else {
-            return true;
+            return;
         };
         self.busy += 1;
         self.slots[i].call = Some((job.work)(vm));
         self.poll(i);
-        true
     }
 
     /// Polls the call of slot `i`, if it still runs one; true when that
@@ -585,9 +569,7 @@ fn sweep(pool: &std::sync::Weak<Inner>) {
                     break;
                 }
                 let job = q.jobs.pop_front().expect("a front job");
-                // A job in the queue is QUEUED: threads take jobs out under
-                // this lock before they start them.
-                job.state.store(TIMED_OUT, Ordering::Release);
+                job.timed_out.store(true, Ordering::Release);
                 expired.push(job);
             }
         }
