@@ -16,6 +16,10 @@ use serde_yaml_ng::{Mapping, Value};
 /// entry that waits for the writer's move.
 const MAX_LEDGER_MERGE_INTERVAL_MS: u64 = 10_000;
 
+/// The longest `database.wal_sync_interval_ms` and
+/// `database.checkpoint_interval_ms`.
+const MAX_SQLITE_INTERVAL_MS: u64 = 10_000;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
@@ -223,6 +227,12 @@ pub struct DatabaseConfig {
     /// SQLite: least time between moves of new ledger entries into the
     /// indexed ledger table; 0 moves them after every commit.
     pub ledger_merge_interval_ms: u64,
+    /// SQLite: least time between two syncs of the WAL, the most recent
+    /// commits a power loss can take.
+    pub wal_sync_interval_ms: u64,
+    /// SQLite: least time between two checkpoints (copies of the WAL into
+    /// the database file).
+    pub checkpoint_interval_ms: u64,
 }
 
 impl Default for DatabaseConfig {
@@ -237,6 +247,8 @@ impl Default for DatabaseConfig {
             profile_cache_entries: d.profile_cache_entries,
             analyze_interval_ms: d.analyze_interval_ms,
             ledger_merge_interval_ms: d.ledger_merge_interval_ms,
+            wal_sync_interval_ms: d.wal_sync_interval_ms,
+            checkpoint_interval_ms: d.checkpoint_interval_ms,
         }
     }
 }
@@ -273,6 +285,8 @@ impl Config {
             profile_cache_entries: self.database.profile_cache_entries,
             analyze_interval_ms: self.database.analyze_interval_ms,
             ledger_merge_interval_ms: self.database.ledger_merge_interval_ms,
+            wal_sync_interval_ms: self.database.wal_sync_interval_ms,
+            checkpoint_interval_ms: self.database.checkpoint_interval_ms,
         }
     }
 
@@ -429,6 +443,20 @@ impl Config {
                 "database.ledger_merge_interval_ms",
                 "must be at most 10000: ledger pages scan every entry that waits for a move",
             );
+        }
+        for (key, value) in [
+            (
+                "database.wal_sync_interval_ms",
+                self.database.wal_sync_interval_ms,
+            ),
+            (
+                "database.checkpoint_interval_ms",
+                self.database.checkpoint_interval_ms,
+            ),
+        ] {
+            if !(1..=MAX_SQLITE_INTERVAL_MS).contains(&value) {
+                return bad(key, "must be from 1 to 10000");
+            }
         }
         self.runtime.validate()?;
         if !(1..=i32::MAX as usize).contains(&self.party.max_size) {
@@ -878,6 +906,26 @@ mod tests {
                 .contains("database.ledger_merge_interval_ms"),
             "{err}"
         );
+        assert_eq!(ok.store_options().wal_sync_interval_ms, 10);
+        assert_eq!(ok.store_options().checkpoint_interval_ms, 100);
+        let set = Config::load(
+            None,
+            [],
+            &flags(&[
+                ("database.wal_sync_interval_ms", "5"),
+                ("database.checkpoint_interval_ms", "1000"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(set.store_options().wal_sync_interval_ms, 5);
+        assert_eq!(set.store_options().checkpoint_interval_ms, 1000);
+        for (key, value) in [
+            ("database.wal_sync_interval_ms", "0"),
+            ("database.checkpoint_interval_ms", "10001"),
+        ] {
+            let err = Config::load(None, [], &flags(&[(key, value)])).unwrap_err();
+            assert!(err.to_string().contains(key), "{err}");
+        }
     }
 
     /// `match.*` is the match engine's own `MatchConfig`: zero values the

@@ -78,6 +78,16 @@ pub struct StoreOptions {
     /// writes fewer WAL pages per wallet update, keeps callers waiting longer
     /// behind each move, and leaves more entries for ledger pages to scan.
     pub ledger_merge_interval_ms: u64,
+    /// SQLite: the least time between two syncs of the WAL
+    /// (`database.wal_sync_interval_ms`). Commits do not sync
+    /// (`synchronous=NORMAL`), so this bounds how many of the latest
+    /// commits a power loss or kernel crash can take; a crash of the
+    /// process alone loses none.
+    pub wal_sync_interval_ms: u64,
+    /// SQLite: the least time between two checkpoints, which copy the WAL
+    /// into the database file (`database.checkpoint_interval_ms`); at or
+    /// below `wal_sync_interval_ms`, every sync is a checkpoint.
+    pub checkpoint_interval_ms: u64,
 }
 
 impl Default for StoreOptions {
@@ -91,6 +101,8 @@ impl Default for StoreOptions {
             profile_cache_entries: 10_000,
             analyze_interval_ms: 1_000,
             ledger_merge_interval_ms: 50,
+            wal_sync_interval_ms: 10,
+            checkpoint_interval_ms: 100,
         }
     }
 }

@@ -33,10 +33,11 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
         tracing::warn!(path = %path.display(), mode, "sqlite refused WAL mode, readers will block the writer");
     }
     // Durability trade-off: in WAL mode with synchronous=NORMAL a commit
-    // appends to the WAL without fsync; the WAL is synced at checkpoints. A
-    // crash of the ludus process loses nothing (the OS has the pages), but a
-    // power loss or kernel crash can lose the last transactions committed
-    // before the next checkpoint. The database is never corrupted either way.
+    // appends to the WAL without fsync; the checkpointer thread syncs the
+    // WAL (`database.wal_sync_interval_ms`, 10 ms by default). A crash of
+    // the ludus process loses nothing (the OS has the pages), but a power
+    // loss or kernel crash can lose the transactions committed since the
+    // last sync. The database is never corrupted either way.
     // FULL would fsync every group commit, costing one disk flush per batch.
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(sqlite_err)?;

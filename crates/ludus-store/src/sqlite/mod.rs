@@ -70,6 +70,10 @@ impl SqliteStore {
             work: storage::merge_ledger,
             what: "ledger merge",
         };
+        let intervals = checkpointer::Intervals {
+            sync: std::time::Duration::from_millis(opts.wal_sync_interval_ms),
+            checkpoint: std::time::Duration::from_millis(opts.checkpoint_interval_ms),
+        };
         blocking(move || {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(|source| OpenError::DataDir {
@@ -90,7 +94,7 @@ impl SqliteStore {
                     path: path.clone(),
                     message: e.to_string(),
                 })?;
-            let checkpointer = Checkpointer::start(&path)?;
+            let checkpointer = Checkpointer::start(&path, intervals)?;
             let writer = Writer::start(conn, checkpointer.committed(), Some(ledger_merge))
                 .map_err(OpenError::Thread)?;
             let readers = Readers::start(readers).map_err(OpenError::Thread)?;

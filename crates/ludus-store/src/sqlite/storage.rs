@@ -394,10 +394,18 @@ const LEDGER_TABLES: [&str; 2] = ["wallet_ledger_indexed", "wallet_ledger_recent
 /// the writer's transaction: the per-user index then takes each user's new
 /// entries in one change to that user's leaf page rather than one a commit.
 /// Returns how many entries moved.
+///
+/// `OR ROLLBACK`: an entry whose id the indexed table holds already (only
+/// a module's SQL written past the view can make one) rolls back the whole
+/// move, which is what the upkeep's own transaction does with any error.
+/// With the default `ABORT`, SQLite would keep a statement journal to undo
+/// the statement alone: a copy of every page the move changes, about a
+/// third of the move's time (BENCHMARKS.md, "The WAL synced between
+/// checkpoints").
 pub(super) fn merge_ledger(conn: &Connection) -> StoreResult<usize> {
     let moved = conn
         .prepare_cached(&format!(
-            "INSERT INTO wallet_ledger_indexed ({LEDGER_COLUMNS})
+            "INSERT OR ROLLBACK INTO wallet_ledger_indexed ({LEDGER_COLUMNS})
              SELECT {LEDGER_COLUMNS} FROM wallet_ledger_recent"
         ))
         .and_then(|mut stmt| stmt.execute([]))
@@ -440,4 +448,69 @@ pub(super) fn ledger_update(
             .map_err(map_err);
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(conn: &Connection, table: &str) -> i64 {
+        conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// A move that meets an id the indexed table holds already fails whole,
+    /// as the upkeep runs it (its own transaction, rolled back on error):
+    /// no entry is lost or moved twice, and the next move, once the clash
+    /// is gone, takes them all.
+    #[test]
+    fn a_ledger_move_that_clashes_changes_neither_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("merge.db");
+        let mut conn = super::super::connection::open_writer(&path).unwrap();
+        super::super::connection::migrate(&mut conn, &path).unwrap();
+        let ann = "00000000-0000-0000-0000-0000000000a1";
+        conn.execute(
+            "INSERT INTO users (id, username, create_time, update_time) VALUES (?1, 'ann', 0, 0)",
+            [ann],
+        )
+        .unwrap();
+        for (table, id) in [
+            ("wallet_ledger_recent", "r-1"),
+            ("wallet_ledger_recent", "r-2"),
+            ("wallet_ledger_indexed", "r-2"),
+        ] {
+            conn.execute(
+                &format!(
+                    "INSERT INTO {table} (id, user_id, changeset, create_time, update_time)
+                     VALUES (?1, ?2, '{{}}', 1, 1)"
+                ),
+                [id, ann],
+            )
+            .unwrap();
+        }
+        let upkeep = |conn: &Connection| {
+            exec(conn, "BEGIN IMMEDIATE")?;
+            let moved = merge_ledger(conn);
+            if moved.is_err() {
+                if !conn.is_autocommit() {
+                    exec(conn, "ROLLBACK")?;
+                }
+            } else {
+                exec(conn, "COMMIT")?;
+            }
+            moved
+        };
+        let err = upkeep(&conn).unwrap_err();
+        assert!(err.to_string().contains("UNIQUE"), "{err}");
+        assert!(conn.is_autocommit());
+        assert_eq!(count(&conn, "wallet_ledger_recent"), 2);
+        assert_eq!(count(&conn, "wallet_ledger_indexed"), 1);
+
+        conn.execute("DELETE FROM wallet_ledger_indexed WHERE id = 'r-2'", [])
+            .unwrap();
+        assert_eq!(upkeep(&conn).unwrap(), 2);
+        assert_eq!(count(&conn, "wallet_ledger_recent"), 0);
+        assert_eq!(count(&conn, "wallet_ledger_indexed"), 2);
+    }
 }
