@@ -346,6 +346,9 @@ async fn three_nodes_share_presence_messages_and_survive_faults() {
         .call(json!({"channel_join": {"target": uc, "type": 2}}))
         .await;
     let dm_id = dm["channel"]["id"].as_str().expect("dm channel").to_owned();
+    // Node c lists bob from its replica of node b's presences, which the
+    // bus brings after his join: give it the time the room above gives.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let dm_c = wc
         .call(json!({"channel_join": {"target": ub, "type": 2}}))
         .await;
