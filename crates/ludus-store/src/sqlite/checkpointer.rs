@@ -175,14 +175,25 @@ impl Wal {
     }
 
     /// Syncs what the writer appended (`fdatasync`, as SQLite's own sync of
-    /// the WAL). The file stays open: SQLite removes a WAL only when its
-    /// last connection closes, and this thread's stays open meanwhile.
-    fn sync(&mut self) -> std::io::Result<()> {
-        let file = match &mut self.file {
-            Some(file) => file,
-            empty => empty.insert(File::open(&self.path)?),
+    /// the WAL); false when it failed (warned once until a sync succeeds),
+    /// and the file is opened afresh next time. The file stays open: SQLite
+    /// removes a WAL only when its last connection closes, and this
+    /// thread's stays open meanwhile.
+    fn sync(&mut self) -> bool {
+        let result = match &mut self.file {
+            Some(file) => file.sync_data(),
+            empty => File::open(&self.path).and_then(|f| empty.insert(f).sync_data()),
         };
-        file.sync_data()
+        match result {
+            Ok(()) => self.failing = false,
+            Err(e) => {
+                if !std::mem::replace(&mut self.failing, true) {
+                    tracing::warn!(error = %e, wal = %self.path.display(), "syncing the sqlite WAL failed, checkpointing instead");
+                }
+                self.file = None;
+            }
+        }
+        !self.failing
     }
 }
 
@@ -193,28 +204,15 @@ fn run(conn: Connection, mut wal: Wal, intervals: Intervals, signal: &Signal, co
     loop {
         let due = owed.then(|| last_checkpoint + intervals.checkpoint);
         let (committed, stop) = wait(signal, due);
-        if stop || last_checkpoint.elapsed() >= intervals.checkpoint {
+        let checkpoint_due = stop || last_checkpoint.elapsed() >= intervals.checkpoint;
+        if !checkpoint_due && committed && wal.sync() {
+            counts.syncs.fetch_add(1, Ordering::Relaxed);
+            owed = true;
+        } else if checkpoint_due || committed {
+            // Due, or the sync failed: a checkpoint syncs the WAL too.
             checkpoint(&conn, "PASSIVE", &counts.checkpoints);
             last_checkpoint = Instant::now();
             owed = false;
-        } else if committed {
-            match wal.sync() {
-                Ok(()) => {
-                    counts.syncs.fetch_add(1, Ordering::Relaxed);
-                    wal.failing = false;
-                    owed = true;
-                }
-                Err(e) => {
-                    // A checkpoint syncs the WAL too.
-                    if !std::mem::replace(&mut wal.failing, true) {
-                        tracing::warn!(error = %e, wal = %wal.path.display(), "syncing the sqlite WAL failed, checkpointing instead");
-                    }
-                    wal.file = None;
-                    checkpoint(&conn, "PASSIVE", &counts.checkpoints);
-                    last_checkpoint = Instant::now();
-                    owed = false;
-                }
-            }
         }
         if stop {
             break;

@@ -489,18 +489,15 @@ mod tests {
             )
             .unwrap();
         }
-        let upkeep = |conn: &Connection| {
-            exec(conn, "BEGIN IMMEDIATE")?;
-            let moved = merge_ledger(conn);
-            if moved.is_err() {
-                if !conn.is_autocommit() {
-                    exec(conn, "ROLLBACK")?;
-                }
-            } else {
-                exec(conn, "COMMIT")?;
-            }
-            moved
+        // As the writer runs it: a transaction of its own, rolled back on error.
+        let move_entries = super::super::writer::Upkeep {
+            every: std::time::Duration::ZERO,
+            work: merge_ledger,
+            what: "ledger merge",
         };
+        let committed = super::super::checkpointer::Committed::default();
+        let upkeep =
+            |conn: &Connection| super::super::writer::run_upkeep(conn, move_entries, &committed);
         let err = upkeep(&conn).unwrap_err();
         assert!(err.to_string().contains("UNIQUE"), "{err}");
         assert!(conn.is_autocommit());

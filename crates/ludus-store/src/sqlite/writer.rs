@@ -190,7 +190,7 @@ fn run(
             if let Some(upkeep) = upkeep
                 && last_upkeep.elapsed() >= upkeep.every
             {
-                run_upkeep(&conn, upkeep, committed);
+                let _ = run_upkeep(&conn, upkeep, committed);
                 last_upkeep = Instant::now();
             }
         }
@@ -206,7 +206,7 @@ fn run(
         }
     }
     if let Some(upkeep) = upkeep {
-        run_upkeep(&conn, upkeep, committed);
+        let _ = run_upkeep(&conn, upkeep, committed);
     }
     if let Err((_, e)) = conn.close() {
         tracing::warn!(error = %e, "closing the sqlite write connection failed");
@@ -247,12 +247,17 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteJob>>) {
 }
 
 /// Runs the upkeep in its own transaction; a failure rolls it back and is
-/// logged (what it would have changed waits for the next run).
-fn run_upkeep(conn: &Connection, upkeep: Upkeep, committed: &Committed) {
+/// logged (what it would have changed waits for the next run). Answers the
+/// upkeep's outcome, which only tests read.
+pub(super) fn run_upkeep(
+    conn: &Connection,
+    upkeep: Upkeep,
+    committed: &Committed,
+) -> StoreResult<usize> {
     let result = exec(conn, "BEGIN IMMEDIATE")
         .and_then(|()| (upkeep.work)(conn))
         .and_then(|rows| exec(conn, "COMMIT").map(|()| rows));
-    match result {
+    match &result {
         Ok(0) => {}
         Ok(rows) => {
             tracing::trace!(rows, what = upkeep.what, "sqlite writer upkeep");
@@ -263,6 +268,7 @@ fn run_upkeep(conn: &Connection, upkeep: Upkeep, committed: &Committed) {
             rollback(conn);
         }
     }
+    result
 }
 
 /// How a batch keeps a failed write's rows out.
