@@ -231,27 +231,34 @@ fn shape(lua: &Lua, t: &Table, budget: &mut Budget) -> mlua::Result<(Shape, Opti
     if t.metatable().is_some() {
         sandbox::complete(lua, t)?;
     }
-    // One walk finds the shape and keeps the entries of a small table (a
-    // reply of a few fields, the usual case), whose items then need no
-    // second walk: each `for_each` makes a protected call, which costs two
-    // fresh C closures of garbage under LuaJIT (see BENCHMARKS.md). The
-    // references kept are released as soon as the table proves larger.
-    let mut keys = Keys::new();
+    // A small table (a reply of a few fields, the usual case) is read with
+    // `pairs`, whose steps make no protected call, and its entries are kept,
+    // so its items need no second walk. A table that proves larger is
+    // walked whole again by `Table::for_each`, whose one protected call per
+    // walk (two fresh C closures of garbage under LuaJIT) costs less than a
+    // step of `pairs` per entry (see BENCHMARKS.md). The references kept are
+    // released before that walk.
     let limit = small_limit();
+    let mut keys = Keys::new();
     let mut entries = Vec::new();
     let mut small = true;
-    t.for_each::<LuaValue, LuaValue>(|k, v| {
-        keys.see(&k);
-        if small {
-            if entries.len() < limit {
-                entries.push((k, v));
-            } else {
-                small = false;
-                entries = Vec::new();
-            }
+    for pair in t.clone().pairs::<LuaValue, LuaValue>() {
+        let (k, v) = pair?;
+        if entries.len() == limit {
+            small = false;
+            break;
         }
-        Ok(())
-    })?;
+        keys.see(&k);
+        entries.push((k, v));
+    }
+    if !small {
+        entries = Vec::new();
+        keys = Keys::new();
+        t.for_each::<LuaValue, LuaValue>(|k, _| {
+            keys.see(&k);
+            Ok(())
+        })?;
+    }
     Ok((keys.shape(budget)?, small.then_some(entries)))
 }
 
@@ -323,14 +330,10 @@ fn table(lua: &Lua, t: &Table, depth: usize, budget: &mut Budget) -> mlua::Resul
 }
 
 /// Whether `t` is a table with no entries and no metatable (a table filled
-/// on first use has one), which converts to `{}`. Found with one step of
-/// `pairs`, which makes no protected call for its first step: a conversion
-/// walks a table with `Table::for_each`, whose protected call costs two
-/// fresh C closures of garbage under LuaJIT (see BENCHMARKS.md).
+/// on first use has one), which converts to `{}`: `Table::is_empty` looks
+/// for a first entry with no protected call and no reference made to it.
 pub(super) fn is_plain_empty(t: &Table) -> bool {
-    t.metatable().is_none()
-        && t.raw_len() == 0
-        && t.clone().pairs::<LuaValue, LuaValue>().next().is_none()
+    t.metatable().is_none() && t.is_empty()
 }
 
 /// Writes a Lua value straight as JSON text: the same text, and the same
@@ -340,7 +343,8 @@ pub(super) fn is_plain_empty(t: &Table) -> bool {
 /// `serde_json`'s map keeps them; two Lua keys with one text (`0` and
 /// `"0"`) keep the last one visited, as inserting into that map does.
 pub(super) fn json_text(lua: &Lua, value: &LuaValue) -> mlua::Result<String> {
-    let mut out = Vec::new();
+    // Room for a reply of a few fields without growing.
+    let mut out = Vec::with_capacity(64);
     write_at(lua, value, 0, &mut Budget(MAX_JSON_BYTES), &mut out)?;
     // Only whole UTF-8 text is written (strings go through `from_utf8_lossy`).
     String::from_utf8(out).map_err(|e| mlua::Error::runtime(e.to_string()))
@@ -384,7 +388,7 @@ fn write_table(
     budget: &mut Budget,
     out: &mut Vec<u8>,
 ) -> mlua::Result<()> {
-    let mut items: Vec<u8> = Vec::new();
+    let mut items: Vec<u8> = Vec::with_capacity(32);
     let (maxn, small) = match shape(lua, t, budget)? {
         (Shape::Array(maxn), small) => (maxn, small),
         (Shape::Object { text_keys }, small) => {
