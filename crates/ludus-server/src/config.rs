@@ -217,6 +217,9 @@ pub struct DatabaseConfig {
     pub acquire_timeout_ms: u64,
     /// PostgreSQL: registration batches that may commit at once.
     pub register_in_flight: usize,
+    /// PostgreSQL: batches of single-wallet updates, of single-object
+    /// storage writes and of storage reads by id that may run at once, each.
+    pub batches_in_flight: usize,
     /// PostgreSQL: listed users' profiles cached in memory (checked against the
     /// row's version on every listing); 0 turns the cache off.
     pub profile_cache_entries: usize,
@@ -244,6 +247,7 @@ impl Default for DatabaseConfig {
             conn_max_lifetime_ms: d.conn_max_lifetime_ms,
             acquire_timeout_ms: d.acquire_timeout_ms,
             register_in_flight: d.register_in_flight,
+            batches_in_flight: d.batches_in_flight,
             profile_cache_entries: d.profile_cache_entries,
             analyze_interval_ms: d.analyze_interval_ms,
             ledger_merge_interval_ms: d.ledger_merge_interval_ms,
@@ -282,6 +286,7 @@ impl Config {
             acquire_timeout_ms: self.database.acquire_timeout_ms,
             module_sql_timeout_ms: self.runtime.lua_call_timeout_ms,
             register_in_flight: self.database.register_in_flight,
+            batches_in_flight: self.database.batches_in_flight,
             profile_cache_entries: self.database.profile_cache_entries,
             analyze_interval_ms: self.database.analyze_interval_ms,
             ledger_merge_interval_ms: self.database.ledger_merge_interval_ms,
@@ -477,6 +482,9 @@ impl Config {
         }
         if self.database.register_in_flight == 0 {
             return bad("database.register_in_flight", "must be at least 1");
+        }
+        if self.database.batches_in_flight == 0 {
+            return bad("database.batches_in_flight", "must be at least 1");
         }
         if let Err((key, message)) = self.matches.check() {
             return bad(key, message);
@@ -880,6 +888,15 @@ mod tests {
         );
         let ok = Config::load(None, [], &flags(&[("database.register_in_flight", "3")])).unwrap();
         assert_eq!(ok.store_options().register_in_flight, 3);
+        assert_eq!(ok.store_options().batches_in_flight, 1);
+        let err =
+            Config::load(None, [], &flags(&[("database.batches_in_flight", "0")])).unwrap_err();
+        assert!(
+            err.to_string().contains("database.batches_in_flight"),
+            "{err}"
+        );
+        let two = Config::load(None, [], &flags(&[("database.batches_in_flight", "2")])).unwrap();
+        assert_eq!(two.store_options().batches_in_flight, 2);
         assert_eq!(ok.store_options().profile_cache_entries, 10_000);
         let off =
             Config::load(None, [], &flags(&[("database.profile_cache_entries", "0")])).unwrap();

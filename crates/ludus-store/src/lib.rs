@@ -60,6 +60,14 @@ pub struct StoreOptions {
     /// gathers, so fewer in flight means larger batches: one made sign-up
     /// about a third faster than four (BENCHMARKS.md).
     pub register_in_flight: usize,
+    /// PostgreSQL: batches of each other batched kind (single-wallet
+    /// updates, single-object storage writes, storage reads by id) that may
+    /// run at once (`database.batches_in_flight`), at most half the pool.
+    /// While they run the next batch gathers, so fewer in flight means
+    /// larger batches and less of PostgreSQL's time per change: one rather
+    /// than two made wallet updates about a tenth and storage writes about
+    /// a fifth faster with PostgreSQL's core the bound (BENCHMARKS.md).
+    pub batches_in_flight: usize,
     /// PostgreSQL: listed users' profiles (friends, group members) kept in
     /// memory, each checked against its row's version whenever it is
     /// listed, so PostgreSQL sends only the edges of a listing it mostly
@@ -98,6 +106,7 @@ impl Default for StoreOptions {
             acquire_timeout_ms: 5_000,
             module_sql_timeout_ms: 5_000,
             register_in_flight: 1,
+            batches_in_flight: 1,
             profile_cache_entries: 10_000,
             analyze_interval_ms: 1_000,
             ledger_merge_interval_ms: 50,

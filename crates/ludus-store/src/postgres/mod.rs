@@ -65,11 +65,6 @@ use register::Registrar;
 use statements::{Stmt, USER_COLUMNS};
 use wallets::Wallets;
 
-/// Batches of each kind (`wallets.rs`, `object_writes.rs`) running at
-/// once, at most half the general pool: while they commit, the next
-/// gathers.
-const BATCHES_IN_FLIGHT: usize = 2;
-
 /// A deleted user's wallet ledger (`delete_user`).
 const LEDGER_DELETE: &str = "DELETE FROM wallet_ledger WHERE user_id = $1";
 
@@ -147,10 +142,13 @@ impl PgStore {
         let half = (pool.size() / 2).max(1);
         let registrar = Registrar::start(pool.clone(), opts.register_in_flight.clamp(1, half));
         let lookups = lookup::Lookups::start(lookup_pool, lookup_conns);
-        // Single-wallet updates, single-object writes and reads go in batches.
-        let wallets = Wallets::start(pool.clone(), BATCHES_IN_FLIGHT.min(half));
-        let object_writes = ObjectWrites::start(pool.clone(), BATCHES_IN_FLIGHT.min(half));
-        let object_reads = ObjectReads::start(pool.clone(), BATCHES_IN_FLIGHT.min(half));
+        // Single-wallet updates, single-object writes and reads go in
+        // batches, each kind at most `batches_in_flight` at once: while they
+        // run, the next gathers.
+        let in_flight = opts.batches_in_flight.clamp(1, half);
+        let wallets = Wallets::start(pool.clone(), in_flight);
+        let object_writes = ObjectWrites::start(pool.clone(), in_flight);
+        let object_reads = ObjectReads::start(pool.clone(), in_flight);
         tracing::info!(
             backend = "postgres",
             database = %target,
