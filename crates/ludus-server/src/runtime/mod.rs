@@ -162,11 +162,12 @@ impl RuntimeConfig {
 /// thread keeps in flight has to cover its calls' wait on the store (calls
 /// in flight = rate x wait). PostgreSQL's round trip to another process
 /// is the longer wait, so it gets more; past these counts the VMs' heaps
-/// cost more in cache misses than they add in flight (BENCHMARKS.md, "48
-/// VMs per thread on PostgreSQL", and "16 VMs per thread on SQLite").
+/// cost more in cache misses than they add in flight (BENCHMARKS.md, "32
+/// VMs per thread on PostgreSQL with one batch in flight", and "16 VMs per
+/// thread on SQLite").
 fn vms_per_thread_for(backend: &str) -> usize {
     match backend {
-        "postgres" => 48,
+        "postgres" => 32,
         _ => 16,
     }
 }
@@ -315,7 +316,7 @@ mod tests {
                 super::vms_per_thread_for("sqlite"),
                 super::vms_per_thread_for("postgres")
             ),
-            (16, 48)
+            (16, 32)
         );
         let auto = Config::load(None, [], &flags(&[("runtime.lua_vms_per_thread", "0")]));
         assert_eq!(auto.unwrap().runtime.lua_vms_per_thread, 0);
