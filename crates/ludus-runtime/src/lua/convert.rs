@@ -242,7 +242,7 @@ fn shape(lua: &Lua, t: &Table, budget: &mut Budget) -> mlua::Result<(Shape, Opti
     let mut keys = Keys::new();
     let mut entries = Vec::new();
     let mut small = true;
-    for pair in t.clone().pairs::<LuaValue, LuaValue>() {
+    for pair in t.pairs::<LuaValue, LuaValue>() {
         let (k, v) = pair?;
         if entries.len() == limit {
             small = false;

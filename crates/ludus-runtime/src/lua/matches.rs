@@ -336,7 +336,7 @@ impl MatchHandler for LuaMatch {
             .run(4, d, tick, LuaValue::Table(list.clone()), LuaValue::Nil)?
             .0;
         // The shared empty list is only reused while handlers leave it empty.
-        if messages.is_empty() && !is_empty(&list) {
+        if messages.is_empty() && !list.is_empty() {
             self.empty = self.vm.lua().create_table().map_err(|e| e.to_string())?;
         }
         Ok(step)
@@ -439,10 +439,6 @@ fn messages_table(
         list.raw_set(i + 1, t)?;
     }
     Ok(list)
-}
-
-fn is_empty(t: &Table) -> bool {
-    t.raw_len() == 0 && t.clone().pairs::<LuaValue, LuaValue>().next().is_none()
 }
 
 /// A presence table from Lua: only its session id matters to the engine.

@@ -65,7 +65,7 @@ fn sql_params(
         ))
     };
     let mut out = Vec::with_capacity(len);
-    for pair in params.clone().pairs::<LuaValue, LuaValue>() {
+    for pair in params.pairs::<LuaValue, LuaValue>() {
         let (key, _) = pair?;
         let index = match key {
             LuaValue::Integer(i) => i as f64,

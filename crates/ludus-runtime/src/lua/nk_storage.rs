@@ -332,7 +332,7 @@ fn list<T>(
     each: impl Fn(&Table) -> mlua::Result<T>,
 ) -> mlua::Result<Vec<T>> {
     let mut out = Vec::with_capacity(t.raw_len());
-    for pair in t.clone().pairs::<LuaValue, LuaValue>() {
+    for pair in t.pairs::<LuaValue, LuaValue>() {
         let (_, value) = pair?;
         let LuaValue::Table(item) = value else {
             return Err(arg_error(arg, message));
@@ -429,7 +429,7 @@ fn storage_delete(t: &Table, arg: usize) -> mlua::Result<StorageDelete> {
 
 fn changeset_of(t: &Table, arg: usize) -> mlua::Result<Wallet> {
     let mut changeset = Wallet::new();
-    for pair in t.clone().pairs::<LuaValue, LuaValue>() {
+    for pair in t.pairs::<LuaValue, LuaValue>() {
         let (k, v) = pair?;
         let LuaValue::String(name) = k else {
             return Err(arg_error(arg, "expects a table as changeset value"));
