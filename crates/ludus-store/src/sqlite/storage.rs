@@ -16,6 +16,7 @@ use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use uuid::Uuid;
 
 use super::queries::{IdText, exec, map_err, update_account, uuid_at};
+use super::writer::Tx;
 
 const OBJECT_COLUMNS: &str =
     "collection, key, user_id, value, version, read, write, create_time, update_time";
@@ -143,44 +144,45 @@ struct Stored {
     create_time: i64,
 }
 
-fn stored(conn: &Connection, id: &ObjectId) -> StoreResult<Option<Stored>> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT version, write, read, create_time FROM storage
-              WHERE collection = ?1 AND key = ?2 AND user_id = ?3",
-        )
-        .map_err(map_err)?;
-    stmt.query_row(
-        params![id.collection, id.key, IdText::new(id.user_id)],
-        |row| {
-            let write: i64 = row.get(1)?;
-            Ok(Stored {
-                existing: Existing {
-                    version: row.get(0)?,
-                    write: WritePermission::from_i64(write).ok_or_else(|| bad_column(1, write))?,
+fn stored(tx: &Tx<'_>, id: &ObjectId) -> StoreResult<Option<Stored>> {
+    tx.with(
+        "SELECT version, write, read, create_time FROM storage
+          WHERE collection = ?1 AND key = ?2 AND user_id = ?3",
+        |stmt| {
+            stmt.query_row(
+                params![id.collection, id.key, IdText::new(id.user_id)],
+                |row| {
+                    let write: i64 = row.get(1)?;
+                    Ok(Stored {
+                        existing: Existing {
+                            version: row.get(0)?,
+                            write: WritePermission::from_i64(write)
+                                .ok_or_else(|| bad_column(1, write))?,
+                        },
+                        read: row.get(2)?,
+                        create_time: row.get(3)?,
+                    })
                 },
-                read: row.get(2)?,
-                create_time: row.get(3)?,
-            })
+            )
+            .optional()
         },
     )
-    .optional()
     .map_err(map_err)
 }
 
 /// Everything of a [`MultiUpdate`], inside the writer's savepoint.
 pub(super) fn multi_update(
-    conn: &Connection,
+    tx: &Tx<'_>,
     update: &MultiUpdate,
     now_us: i64,
 ) -> StoreResult<MultiUpdateResult> {
     let now = now_us / 1_000_000;
     for (user, account) in &update.accounts {
-        update_account(conn, *user, account, now)?;
+        update_account(tx, *user, account, now)?;
     }
-    let acks = write_objects(conn, update, now)?;
-    delete_objects(conn, update)?;
-    let wallets = update_wallets(conn, update, now, now_us)?;
+    let acks = write_objects(tx, update, now)?;
+    delete_objects(tx, update)?;
+    let wallets = update_wallets(tx, update, now, now_us)?;
     Ok(MultiUpdateResult { acks, wallets })
 }
 
@@ -191,14 +193,10 @@ pub(super) fn multi_update(
 /// without an upsert on SQLite"), and an update that leaves the read
 /// permission as it was does not name it, so neither listing index is
 /// touched.
-fn write_objects(
-    conn: &Connection,
-    update: &MultiUpdate,
-    now: i64,
-) -> StoreResult<Vec<StorageAck>> {
+fn write_objects(tx: &Tx<'_>, update: &MultiUpdate, now: i64) -> StoreResult<Vec<StorageAck>> {
     let mut acks = Vec::with_capacity(update.writes.len());
     for w in &update.writes {
-        let stored = stored(conn, &w.id)?;
+        let stored = stored(tx, &w.id)?;
         check_write(stored.as_ref().map(|s| &s.existing), w, update.access)?;
         let version = w.version();
         let read = w.read.as_i64();
@@ -219,20 +217,19 @@ fn write_objects(
                   WHERE collection = ?1 AND key = ?2 AND user_id = ?3"
             }
         };
-        conn.prepare_cached(sql)
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    w.id.collection,
-                    w.id.key,
-                    IdText::new(w.id.user_id),
-                    w.value,
-                    version,
-                    read,
-                    w.write.as_i64(),
-                    now
-                ])
-            })
-            .map_err(map_write_err)?;
+        tx.with(sql, |stmt| {
+            stmt.execute(params![
+                w.id.collection,
+                w.id.key,
+                IdText::new(w.id.user_id),
+                w.value,
+                version,
+                read,
+                w.write.as_i64(),
+                now
+            ])
+        })
+        .map_err(map_write_err)?;
         let create_time = stored.map_or(now, |s| s.create_time);
         acks.push(StorageAck {
             collection: w.id.collection.clone(),
@@ -246,76 +243,72 @@ fn write_objects(
     Ok(acks)
 }
 
-fn delete_objects(conn: &Connection, update: &MultiUpdate) -> StoreResult<()> {
-    let mut delete = conn
-        .prepare_cached("DELETE FROM storage WHERE collection = ?1 AND key = ?2 AND user_id = ?3")
-        .map_err(map_err)?;
+fn delete_objects(tx: &Tx<'_>, update: &MultiUpdate) -> StoreResult<()> {
     for d in &update.deletes {
-        let stored = stored(conn, &d.id)?;
+        let stored = stored(tx, &d.id)?;
         if check_delete(stored.as_ref().map(|s| &s.existing), d, update.access)? {
-            delete
-                .execute(params![
-                    d.id.collection,
-                    d.id.key,
-                    IdText::new(d.id.user_id)
-                ])
-                .map_err(map_err)?;
+            tx.with(
+                "DELETE FROM storage WHERE collection = ?1 AND key = ?2 AND user_id = ?3",
+                |stmt| {
+                    stmt.execute(params![
+                        d.id.collection,
+                        d.id.key,
+                        IdText::new(d.id.user_id)
+                    ])
+                },
+            )
+            .map_err(map_err)?;
         }
     }
     Ok(())
 }
 
 fn update_wallets(
-    conn: &Connection,
+    tx: &Tx<'_>,
     update: &MultiUpdate,
     now: i64,
     now_us: i64,
 ) -> StoreResult<Vec<WalletUpdateResult>> {
-    if update.wallets.is_empty() {
-        return Ok(Vec::new());
-    }
-    // The read answers the row's rowid, and the write finds the row by it:
-    // one B-tree search instead of two (the id's index, then the table).
-    // Nothing else writes between the two: this is the writer's transaction.
-    let mut select = conn
-        .prepare_cached("SELECT rowid, wallet FROM users WHERE id = ?1")
-        .map_err(map_err)?;
-    let mut store = conn
-        .prepare_cached("UPDATE users SET wallet = ?2, update_time = ?3 WHERE rowid = ?1")
-        .map_err(map_err)?;
-    let mut ledger = conn
-        .prepare_cached(
-            "INSERT INTO wallet_ledger_recent (id, user_id, changeset, metadata, create_time, update_time)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-        )
-        .map_err(map_err)?;
     let mut results = Vec::with_capacity(update.wallets.len());
     for u in &update.wallets {
         let user = IdText::new(u.user_id);
-        let Some((rowid, stored)) = select
-            .query_row(params![user], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        // The read answers the row's rowid, and the write finds the row by
+        // it: one B-tree search instead of two (the id's index, then the
+        // table). Nothing else writes between the two: this is the
+        // writer's transaction.
+        let found = tx
+            .with("SELECT rowid, wallet FROM users WHERE id = ?1", |stmt| {
+                stmt.query_row(params![user], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+                })
+                .optional()
             })
-            .optional()
-            .map_err(map_err)?
-        else {
+            .map_err(map_err)?;
+        let Some((rowid, stored)) = found else {
             continue;
         };
         let previous = wallet::decode(u.user_id, &stored)?;
         let updated = wallet::apply(u.user_id, &previous, &u.changeset)?;
-        store
-            .execute(params![rowid, wallet::encode(&updated), now])
-            .map_err(map_err)?;
+        tx.with(
+            "UPDATE users SET wallet = ?2, update_time = ?3 WHERE rowid = ?1",
+            |stmt| stmt.execute(params![rowid, wallet::encode(&updated), now]),
+        )
+        .map_err(map_err)?;
         if update.update_ledger {
-            ledger
-                .execute(params![
-                    IdText::new(ludus_core::new_row_id()),
-                    user,
-                    wallet::encode(&u.changeset),
-                    u.metadata,
-                    now_us
-                ])
-                .map_err(map_err)?;
+            tx.with(
+                "INSERT INTO wallet_ledger_recent (id, user_id, changeset, metadata, create_time, update_time)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                |stmt| {
+                    stmt.execute(params![
+                        IdText::new(ludus_core::new_row_id()),
+                        user,
+                        wallet::encode(&u.changeset),
+                        u.metadata,
+                        now_us
+                    ])
+                },
+            )
+            .map_err(map_err)?;
         }
         results.push(WalletUpdateResult {
             user_id: u.user_id,

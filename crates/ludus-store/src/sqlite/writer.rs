@@ -14,13 +14,22 @@
 //! savepoint each"); hence writes are `Fn` closures, which can run twice.
 //! Callers hear back only after COMMIT, so a reply of success means the
 //! write is visible to every reader.
+//!
+//! A write sees the open transaction as a [`Tx`]: the connection (by
+//! `Deref`) and the statements the batch's writes have used, each taken
+//! from rusqlite's statement cache once a batch instead of once a use. A
+//! use of the cache hashes the SQL text twice, copies it into a key and
+//! clears the bindings: about a tenth of the writer's own instructions
+//! per wallet update, which runs three statements (BENCHMARKS.md,
+//! "Statements held for a batch on SQLite").
 
+use std::cell::RefCell;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ludus_core::store::{StoreError, StoreResult};
-use rusqlite::Connection;
+use rusqlite::{CachedStatement, Connection, Statement};
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpointer::Committed;
@@ -33,11 +42,59 @@ const MAX_BATCH: usize = 512;
 /// Writes waiting for the writer; senders wait (asynchronously) when it is full.
 const QUEUE_CAPACITY: usize = 4096;
 
+/// The writer's open transaction as a write sees it: the connection, and
+/// the statements the batch's writes have taken through [`Tx::with`],
+/// which go back to rusqlite's cache when the batch ends.
+pub(super) struct Tx<'c> {
+    conn: &'c Connection,
+    /// Keyed by the SQL's address: a call site's text is one `'static` str.
+    held: RefCell<Vec<(&'static str, CachedStatement<'c>)>>,
+}
+
+impl<'c> Tx<'c> {
+    pub(super) fn new(conn: &'c Connection) -> Tx<'c> {
+        Tx {
+            conn,
+            held: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Runs `f` on the statement of `sql`, taken from the cache (or
+    /// prepared) on the batch's first use and held until the batch ends.
+    /// rusqlite resets a statement when its run ends (`execute`, a
+    /// `query_row`, a dropped `Rows`), and `f` binds every parameter, so a
+    /// held statement carries nothing from one use to the next. `f` must
+    /// not call `with` again: the held statements are borrowed while it runs.
+    pub(super) fn with<R>(
+        &self,
+        sql: &'static str,
+        f: impl FnOnce(&mut Statement<'c>) -> rusqlite::Result<R>,
+    ) -> rusqlite::Result<R> {
+        let mut held = self.held.borrow_mut();
+        let at = match held.iter().position(|(s, _)| std::ptr::eq(*s, sql)) {
+            Some(at) => at,
+            None => {
+                held.push((sql, self.conn.prepare_cached(sql)?));
+                held.len() - 1
+            }
+        };
+        f(&mut held[at].1)
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
 /// A write waiting for its transaction, type-erased so one queue carries them all.
 trait WriteJob: Send {
     /// Runs the write inside the open transaction (again, if its batch is
     /// run again: the last run's outcome counts); false means it failed.
-    fn run(&mut self, conn: &Connection) -> bool;
+    fn run(&mut self, tx: &Tx<'_>) -> bool;
     /// Reports the outcome once the transaction has committed, or why it did not.
     fn finish(self: Box<Self>, commit: Result<(), StoreError>);
 }
@@ -50,11 +107,11 @@ struct Job<F, T> {
 
 impl<F, T> WriteJob for Job<F, T>
 where
-    F: Fn(&Connection) -> StoreResult<T> + Send,
+    F: Fn(&Tx<'_>) -> StoreResult<T> + Send,
     T: Send,
 {
-    fn run(&mut self, conn: &Connection) -> bool {
-        let outcome = (self.work)(conn);
+    fn run(&mut self, tx: &Tx<'_>) -> bool {
+        let outcome = (self.work)(tx);
         let ok = outcome.is_ok();
         self.outcome = Some(outcome);
         ok
@@ -130,7 +187,7 @@ impl Writer {
     /// `CREATE TABLE` of its own would keep the table.
     pub(super) async fn write<T, F>(&self, work: F) -> StoreResult<T>
     where
-        F: Fn(&Connection) -> StoreResult<T> + Send + 'static,
+        F: Fn(&Tx<'_>) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
     {
         let (reply, rx) = oneshot::channel();
@@ -220,17 +277,20 @@ fn run(
 /// Runs the batch in one transaction and replies to each write.
 fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteJob>>) {
     let size = batch.len();
-    let result = match run_in_transaction(conn, batch, Guard::Bare) {
+    let tx = Tx::new(conn);
+    let result = match run_in_transaction(&tx, batch, Guard::Bare) {
         Err(Abort::Undo) => {
             rollback(conn);
             tracing::debug!(
                 writes = size,
                 "a write failed after changing rows: its batch runs again with savepoints"
             );
-            run_in_transaction(conn, batch, Guard::Savepoints)
+            run_in_transaction(&tx, batch, Guard::Savepoints)
         }
         other => other,
     };
+    // The held statements go back to the cache before anything else runs.
+    drop(tx);
     let result = result.map_err(|abort| match abort {
         Abort::Failed(e) => e,
         Abort::Undo => StoreError::Backend("a write could not be undone".into()),
@@ -296,22 +356,23 @@ impl From<StoreError> for Abort {
 }
 
 fn run_in_transaction(
-    conn: &Connection,
+    tx: &Tx<'_>,
     batch: &mut [Box<dyn WriteJob>],
     guard: Guard,
 ) -> Result<(), Abort> {
+    let conn: &Connection = tx;
     exec(conn, "BEGIN IMMEDIATE")?;
     for job in batch.iter_mut() {
         match guard {
             Guard::Bare => {
                 let before = conn.total_changes();
-                if !job.run(conn) && conn.total_changes() != before {
+                if !job.run(tx) && conn.total_changes() != before {
                     return Err(Abort::Undo);
                 }
             }
             Guard::Savepoints => {
                 exec(conn, "SAVEPOINT write")?;
-                if !job.run(conn) {
+                if !job.run(tx) {
                     exec(conn, "ROLLBACK TO write")?;
                 }
                 exec(conn, "RELEASE write")?;
@@ -360,7 +421,7 @@ mod tests {
     ) -> (Box<dyn WriteJob>, Reply) {
         let (reply, rx) = oneshot::channel();
         let runs = runs.clone();
-        let work = move |conn: &Connection| {
+        let work = move |conn: &Tx<'_>| {
             runs.fetch_add(1, Ordering::SeqCst);
             for v in rows {
                 conn.execute("INSERT INTO t (v) VALUES (?1)", [v])
@@ -431,6 +492,51 @@ mod tests {
         assert!(matches!(outcome(rc), Err(StoreError::Sql(m)) if m.contains("UNIQUE")));
         assert!(outcome(rd).is_ok());
         assert!(runs.iter().all(|r| r.load(Ordering::SeqCst) == 1));
+    }
+
+    /// A batch takes a statement from the cache once and holds it: its
+    /// uses run the same statement, the cache has none meanwhile, and the
+    /// statement goes back when the batch ends.
+    #[test]
+    fn a_batch_holds_its_statements_until_it_ends() {
+        use rusqlite::StatementStatus::Run;
+        const INSERT: &str = "INSERT INTO t (v) VALUES (?1)";
+        let conn = conn();
+        let tx = Tx::new(&conn);
+        tx.with(INSERT, |s| s.execute(["a"])).unwrap();
+        tx.with(INSERT, |s| {
+            assert_eq!(s.get_status(Run), 1, "the first use's statement");
+            s.execute(["b"])
+        })
+        .unwrap();
+        assert_eq!(
+            conn.prepare_cached(INSERT).unwrap().get_status(Run),
+            0,
+            "held out of the cache"
+        );
+        drop(tx);
+        assert_eq!(conn.prepare_cached(INSERT).unwrap().get_status(Run), 2);
+        assert_eq!(rows(&conn), ["a", "b"]);
+    }
+
+    /// A use that fails leaves the held statement reset, with nothing
+    /// bound from it in the next use.
+    #[test]
+    fn a_held_statement_fails_and_runs_again() {
+        const FIND: &str = "SELECT v FROM t WHERE v >= ?1 ORDER BY v";
+        let conn = conn();
+        conn.execute_batch("INSERT INTO t (v) VALUES ('a'), ('b')")
+            .unwrap();
+        let tx = Tx::new(&conn);
+        let bad = tx.with(FIND, |s| s.query_row(["a"], |r| r.get::<_, i64>(0)));
+        assert!(bad.is_err(), "text read as a number: {bad:?}");
+        let failed = tx.with(FIND, |s| s.query_row(["c"], |r| r.get::<_, String>(0)));
+        assert!(matches!(failed, Err(rusqlite::Error::QueryReturnedNoRows)));
+        let found = tx.with(FIND, |s| s.query_row(["b"], |r| r.get::<_, String>(0)));
+        assert_eq!(found.unwrap(), "b");
+        drop(tx);
+        // Nothing pending: the connection can run and roll back DDL.
+        conn.execute_batch("BEGIN; DROP TABLE t; ROLLBACK").unwrap();
     }
 
     /// The same through the writer thread: a multi-row write refused half
