@@ -2,12 +2,13 @@
 //! allocations are stopped with an error to the caller, and a saturated pool
 //! answers errors instead of hanging.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use ludus_runtime::{CallContext, Code, Runtime};
 use serde_json::Value;
 
-use crate::support::{settings, start};
+use crate::support::{FakeServices, settings, start, start_with};
 
 async fn runtime() -> Runtime {
     start(settings("sandbox")).await.unwrap()
@@ -226,14 +227,23 @@ async fn saturated_pool_answers_errors_instead_of_hanging() {
     s.vms_per_thread = 1;
     s.pool_queue_size = 1;
     s.pool_timeout = Duration::from_millis(100);
-    let rt = std::sync::Arc::new(start(s).await.unwrap());
+    let services = std::sync::Arc::new(FakeServices::default());
+    let rt = std::sync::Arc::new(start_with(s, services.clone()).await.unwrap());
     let started = Instant::now();
-    let calls: Vec<_> = (0..4)
-        .map(|_| {
-            let rt = rt.clone();
-            tokio::spawn(async move { rt.rpc(CallContext::default(), "hold", "600".into()).await })
-        })
-        .collect();
+    let hold = |rt: std::sync::Arc<Runtime>| {
+        tokio::spawn(async move { rt.rpc(CallContext::default(), "hold", "600".into()).await })
+    };
+    let mut calls = vec![hold(rt.clone())];
+    // The others come once the first holds the VM: on a loaded machine they
+    // could otherwise come first, and the first would find the queue full.
+    while services.holds_started.load(Ordering::SeqCst) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the first call never started"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    calls.extend((0..3).map(|_| hold(rt.clone())));
     let mut ok = 0;
     let mut busy = 0;
     let mut waited_too_long = 0;

@@ -27,6 +27,8 @@ pub(crate) struct FakeServices {
     /// Gated wallet updates in flight now, and the most at once.
     pub in_flight: AtomicUsize,
     pub max_in_flight: AtomicUsize,
+    /// `http://hold/` requests started so far.
+    pub holds_started: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -179,6 +181,7 @@ impl RuntimeServices for FakeServices {
 
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError> {
         if request.url.starts_with("http://hold/") {
+            self.holds_started.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(request.timeout).await;
             return Ok(HttpResponse {
                 status: 200,
