@@ -194,6 +194,24 @@ mod tests {
     /// and its per-user index, deleting an account still deletes its
     /// entries from both tables, and a module's write through the view for
     /// an unknown account is refused with SQLite's message.
+    /// The bundled SQLite is built with `.cargo/config.toml`'s flags: no
+    /// memory statistics, so no global mutex around each of its allocations.
+    #[test]
+    fn bundled_sqlite_keeps_no_memory_statistics() {
+        let conn = Connection::open_in_memory().unwrap();
+        let options: Vec<String> = conn
+            .prepare("PRAGMA compile_options")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+            "compile options: {options:?}"
+        );
+    }
+
     #[test]
     fn ledger_tables_lose_their_foreign_key_and_keep_their_entries() {
         let dir = tempfile::tempdir().unwrap();
