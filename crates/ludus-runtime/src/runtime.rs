@@ -208,12 +208,12 @@ impl Runtime {
     }
 
     pub fn has_rpc(&self, id: &str) -> bool {
-        let id = id.to_ascii_lowercase();
-        self.native.rpcs.contains_key(&id)
+        let id = lowercase(id);
+        self.native.rpcs.contains_key(id.as_ref())
             || self
                 .lua
                 .as_ref()
-                .is_some_and(|l| l.registered().rpcs.contains(&id))
+                .is_some_and(|l| l.registered().rpcs.contains(id.as_ref()))
     }
 
     /// Runs the RPC `id` (case-insensitive) with `payload`; the transports
@@ -241,21 +241,22 @@ impl Runtime {
             ));
         }
         ctx.mode = ExecutionMode::Rpc;
-        let id = id.to_ascii_lowercase();
-        if let Some(handler) = self.native.rpcs.get(&id) {
+        let id = lowercase(id);
+        if let Some(handler) = self.native.rpcs.get(id.as_ref()) {
             return handler(self.native_call(ctx), payload).await;
         }
         let Some(lua) = self
             .lua
             .as_ref()
-            .filter(|l| l.registered().rpcs.contains(&id))
+            .filter(|l| l.registered().rpcs.contains(id.as_ref()))
         else {
             return Err(RuntimeError::not_found("RPC function not found"));
         };
-        match lua
-            .call(format!("rpc/{id}"), ctx, vec![Value::String(payload)])
-            .await?
-        {
+        // The callback's key, `rpc/<id>`, without the formatter.
+        let mut key = String::with_capacity(4 + id.len());
+        key.push_str("rpc/");
+        key.push_str(&id);
+        match lua.call(key, ctx, vec![Value::String(payload)]).await? {
             None => Ok(String::new()),
             Some(Value::String(s)) => Ok(s),
             Some(_) => Err(RuntimeError::internal(
@@ -667,5 +668,15 @@ impl Runtime {
         if let Err(e) = lua.call(key.into(), CallContext::new(mode), args).await {
             tracing::error!(error = %e, hook = key, "lua schedule hook failed");
         }
+    }
+}
+
+/// `id` in lower case (RPC ids are case-insensitive), copied only when it
+/// has an upper-case letter.
+fn lowercase(id: &str) -> std::borrow::Cow<'_, str> {
+    if id.bytes().any(|b| b.is_ascii_uppercase()) {
+        std::borrow::Cow::Owned(id.to_ascii_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(id)
     }
 }

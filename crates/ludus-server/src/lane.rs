@@ -24,7 +24,7 @@
 //! use the lane, so every request gets its log line.
 
 use std::cell::RefCell;
-use std::io::{self, Write as _};
+use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -408,7 +408,12 @@ fn write_response(out: &mut Vec<u8>, parts: Parts, body: Bytes, close: bool) {
         || parts.status == StatusCode::NOT_MODIFIED;
     if !bodiless {
         out.extend_from_slice(b"content-length: ");
-        let _ = write!(out, "{}\r\n", body.len());
+        let mut digits = [0u8; 20];
+        out.extend_from_slice(crate::runtime::hooks::decimal_digits(
+            body.len() as u64,
+            &mut digits,
+        ));
+        out.extend_from_slice(b"\r\n");
     }
     if close {
         out.extend_from_slice(b"connection: close\r\n");

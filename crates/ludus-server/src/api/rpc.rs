@@ -98,8 +98,7 @@ async fn run(
     if id.is_empty() {
         return Err(HttpError::invalid("RPC ID must be set"));
     }
-    let id = id.to_ascii_lowercase();
-    if !state.runtime.has_rpc(&id) {
+    if !state.runtime.has_rpc(id) {
         return Err(HttpError::new(Code::NotFound, "RPC function not found"));
     }
     let unwrap = query.0.iter().any(|(k, _)| k == "unwrap");
@@ -134,7 +133,7 @@ async fn run(
             visit(name.as_str(), value.as_bytes());
         }
     });
-    let result = state.runtime.rpc(ctx, &id, payload).await?;
+    let result = state.runtime.rpc(ctx, id, payload).await?;
     if let Some(content_type) = content_type {
         let mut res = result.into_response();
         res.headers_mut().insert(header::CONTENT_TYPE, content_type);
