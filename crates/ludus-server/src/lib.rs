@@ -5,6 +5,7 @@
 mod api;
 pub mod config;
 mod convert;
+mod digits;
 mod error;
 mod extract;
 mod lane;

@@ -310,21 +310,11 @@ fn write_str(out: &mut Vec<u8>, value: &str) {
 /// A JSON number (32-bit proto integers are numbers; 64-bit ones would be
 /// strings, and none is written here).
 fn write_int(out: &mut Vec<u8>, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
     if n < 0 {
         out.push(b'-');
     }
-    out.extend_from_slice(&digits[at..]);
+    let mut digits = [0u8; 20];
+    out.extend_from_slice(crate::digits::decimal_digits(n.unsigned_abs(), &mut digits));
 }
 
 fn two_digits(n: i64) -> [u8; 2] {

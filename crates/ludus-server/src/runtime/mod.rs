@@ -3,7 +3,7 @@
 //! HTTP client of `http_client.rs` injected), and the hooks the REST handlers
 //! call. `ludus-runtime` itself knows nothing of axum or SQL.
 
-pub(crate) mod hooks;
+mod hooks;
 mod http_client;
 
 use std::collections::BTreeMap;
