@@ -189,29 +189,33 @@ mod tests {
         conn.query_row(sql, [], |row| row.get(0)).unwrap()
     }
 
-    /// Migration 11 rebuilds the ledger's two tables without their foreign
-    /// key: a database at version 10 keeps every entry (ids, rowids, rows)
-    /// and its per-user index, deleting an account still deletes its
-    /// entries from both tables, and a module's write through the view for
-    /// an unknown account is refused with SQLite's message.
+    /// The first column of every row `sql` answers, as text.
+    fn texts(conn: &Connection, sql: &str) -> Vec<String> {
+        conn.prepare(sql)
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
     /// The bundled SQLite is built with `.cargo/config.toml`'s flags: no
     /// memory statistics, so no global mutex around each of its allocations.
     #[test]
     fn bundled_sqlite_keeps_no_memory_statistics() {
         let conn = Connection::open_in_memory().unwrap();
-        let options: Vec<String> = conn
-            .prepare("PRAGMA compile_options")
-            .unwrap()
-            .query_map([], |row| row.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let options = texts(&conn, "PRAGMA compile_options");
         assert!(
             options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
             "compile options: {options:?}"
         );
     }
 
+    /// Migration 11 rebuilds the ledger's two tables without their foreign
+    /// key: a database at version 10 keeps every entry (ids, rowids, rows)
+    /// and its per-user index, deleting an account still deletes its
+    /// entries from both tables, and a module's write through the view for
+    /// an unknown account is refused with SQLite's message.
     #[test]
     fn ledger_tables_lose_their_foreign_key_and_keep_their_entries() {
         let dir = tempfile::tempdir().unwrap();
@@ -281,13 +285,7 @@ mod tests {
             [],
         )
         .unwrap();
-        let ids: Vec<String> = conn
-            .prepare("SELECT id FROM wallet_ledger ORDER BY id")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let ids = texts(&conn, "SELECT id FROM wallet_ledger ORDER BY id");
         assert_eq!(ids, ["i-ann", "r-ann"]);
 
         // A module's insert or move to an unknown account is refused, and
