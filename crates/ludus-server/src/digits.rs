@@ -3,7 +3,7 @@
 //! number written (BENCHMARKS.md, "Request text without the formatter").
 
 /// The decimal digits of `n`, written at the end of `buf`.
-pub(crate) fn decimal_digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn decimal_digits(mut n: u64, buf: &mut [u8; 20]) -> &str {
     let mut start = buf.len();
     loop {
         start -= 1;
@@ -13,7 +13,7 @@ pub(crate) fn decimal_digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
             break;
         }
     }
-    &buf[start..]
+    std::str::from_utf8(&buf[start..]).expect("decimal digits are ASCII")
 }
 
 #[cfg(test)]
@@ -34,7 +34,7 @@ mod tests {
             u64::from(u32::MAX),
             u64::MAX,
         ] {
-            assert_eq!(decimal_digits(n, &mut buf), n.to_string().as_bytes());
+            assert_eq!(decimal_digits(n, &mut buf), n.to_string());
         }
     }
 }

@@ -409,10 +409,9 @@ fn write_response(out: &mut Vec<u8>, parts: Parts, body: Bytes, close: bool) {
     if !bodiless {
         out.extend_from_slice(b"content-length: ");
         let mut digits = [0u8; 20];
-        out.extend_from_slice(crate::digits::decimal_digits(
-            body.len() as u64,
-            &mut digits,
-        ));
+        out.extend_from_slice(
+            crate::digits::decimal_digits(body.len() as u64, &mut digits).as_bytes(),
+        );
         out.extend_from_slice(b"\r\n");
     }
     if close {

@@ -314,7 +314,7 @@ fn write_int(out: &mut Vec<u8>, n: i64) {
         out.push(b'-');
     }
     let mut digits = [0u8; 20];
-    out.extend_from_slice(crate::digits::decimal_digits(n.unsigned_abs(), &mut digits));
+    out.extend_from_slice(crate::digits::decimal_digits(n.unsigned_abs(), &mut digits).as_bytes());
 }
 
 fn two_digits(n: i64) -> [u8; 2] {

@@ -57,7 +57,8 @@ pub fn call_context(
     }
     if let Some(addr) = client.0 {
         ctx.client_ip = ip_text(addr.ip());
-        ctx.client_port = decimal(u32::from(addr.port()), String::with_capacity(5));
+        ctx.client_port = String::with_capacity(5);
+        push_decimal(&mut ctx.client_port, u32::from(addr.port()));
     }
     ctx
 }
@@ -73,7 +74,7 @@ fn ip_text(ip: IpAddr) -> String {
                 if i > 0 {
                     out.push('.');
                 }
-                out = decimal(u32::from(octet), out);
+                push_decimal(&mut out, u32::from(octet));
             }
             out
         }
@@ -81,12 +82,10 @@ fn ip_text(ip: IpAddr) -> String {
     }
 }
 
-/// `out` with `n` appended in decimal.
-fn decimal(n: u32, mut out: String) -> String {
+/// Appends `n` to `out` in decimal.
+fn push_decimal(out: &mut String, n: u32) {
     let mut buf = [0u8; 20];
-    let digits = crate::digits::decimal_digits(u64::from(n), &mut buf);
-    out.push_str(std::str::from_utf8(digits).expect("decimal digits are ASCII"));
-    out
+    out.push_str(crate::digits::decimal_digits(u64::from(n), &mut buf));
 }
 
 /// Runs the before hook of `api` on `req`, if one is registered, and answers
@@ -195,9 +194,13 @@ mod tests {
             assert_eq!(ip_text(IpAddr::V6(ip)), ip.to_string());
         }
         for n in [0u32, 7, 10, 99, 100, 8080, 65535, u32::MAX] {
-            assert_eq!(decimal(n, String::new()), n.to_string());
+            let mut out = String::new();
+            push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string());
         }
-        assert_eq!(decimal(42, "port ".to_owned()), "port 42");
+        let mut out = "port ".to_owned();
+        push_decimal(&mut out, 42);
+        assert_eq!(out, "port 42");
     }
 
     /// A caller's `ctx` holds its id, the client's address and port as text.
