@@ -11,6 +11,7 @@ use crate::error::{ApiError, Code};
 use crate::model::{Account, AccountUpdate, Identity, NewUser, User, UserAuth};
 use crate::revocation::{RevocationFeed, RevocationList, Revoked};
 use crate::store::{Store, StoreError};
+pub use crate::token::Caller;
 use crate::token::{self, SessionClaims, TokenError, TokenKind};
 use crate::verified::VerifiedTokens;
 use crate::{unix_now, validate};
@@ -72,13 +73,6 @@ pub struct SessionTokens {
     pub created: bool,
     pub token: String,
     pub refresh_token: String,
-}
-
-/// An authenticated caller, decoded from a valid, unrevoked access token.
-#[derive(Debug, Clone)]
-pub struct Caller {
-    pub user_id: Uuid,
-    pub claims: SessionClaims,
 }
 
 /// Most ids and usernames one `get_users` call may ask for.

@@ -101,32 +101,6 @@ impl ApiError {
     }
 }
 
-impl From<crate::store::StoreError> for ApiError {
-    fn from(e: crate::store::StoreError) -> Self {
-        use crate::store::StoreError as S;
-        match e {
-            S::UsernameTaken => ApiError::new(Code::AlreadyExists, "username is already in use"),
-            S::IdentityTaken => ApiError::new(
-                Code::AlreadyExists,
-                "this identity is linked to another account",
-            ),
-            S::NotFound => ApiError::not_found("user account not found"),
-            S::Unavailable(msg) => {
-                tracing::error!(error = %msg, "storage unavailable");
-                ApiError::new(Code::Unavailable, "storage is unavailable, try again later")
-            }
-            S::Backend(msg) => {
-                tracing::error!(error = %msg, "storage error");
-                ApiError::internal("internal storage error")
-            }
-            // A module's own SQL: its author needs the database's message.
-            S::Sql(msg) => ApiError::internal(msg),
-            S::Rejected(r) => r.into(),
-            S::Group(r) => r.into(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 
 pub mod accounts;
 pub mod chat;
+pub mod chat_service;
 pub mod error;
 pub mod friend;
 pub mod group;
@@ -16,6 +17,7 @@ pub mod leaderboard_service;
 pub mod model;
 pub mod multi_update;
 pub mod notification;
+pub mod notification_service;
 pub mod query;
 pub mod rank_index;
 pub mod revocation;

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use crate::chat::{ChannelKey, ChannelMessage, MessageBound};
+use crate::error::{ApiError, Code};
 use crate::friend::{
     FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
 };
@@ -49,6 +50,34 @@ pub enum StoreError {
     /// A group change was refused by the group rules; nothing was written.
     #[error("{0}")]
     Group(GroupRefusal),
+}
+
+/// The one mapping of a store's outcome to the caller's error: what a
+/// client may learn, and what is only logged.
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        use StoreError as S;
+        match e {
+            S::UsernameTaken => ApiError::new(Code::AlreadyExists, "username is already in use"),
+            S::IdentityTaken => ApiError::new(
+                Code::AlreadyExists,
+                "this identity is linked to another account",
+            ),
+            S::NotFound => ApiError::not_found("user account not found"),
+            S::Unavailable(msg) => {
+                tracing::error!(error = %msg, "storage unavailable");
+                ApiError::new(Code::Unavailable, "storage is unavailable, try again later")
+            }
+            S::Backend(msg) => {
+                tracing::error!(error = %msg, "storage error");
+                ApiError::internal("internal storage error")
+            }
+            // A module's own SQL: its author needs the database's message.
+            S::Sql(msg) => ApiError::internal(msg),
+            S::Rejected(r) => r.into(),
+            S::Group(r) => r.into(),
+        }
+    }
 }
 
 impl From<GroupRefusal> for StoreError {

@@ -12,6 +12,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
+use uuid::Uuid;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -67,6 +68,13 @@ pub enum TokenError {
     BadSignature,
     #[error("token has expired")]
     Expired,
+}
+
+/// An authenticated caller, decoded from a valid, unrevoked access token.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub user_id: Uuid,
+    pub claims: SessionClaims,
 }
 
 /// Signs claims into a compact JWT.

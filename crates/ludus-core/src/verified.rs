@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::accounts::Caller;
+use crate::token::Caller;
 
 const SHARDS: usize = 16;
 

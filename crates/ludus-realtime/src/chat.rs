@@ -19,7 +19,6 @@ use ludus_core::friend::FriendState;
 use ludus_core::group::GroupRole;
 use ludus_core::notification::{CODE_DM_REQUEST, Notification};
 use ludus_core::store::StoreError;
-use ludus_proto::Timestamp;
 use ludus_proto::api;
 use ludus_proto::pbjson_types::{BoolValue, Int32Value};
 use ludus_proto::realtime::envelope::Message;
@@ -38,6 +37,7 @@ use crate::notify::Notifier;
 use crate::registry::SessionHandle;
 use crate::stream::{Stream, StreamMode};
 use crate::tracker::Presence;
+use crate::wire::timestamp_us;
 
 /// Longest message content, in bytes (the socket read limit bounds it too).
 pub const MAX_CONTENT_LEN: usize = 4096;
@@ -64,14 +64,6 @@ pub fn key_of(stream: &Stream) -> ChannelKey {
         subject: stream.subject,
         subcontext: stream.subcontext,
         label: stream.label.to_string(),
-    }
-}
-
-/// Microseconds to a protobuf timestamp.
-pub fn timestamp_us(us: i64) -> Timestamp {
-    Timestamp {
-        seconds: us.div_euclid(1_000_000),
-        nanos: (us.rem_euclid(1_000_000) * 1000) as i32,
     }
 }
 

@@ -49,6 +49,7 @@ mod router;
 mod status;
 mod stream;
 mod tracker;
+pub mod wire;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

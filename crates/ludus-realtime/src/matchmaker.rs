@@ -37,10 +37,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::chat::timestamp_us;
 use crate::error::{RtCode, RtError};
 use crate::query::{Query, QueryError};
 use crate::tracker::Presence;
+use crate::wire::timestamp_us;
 
 /// How long a matchmaker token is valid (Nakama: 30 seconds).
 pub const MATCH_TOKEN_TTL_SECS: i64 = 30;

@@ -12,27 +12,10 @@ use ludus_proto::realtime::envelope::Message;
 use ludus_proto::realtime::{Envelope, Notifications};
 use uuid::Uuid;
 
-use crate::chat::timestamp_us;
 use crate::hub::Hub;
 use crate::registry::SessionHandle;
 use crate::stream::Stream;
-
-/// The wire form of a notification.
-pub fn notification_to_wire(n: &Notification) -> api::Notification {
-    api::Notification {
-        id: n.id.to_string(),
-        subject: n.subject.clone(),
-        content: n.content.clone(),
-        code: n.code,
-        sender_id: if n.sender_id.is_nil() {
-            String::new()
-        } else {
-            n.sender_id.to_string()
-        },
-        create_time: Some(timestamp_us(n.create_time_us)),
-        persistent: n.persistent,
-    }
-}
+use crate::wire::notification_to_wire;
 
 /// Notifications to users, over the hub.
 pub struct Notifier {

@@ -300,7 +300,7 @@ fn system_notice(user: Uuid, subject: &str, code: i32) -> ludus_proto::realtime:
         cid: String::new(),
         message: Some(Message::Notifications(
             ludus_proto::realtime::Notifications {
-                notifications: vec![crate::notify::notification_to_wire(&notice)],
+                notifications: vec![crate::wire::notification_to_wire(&notice)],
             },
         )),
     }

@@ -11,10 +11,31 @@ use std::collections::{BTreeSet, HashMap};
 
 use uuid::Uuid;
 
-use super::PartySettings;
 use crate::error::RtError;
 use crate::query::Query;
 use crate::tracker::Presence;
+
+/// Limits of parties: the `party.*` config section itself (Nakama has no
+/// such keys: it caps every party at 256; the server checks the values).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PartySettings {
+    /// Largest party; a `party_create` asking for more is refused, one
+    /// asking for 0 gets this size. Pending join requests of a party are
+    /// bounded by its size too, as in Nakama.
+    pub max_size: usize,
+    /// Most parties one session may be in or have asked to join at once.
+    pub max_per_session: usize,
+}
+
+impl Default for PartySettings {
+    fn default() -> Self {
+        PartySettings {
+            max_size: 256,
+            max_per_session: 32,
+        }
+    }
+}
 
 /// One party's state.
 #[derive(Debug, Clone)]

@@ -38,38 +38,17 @@ use crate::tracker::Presence;
 
 mod book;
 
+pub use book::PartySettings;
 use book::{Effect, ListFilter, PartyBook, not_found};
-
-/// Longest party label, in bytes (Nakama's limit).
-pub(crate) const MAX_LABEL_LEN: usize = 2048;
-
-/// Limits of parties: the `party.*` config section itself (Nakama has no
-/// such keys: it caps every party at 256; the server checks the values).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct PartySettings {
-    /// Largest party; a `party_create` asking for more is refused, one
-    /// asking for 0 gets this size. Pending join requests of a party are
-    /// bounded by its size too, as in Nakama.
-    pub max_size: usize,
-    /// Most parties one session may be in or have asked to join at once.
-    pub max_per_session: usize,
-}
-
-impl Default for PartySettings {
-    fn default() -> Self {
-        PartySettings {
-            max_size: 256,
-            max_per_session: 32,
-        }
-    }
-}
 
 /// Where the parties of every node are listed for the others: mode 7,
 /// subject the largest uuid (no party has it).
 fn index_stream() -> Stream {
     Stream::new(StreamMode::Party, Uuid::max(), Uuid::nil(), "")
 }
+
+/// Longest party label, in bytes (Nakama's limit).
+pub(crate) const MAX_LABEL_LEN: usize = 2048;
 
 /// A listing cursor, `<creation µs>:<party id>` of the page's last party.
 fn parse_cursor(cursor: &str) -> Option<(u64, Uuid)> {

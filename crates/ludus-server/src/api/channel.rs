@@ -42,7 +42,7 @@ pub(super) async fn history(
                 .map_err(|_| HttpError::invalid("invalid limit, it must be between 1 and 100"))?,
         ),
     };
-    let page = ludus_core::chat::channel_history(
+    let page = ludus_core::chat_service::channel_history(
         state.accounts.store().as_ref(),
         caller.user_id,
         &req.channel_id,

@@ -35,7 +35,7 @@ pub(super) async fn list(
         None => None,
         Some(l) => Some(u32::try_from(l.value).map_err(|_| bad_limit())?),
     };
-    let page = ludus_core::notification::list(
+    let page = ludus_core::notification_service::list(
         state.accounts.store().as_ref(),
         caller.user_id,
         limit,
@@ -46,7 +46,7 @@ pub(super) async fn list(
         notifications: page
             .notifications
             .iter()
-            .map(ludus_realtime::notify::notification_to_wire)
+            .map(ludus_realtime::wire::notification_to_wire)
             .collect(),
         cacheable_cursor: page.cursor.unwrap_or_default(),
     };
@@ -65,8 +65,12 @@ pub(super) async fn delete(
         ids: query.all("ids"),
     };
     let req = runtime::before(&state, API, Some(&caller), client, req).await?;
-    ludus_core::notification::delete(state.accounts.store().as_ref(), caller.user_id, &req.ids)
-        .await?;
+    ludus_core::notification_service::delete(
+        state.accounts.store().as_ref(),
+        caller.user_id,
+        &req.ids,
+    )
+    .await?;
     runtime::after(
         &state,
         API,
