@@ -17,6 +17,7 @@ mod native;
 mod runtime;
 mod server_services;
 mod services;
+mod settings;
 
 pub use context::{CallContext, ExecutionMode, Headers};
 pub use error::{LoadError, RuntimeError};
@@ -26,8 +27,9 @@ pub use ludus_realtime::matches;
 pub use native::{
     AfterHook, BeforeHook, MatchFactory, NativeCall, NativeModule, RpcHandler, ShutdownHook,
 };
-pub use runtime::{Runtime, RuntimeSettings};
+pub use runtime::Runtime;
 pub use server_services::ServerServices;
 pub use services::{
     Authenticated, HttpClient, HttpFuture, HttpRequest, HttpResponse, RuntimeServices, StreamMeta,
 };
+pub use settings::RuntimeSettings;

@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::RuntimeError;
-use crate::lua::{LuaMatch, LuaShared};
 use crate::services::RuntimeServices;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -42,7 +41,19 @@ impl NativeCall {
 pub(crate) struct Handlers {
     pub(crate) services: Arc<dyn RuntimeServices>,
     pub(crate) native: Arc<HashMap<String, MatchFactory>>,
-    pub(crate) lua: Option<Arc<LuaShared>>,
+    /// Match handlers written as script modules (Lua), consulted after the
+    /// native registrations.
+    pub(crate) scripts: Option<Arc<dyn ScriptMatches>>,
+}
+
+/// Match handlers that script modules define: the Lua runtime implements
+/// it, so [`Handlers`] can make their matches without knowing the runtime
+/// behind them (and the runtimes can make native matches in turn).
+pub(crate) trait ScriptMatches: Send + Sync {
+    /// Whether a module named `name` defines a match handler.
+    fn has(&self, name: &str) -> bool;
+    /// The factory of a new match run by module `name` (known to [`has`](Self::has)).
+    fn factory(self: Arc<Self>, name: &str) -> HandlerFactory;
 }
 
 impl Handlers {
@@ -60,14 +71,8 @@ impl Handlers {
             );
             return Box::new(move || Ok(factory(call)));
         }
-        match &self.lua {
-            Some(shared) if shared.sources.iter().any(|m| m.name == name) => {
-                let (shared, name) = (shared.clone(), name.to_owned());
-                Box::new(move || {
-                    LuaMatch::new(shared.clone(), &shared.sources, &name)
-                        .map(|m| Box::new(m) as Box<dyn MatchHandler>)
-                })
-            }
+        match &self.scripts {
+            Some(scripts) if scripts.has(name) => scripts.clone().factory(name),
             _ => {
                 let name = name.to_owned();
                 Box::new(move || {
@@ -81,11 +86,7 @@ impl Handlers {
 
     /// Whether `name` makes a match.
     pub(crate) fn has(&self, name: &str) -> bool {
-        self.native.contains_key(name)
-            || self
-                .lua
-                .as_ref()
-                .is_some_and(|l| l.sources.iter().any(|m| m.name == name))
+        self.native.contains_key(name) || self.scripts.as_ref().is_some_and(|s| s.has(name))
     }
 }
 

@@ -3,10 +3,8 @@
 //! registration wins over a Lua one with the same name, as Go plugins win
 //! over Lua in Nakama.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::PathBuf;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use ludus_core::Code;
 use ludus_realtime::hooks::MESSAGE_NAMES;
@@ -20,65 +18,11 @@ use crate::localcache::LocalCache;
 use crate::lua::{LuaRuntime, LuaShared};
 use crate::native::{Handlers, NativeCall, NativeModule, TournamentHook};
 use crate::services::RuntimeServices;
+use crate::settings::RuntimeSettings;
 
 /// Prefix of realtime hook names, so `channeljoin` (realtime) and REST names
 /// never clash.
 const RT_PREFIX: &str = "rt.";
-
-/// How the runtime is set up; `ludus-server` fills it from `runtime.*`.
-#[derive(Debug, Clone)]
-pub struct RuntimeSettings {
-    /// Folder searched for `*.lua` modules.
-    pub path: PathBuf,
-    /// Node name, `ctx.node`.
-    pub node: String,
-    /// `ctx.env`.
-    pub env: BTreeMap<String, String>,
-    /// Lua VM threads.
-    pub pool_size: usize,
-    /// Most Lua VMs one VM thread runs; it switches to another VM's call
-    /// while one waits on the server, making VMs as needed.
-    pub vms_per_thread: usize,
-    /// Calls that may wait for a VM when all are busy.
-    pub pool_queue_size: usize,
-    /// Longest a call waits for a VM before it is refused.
-    pub pool_timeout: Duration,
-    /// VM instructions one call may run.
-    pub instruction_budget: u64,
-    /// Bytes one VM may allocate, modules included; 0 for no limit.
-    pub memory_limit_bytes: usize,
-    /// Wall-clock time one Lua call (RPC, hook, module loading) may run.
-    pub call_timeout: Duration,
-    /// Percent of its tick interval one Lua match callback may run.
-    pub match_timeout_percent: u32,
-    /// Globals and the standard library are read-only once modules loaded.
-    pub read_only_globals: bool,
-    /// Largest RPC payload accepted, in bytes.
-    pub max_payload_bytes: usize,
-    /// What `nk.get_config()` answers.
-    pub config: Value,
-}
-
-impl Default for RuntimeSettings {
-    fn default() -> Self {
-        RuntimeSettings {
-            path: PathBuf::from("./data/modules"),
-            node: "ludus".into(),
-            env: BTreeMap::new(),
-            pool_size: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            vms_per_thread: 32,
-            pool_queue_size: 256,
-            pool_timeout: Duration::from_secs(2),
-            instruction_budget: 100_000_000,
-            memory_limit_bytes: 64 << 20,
-            call_timeout: Duration::from_secs(5),
-            match_timeout_percent: 50,
-            read_only_globals: true,
-            max_payload_bytes: 262_144,
-            config: Value::Object(Default::default()),
-        }
-    }
-}
 
 pub struct Runtime {
     settings: RuntimeSettings,
@@ -147,7 +91,9 @@ impl Runtime {
         let handlers = Handlers {
             services,
             native: native_matches,
-            lua: lua.is_some().then_some(shared),
+            scripts: lua
+                .is_some()
+                .then_some(shared as Arc<dyn crate::native::ScriptMatches>),
         };
         Ok(Runtime::assemble(settings, native, lua, handlers))
     }
@@ -157,7 +103,7 @@ impl Runtime {
         let handlers = Handlers {
             services,
             native: Arc::default(),
-            lua: None,
+            scripts: None,
         };
         Runtime::assemble(
             RuntimeSettings::default(),

@@ -11,7 +11,7 @@
 use mlua::{Either, Lua, LuaString, Table, Value as LuaValue};
 use serde_json::{Map, Number, Value};
 
-use super::sandbox;
+use super::lazy;
 
 /// Deepest nesting converted either way.
 pub(super) const MAX_DEPTH: usize = 64;
@@ -101,7 +101,7 @@ fn from_lua_at(
         LuaValue::Number(n) => number(*n)?,
         LuaValue::Table(t) => table(lua, t, depth, budget)?,
         LuaValue::LightUserData(p) if p.0.is_null() => Value::Null,
-        LuaValue::Error(e) => Value::String(super::vm::error_text(e)),
+        LuaValue::Error(e) => Value::String(super::call_state::error_text(e)),
         other => return Err(unconvertible(other)),
     })
 }
@@ -229,7 +229,7 @@ fn shape(lua: &Lua, t: &Table, budget: &mut Budget) -> mlua::Result<(Shape, Opti
     // (and does nothing to any other table). A field of the metatable would
     // be one a module could set to its own function.
     if t.metatable().is_some() {
-        sandbox::complete(lua, t)?;
+        lazy::complete(lua, t)?;
     }
     // A small table (a reply of a few fields, the usual case) is read with
     // `pairs`, whose steps make no protected call, and its entries are kept,
@@ -369,7 +369,7 @@ fn write_at(
         LuaValue::Number(n) => write_json(out, &number(*n)?)?,
         LuaValue::Table(t) => write_table(lua, t, depth, budget, out)?,
         LuaValue::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
-        LuaValue::Error(e) => write_json(out, &super::vm::error_text(e))?,
+        LuaValue::Error(e) => write_json(out, &super::call_state::error_text(e))?,
         other => return Err(unconvertible(other)),
     }
     Ok(())

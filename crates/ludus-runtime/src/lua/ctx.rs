@@ -37,8 +37,8 @@ use std::collections::BTreeMap;
 
 use mlua::{Either, Lua, Table};
 
+use super::call_state::{check_memory, collect, unlimited};
 use super::shared::LuaShared;
-use super::vm::{check_memory, collect, unlimited};
 use crate::context::{CallContext, Headers, header_text};
 
 /// A fresh `ctx` table, made whole, with the node's name and `runtime.env`

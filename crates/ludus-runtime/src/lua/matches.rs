@@ -14,17 +14,19 @@ use std::time::Duration;
 
 use ludus_realtime::Presence;
 use ludus_realtime::matches::{
-    Dispatcher, Effect, HandlerError, JoinDecision, MatchHandler, MatchInfo, MatchInit,
-    MatchMessage, Step, check_label,
+    Dispatcher, Effect, HandlerError, HandlerFactory, JoinDecision, MatchHandler, MatchInfo,
+    MatchInit, MatchMessage, Step, check_label,
 };
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::call_state::{in_match, unlimited};
 use super::convert;
 use super::modules::ModuleSource;
 use super::shared::LuaShared;
-use super::vm::{Vm, unlimited};
+use super::vm::Vm;
+use crate::native::ScriptMatches;
 
 const CALLBACKS: [&str; 7] = [
     "match_init",
@@ -179,23 +181,6 @@ const MIN_CALLBACK_TIMEOUT: Duration = Duration::from_millis(50);
 fn callback_timeout(tick_rate: u32, percent: u32) -> Duration {
     let interval = Duration::from_secs(1) / tick_rate.max(1);
     (interval * percent / 100).max(MIN_CALLBACK_TIMEOUT)
-}
-
-thread_local! {
-    static IN_MATCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this thread is running a match callback: server calls made from
-/// there must leave the match runtime's worker first (see `nk_server::block_on`).
-pub(crate) fn in_match_callback() -> bool {
-    IN_MATCH.with(|c| c.get())
-}
-
-fn in_match<R>(f: impl FnOnce() -> R) -> R {
-    IN_MATCH.with(|c| c.set(true));
-    let r = f();
-    IN_MATCH.with(|c| c.set(false));
-    r
 }
 
 impl MatchHandler for LuaMatch {
@@ -577,4 +562,19 @@ fn dispatcher_table(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     Ok(d)
+}
+
+/// A Lua module with match callbacks makes matches of its name.
+impl ScriptMatches for LuaShared {
+    fn has(&self, name: &str) -> bool {
+        self.sources.iter().any(|m| m.name == name)
+    }
+
+    fn factory(self: Arc<Self>, name: &str) -> HandlerFactory {
+        let name = name.to_owned();
+        Box::new(move || {
+            LuaMatch::new(self.clone(), &self.sources, &name)
+                .map(|m| Box::new(m) as Box<dyn MatchHandler>)
+        })
+    }
 }

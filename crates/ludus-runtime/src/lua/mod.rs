@@ -7,12 +7,15 @@
 //! meant to be shared across calls belongs in `nk.localcache_*` (or storage),
 //! as in Nakama.
 
+mod call_state;
 mod convert;
 mod ctx;
+mod lazy;
 mod matches;
 mod modules;
 mod nk;
 mod nk_codec;
+mod nk_common;
 pub(crate) mod nk_leaderboard;
 mod nk_match;
 mod nk_party;
@@ -33,11 +36,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-pub(crate) use matches::LuaMatch;
+pub(crate) use call_state::Registered;
 pub(crate) use modules::discover;
 pub(crate) use nk_storage_index::FILTER_PREFIX;
 pub(crate) use shared::LuaShared;
-pub(crate) use vm::Registered;
 
 use crate::context::CallContext;
 use crate::error::{LoadError, RuntimeError};

@@ -11,10 +11,11 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use mlua::{Function, Lua, Table, Value as LuaValue};
 
+use super::call_state::CallState;
 use super::convert;
 use super::ctx::context_table;
+use super::nk_common::loading_state;
 use super::shared::LuaShared;
-use super::vm::CallState;
 use super::{nk_codec, nk_match, nk_realtime, nk_server, nk_sql};
 use crate::context::{CallContext, ExecutionMode};
 use ludus_core::schedule::Schedule;
@@ -135,7 +136,7 @@ fn install_lazy_groups(
     let mt = lua.create_table()?;
     mt.raw_set("__index", index_fn)?;
     nk.set_metatable(Some(mt))?;
-    super::sandbox::make_lazy(lua, nk, complete)
+    super::lazy::make_lazy(lua, nk, complete)
 }
 
 fn install_registrations(
@@ -240,21 +241,6 @@ fn install_registrations(
         })?,
     )?;
     Ok(())
-}
-
-pub(super) fn loading_state<'a>(
-    lua: &'a Lua,
-    fn_name: &str,
-) -> mlua::Result<mlua::AppDataRef<'a, CallState>> {
-    let state = lua
-        .app_data_ref::<CallState>()
-        .ok_or_else(|| mlua::Error::runtime("vm state missing"))?;
-    if !state.loading.get() {
-        return Err(mlua::Error::runtime(format!(
-            "{fn_name} is only allowed while modules load: call it at the top level of a module"
-        )));
-    }
-    Ok(state)
 }
 
 fn install_context(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {

@@ -13,8 +13,8 @@ use md5::Md5;
 use mlua::{Lua, LuaString, Table, Value as LuaValue};
 use sha2::{Digest, Sha256};
 
+use super::call_state::{check_memory, unlimited, within_limit};
 use super::convert;
-use super::vm::{check_memory, unlimited, within_limit};
 
 const AES_BLOCK: usize = 16;
 

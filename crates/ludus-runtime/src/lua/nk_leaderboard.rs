@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_storage::{arg_error, run};
+use super::nk_common::{arg_error, run};
 use super::shared::LuaShared;
 
 fn metadata_value(metadata: &str) -> Value {

@@ -8,7 +8,7 @@ use ludus_realtime::matches::{ListRequest, MatchListing};
 use mlua::{Lua, Table, Value as LuaValue};
 
 use super::convert;
-use super::nk_server::{api_error, block_on};
+use super::nk_common::{api_error, block_on};
 use super::shared::LuaShared;
 
 /// `limit, authoritative, label, min_size, max_size, query`.

@@ -10,7 +10,7 @@ use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_server::{api_error, block_on};
+use super::nk_common::{api_error, block_on};
 use super::shared::LuaShared;
 use crate::services::StreamMeta;
 use ludus_realtime::{Presence, Stream, StreamMode};

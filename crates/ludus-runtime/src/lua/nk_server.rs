@@ -15,7 +15,10 @@ use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_storage::arg_error;
+use super::nk_common::arg_error;
+use super::nk_common::{
+    api_error, awaited, block_on, fill_user, json_table, server_function, user_table,
+};
 use super::shared::LuaShared;
 use crate::services::HttpRequest;
 
@@ -325,95 +328,6 @@ fn authenticate(
     Ok((auth.user_id, auth.username, auth.created))
 }
 
-/// Makes a server-call `nk` function of `f`, which checks its arguments,
-/// awaits the server ([`served`]) and builds its results. In a pool VM it is
-/// `dual`'s pair (see `vm.rs`): in the coroutine of a pool call it parks
-/// the call ([`vm::park`](super::vm::park)) and yields while the server
-/// works, so its VM thread runs other calls meanwhile; anywhere else it
-/// waits as [`block_on`] does. A match VM has only the waiting one.
-pub(super) fn server_function<A, R, F, Fut>(
-    lua: &Lua,
-    shared: &Arc<LuaShared>,
-    f: F,
-) -> mlua::Result<mlua::Function>
-where
-    A: mlua::FromLuaMulti + 'static,
-    R: mlua::IntoLuaMulti + 'static,
-    F: Fn(Lua, A) -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = mlua::Result<R>> + Send + 'static,
-{
-    let waiting = f.clone();
-    let s = shared.clone();
-    let wait = lua.create_function(move |lua, args: A| {
-        s.block(unguarded(lua.clone(), waiting(lua.clone(), args)))
-    })?;
-    match lua.named_registry_value::<Option<mlua::Function>>(super::vm::DUAL)? {
-        Some(dual) => {
-            let start = lua.create_function(move |lua, args: A| {
-                let call = unguarded(lua.clone(), f(lua.clone(), args));
-                let owner = lua.clone();
-                super::vm::park(
-                    lua,
-                    Box::pin(async move {
-                        let results = call.await?;
-                        super::vm::unlimited(&owner, || results.into_lua_multi(&owner))
-                    }),
-                )
-            })?;
-            dual.call((wait, start))
-        }
-        None => Ok(wait),
-    }
-}
-
-/// Runs a server function's future with the VM's memory limit lifted while
-/// it is polled ([`vm::unlimited`](super::vm::unlimited)), then holds what
-/// it built to the limit: over it (after a collection), the call fails with
-/// the memory error and its results are dropped.
-///
-/// The futures of [`server_function`] read their arguments with raw access
-/// and `convert::from_lua` and build their results from the server's
-/// answer: no module code runs while they are polled, and what they build
-/// is bounded by data the server already holds. Unguarded, their dozens of
-/// small allocations make no protected call and no garbage closures each
-/// (the wallet update: +4 %, see BENCHMARKS.md).
-async fn unguarded<T>(lua: Lua, call: impl Future<Output = mlua::Result<T>>) -> mlua::Result<T> {
-    let mut call = std::pin::pin!(call);
-    let out =
-        std::future::poll_fn(|cx| super::vm::unlimited(&lua, || call.as_mut().poll(cx))).await?;
-    super::vm::within_limit(&lua)?;
-    Ok(out)
-}
-
-/// Awaits a server call within the running Lua call's deadline; its error
-/// message reaches Lua as it is (the yielding form of [`block_on`]).
-pub(super) async fn awaited<T>(call: impl Future<Output = Result<T, ApiError>>) -> mlua::Result<T> {
-    super::vm::within_deadline(call).await.map_err(api_error)
-}
-
-/// Awaits a server call within the running Lua call's deadline; its error
-/// message is prefixed as Nakama's are.
-pub(super) async fn served<T>(
-    what: &str,
-    call: impl Future<Output = Result<T, ApiError>>,
-) -> mlua::Result<T> {
-    super::vm::within_deadline(call)
-        .await
-        .map_err(|e| mlua::Error::runtime(format!("{what}: {}", e.message)))
-}
-
-/// Waits for a server call (the waiting form of [`awaited`]).
-pub(super) fn block_on<T>(
-    shared: &LuaShared,
-    fut: impl Future<Output = Result<T, ApiError>>,
-) -> mlua::Result<T> {
-    shared.block(awaited(fut))
-}
-
-pub(super) fn api_error(e: ApiError) -> mlua::Error {
-    mlua::Error::runtime(e.message)
-}
-
 fn parse_uuid(id: &str) -> mlua::Result<Uuid> {
     Uuid::parse_str(id).map_err(|_| {
         mlua::Error::runtime(format!(
@@ -436,46 +350,6 @@ fn canonical_header(name: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("-")
-}
-
-pub(super) fn json_table(lua: &Lua, json: &str) -> mlua::Result<LuaValue> {
-    let value: serde_json::Value = serde_json::from_str(if json.is_empty() { "{}" } else { json })
-        .map_err(|e| mlua::Error::runtime(format!("stored JSON is invalid: {e}")))?;
-    convert::to_lua(lua, &value)
-}
-
-fn fill_user(lua: &Lua, t: &Table, user: &User) -> mlua::Result<()> {
-    t.raw_set("user_id", user.id.to_string())?;
-    t.raw_set("username", user.username.as_str())?;
-    t.raw_set("display_name", user.display_name.as_str())?;
-    t.raw_set("avatar_url", user.avatar_url.as_str())?;
-    t.raw_set("lang_tag", user.lang_tag.as_str())?;
-    t.raw_set("location", user.location.as_str())?;
-    t.raw_set("timezone", user.timezone.as_str())?;
-    for (key, value) in [
-        ("apple_id", &user.apple_id),
-        ("facebook_id", &user.facebook_id),
-        ("facebook_instant_game_id", &user.facebook_instant_game_id),
-        ("google_id", &user.google_id),
-        ("gamecenter_id", &user.gamecenter_id),
-        ("steam_id", &user.steam_id),
-    ] {
-        if !value.is_empty() {
-            t.raw_set(key, value.as_str())?;
-        }
-    }
-    t.raw_set("online", user.online)?;
-    t.raw_set("edge_count", user.edge_count)?;
-    t.raw_set("create_time", user.create_time)?;
-    t.raw_set("update_time", user.update_time)?;
-    t.raw_set("metadata", json_table(lua, &user.metadata)?)?;
-    Ok(())
-}
-
-pub(super) fn user_table(lua: &Lua, user: &User) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, 16)?;
-    fill_user(lua, &t, user)?;
-    Ok(t)
 }
 
 /// The user ids of `nk.users_ban_id` and `nk.users_unban_id`, refused with

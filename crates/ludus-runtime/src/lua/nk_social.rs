@@ -18,8 +18,8 @@ use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_server::{json_table, user_table};
-use super::nk_storage::{arg_error, run};
+use super::nk_common::{arg_error, run};
+use super::nk_common::{json_table, user_table};
 use super::shared::LuaShared;
 
 /// Lua's largest group member page (Nakama's `group_users_list` bound).

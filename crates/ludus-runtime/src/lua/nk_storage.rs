@@ -6,22 +6,21 @@
 //! `ludus_core::storage_service::StorageService`: this file only turns
 //! tables into domain values and back.
 
-use std::future::Future;
 use std::sync::Arc;
 
-use ludus_core::ApiError;
 use ludus_core::model::AccountUpdate;
 use ludus_core::multi_update::MultiUpdate;
 use ludus_core::storage::{
-    Access, ObjectId, ReadPermission, SYSTEM_USER_ID, StorageAck, StorageDelete, StorageObject,
-    StorageWrite, WritePermission,
+    Access, ObjectId, ReadPermission, SYSTEM_USER_ID, StorageAck, StorageDelete, StorageWrite,
+    WritePermission,
 };
 use ludus_core::wallet::{LedgerEntry, Wallet, WalletUpdate, WalletUpdateResult};
 use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_server::{served, server_function};
+use super::nk_common::{arg_error, json_value, objects_table};
+use super::nk_common::{served, server_function};
 use super::shared::LuaShared;
 
 /// Integers above this lose precision as Lua numbers (doubles).
@@ -310,20 +309,6 @@ fn install_wallets(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
     Ok(())
 }
 
-pub(super) fn arg_error(arg: usize, message: &str) -> mlua::Error {
-    mlua::Error::runtime(format!("bad argument #{arg}: {message}"))
-}
-
-/// Waits for a service call, its error message prefixed as Nakama's are
-/// (the waiting form of [`served`]).
-pub(super) fn run<T>(
-    shared: &LuaShared,
-    what: &str,
-    call: impl Future<Output = Result<T, ApiError>>,
-) -> mlua::Result<T> {
-    shared.block(served(what, call))
-}
-
 /// Every table of an array-like table, parsed by `each`.
 fn list<T>(
     t: &Table,
@@ -507,30 +492,6 @@ fn account_update(lua: &Lua, t: &Table) -> mlua::Result<(Uuid, AccountUpdate)> {
             metadata,
         },
     ))
-}
-
-fn json_value(lua: &Lua, json: &str) -> mlua::Result<LuaValue> {
-    let value: serde_json::Value = serde_json::from_str(json)
-        .map_err(|e| mlua::Error::runtime(format!("failed to convert value to json: {e}")))?;
-    convert::to_lua(lua, &value)
-}
-
-pub(super) fn objects_table(lua: &Lua, objects: &[StorageObject]) -> mlua::Result<Table> {
-    let out = lua.create_table_with_capacity(objects.len(), 0)?;
-    for o in objects {
-        let t = lua.create_table_with_capacity(0, 9)?;
-        t.raw_set("key", o.key.as_str())?;
-        t.raw_set("collection", o.collection.as_str())?;
-        t.raw_set("user_id", o.user_id.to_string())?;
-        t.raw_set("version", o.version.as_str())?;
-        t.raw_set("permission_read", o.read.as_i64())?;
-        t.raw_set("permission_write", o.write.as_i64())?;
-        t.raw_set("create_time", o.create_time)?;
-        t.raw_set("update_time", o.update_time)?;
-        t.raw_set("value", json_value(lua, &o.value)?)?;
-        out.raw_push(t)?;
-    }
-    Ok(out)
 }
 
 fn acks_table(lua: &Lua, acks: &[StorageAck]) -> mlua::Result<Table> {

@@ -10,8 +10,8 @@ use ludus_core::storage_index::IndexSpec;
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
-use super::nk::loading_state;
-use super::nk_storage::{arg_error, objects_table, run};
+use super::nk_common::loading_state;
+use super::nk_common::{arg_error, objects_table, run};
 use super::shared::LuaShared;
 
 /// Prefix of the callback key of an index's filter function.

@@ -492,7 +492,7 @@ fn find_aux(lua: &Lua, args: MultiValue, find: bool) -> mlua::Result<MultiValue>
             .is_some_and(|v| !matches!(v, LuaValue::Nil | LuaValue::Boolean(false)));
     let (src, pat) = (s.as_bytes(), p.as_bytes());
     let start = start_at(init, src.len());
-    let mut charge = |n: u64| super::vm::charge(lua, n);
+    let mut charge = |n: u64| super::call_state::charge(lua, n);
     let mut out = MultiValue::new();
     if find && (plain || is_plain(&pat)) {
         if let Some(i) = find_plain(&src, &pat, start, &mut charge)? {
@@ -538,7 +538,7 @@ fn gmatch(lua: &Lua, args: MultiValue) -> mlua::Result<Function> {
     let mut pos = 0usize;
     lua.create_function_mut(move |lua, ()| {
         let (src, pat) = (s.as_bytes(), p.as_bytes());
-        let mut charge = |n: u64| super::vm::charge(lua, n);
+        let mut charge = |n: u64| super::call_state::charge(lua, n);
         let mut m = Matcher::new(&src, &pat, &mut charge);
         let mut out = MultiValue::new();
         let mut from = pos;
@@ -576,7 +576,7 @@ fn gsub(lua: &Lua, args: MultiValue) -> mlua::Result<(LuaString, i64)> {
         Some(b'^') => (true, &pat[1..]),
         _ => (false, &pat[..]),
     };
-    let mut charge = |n: u64| super::vm::charge(lua, n);
+    let mut charge = |n: u64| super::call_state::charge(lua, n);
     let mut m = Matcher::new(&src, pat, &mut charge);
     let mut out: Vec<u8> = Vec::with_capacity(src.len());
     let mut s1 = 0usize;
@@ -590,7 +590,7 @@ fn gsub(lua: &Lua, args: MultiValue) -> mlua::Result<(LuaString, i64)> {
             n += 1;
             add_value(lua, &m, &repl, s1, e, &mut out)?;
             if out.len() >= next_memory_check {
-                super::vm::check_memory(lua, out.len())?;
+                super::call_state::check_memory(lua, out.len())?;
                 next_memory_check = out.len() + MEMORY_CHECK_EVERY;
             }
         }

@@ -32,22 +32,15 @@ use std::sync::Arc;
 
 use mlua::{Function, LightUserData, Lua, Table, Value as LuaValue};
 
+use super::call_state::{CallState, error_text};
 use super::ctx;
+use super::lazy::{COMPLETE, LAZY};
 use super::modules::ModuleSource;
 use super::pattern;
 use super::shared::LuaShared;
-use super::vm::{CallState, error_text};
 
 /// Registry slot of the function that freezes the globals after loading.
 const FREEZE: &str = "ludus.freeze";
-
-/// Registry slot of the sandbox's table of lazily filled tables
-/// ([`Lazy::tables`]).
-const LAZY: &str = "ludus.lazy";
-
-/// Registry slot of the sandbox's `complete(t)`, which fills `t` if it is
-/// filled on first use and does nothing otherwise.
-const COMPLETE: &str = "ludus.complete";
 
 /// What `package.loaded` keeps after set-up (besides `nakama`, added later).
 const LOADED: &str = "_G string table math os package bit coroutine";
@@ -121,26 +114,6 @@ pub(crate) struct Lazy {
     /// sandbox's script): the key a packed `ctx` holds its tables under is
     /// [`ctx_key`].
     pub ctx_metatable: Table,
-}
-
-/// Registers `t` as filled on demand by its metatable's `__index` (`nk`):
-/// `pairs`, `next`, `rawget`, `rawset` and `setmetatable` call
-/// `complete(t)` first, so they see every entry a full table would have; a
-/// freeze keeps the metatable and the completion on the hidden contents.
-/// (A call's `ctx` registers the same way, through the VM's [`Lazy`].)
-pub(crate) fn make_lazy(lua: &Lua, t: &Table, complete: Function) -> mlua::Result<()> {
-    let tables: Table = lua.named_registry_value(LAZY)?;
-    tables.raw_set(t, complete)
-}
-
-/// Fills `t` now if it is filled on first use (a call's `ctx`, `nk`); any
-/// other table is left as it is. Runs only the sandbox's own Lua.
-pub(crate) fn complete(lua: &Lua, t: &Table) -> mlua::Result<()> {
-    match lua.named_registry_value::<Option<Function>>(COMPLETE)? {
-        Some(complete) => complete.call(t),
-        // A state without the sandbox has no table filled on first use.
-        None => Ok(()),
-    }
 }
 
 /// Makes globals, the standard library, `nakama` and `package` read-only

@@ -9,8 +9,8 @@ use std::sync::atomic::AtomicBool;
 
 use crate::localcache::LocalCache;
 use crate::native::{Handlers, MatchFactory};
-use crate::runtime::RuntimeSettings;
 use crate::services::RuntimeServices;
+use crate::settings::RuntimeSettings;
 
 use super::modules::ModuleSource;
 
@@ -36,7 +36,7 @@ impl LuaShared {
         &self,
         fut: impl std::future::Future<Output = Result<T, ludus_core::ApiError>>,
     ) -> Result<T, ludus_core::ApiError> {
-        self.block(super::vm::within_deadline(fut))
+        self.block(super::call_state::within_deadline(fut))
     }
 
     /// Drives `fut` to its end on this thread: how `nk` functions wait on
@@ -46,7 +46,7 @@ impl LuaShared {
     /// future there; a match callback runs on a worker of the match runtime,
     /// where blocking is only allowed after stepping off the worker first.
     pub(crate) fn block<F: std::future::Future>(&self, fut: F) -> F::Output {
-        if super::matches::in_match_callback() {
+        if super::call_state::in_match_callback() {
             return tokio::task::block_in_place(|| self.handle.block_on(fut));
         }
         self.handle.block_on(fut)
@@ -57,7 +57,7 @@ impl LuaShared {
         Handlers {
             services: self.services.clone(),
             native: self.native_matches.clone(),
-            lua: Some(self.clone()),
+            scripts: Some(self.clone()),
         }
     }
 }
