@@ -44,7 +44,7 @@ use tokio::time::Instant;
 use tower::Service as _;
 
 use crate::runtime::ClientAddr;
-use crate::serve::stopped;
+
 use crate::state::AppState;
 
 /// Most header lines the lane parses; a request with more goes to hyper.
@@ -507,6 +507,11 @@ impl AsyncWrite for Rewind {
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.tcp).poll_shutdown(cx)
     }
+}
+
+/// Resolves once `stop` is true or its sender is gone.
+pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower::Service as _;
 
-use crate::lane::{Lane, Left, Rewind};
+use crate::lane::{Lane, Left, Rewind, stopped};
 
 /// Serves `app` on `listener` until `stop` turns true, then stops accepting,
 /// lets open connections finish their current request and returns once all
@@ -98,11 +98,6 @@ pub(crate) async fn serve(
     drop(listener);
     drop(open);
     all_closed.closed().await;
-}
-
-/// Resolves once `stop` is true or its sender is gone.
-pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
 }
 
 fn is_connection_error(e: &std::io::Error) -> bool {

@@ -14,35 +14,15 @@ use serde_yaml_ng::{Mapping, Value};
 
 /// The longest `database.ledger_merge_interval_ms`: ledger pages scan every
 /// entry that waits for the writer's move.
+mod error;
+
+pub use error::ConfigError;
+
 const MAX_LEDGER_MERGE_INTERVAL_MS: u64 = 10_000;
 
 /// The longest `database.wal_sync_interval_ms` and
 /// `database.checkpoint_interval_ms`.
 const MAX_SQLITE_INTERVAL_MS: u64 = 10_000;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("config file {path} is not valid YAML: {source}")]
-    Yaml {
-        path: PathBuf,
-        source: serde_yaml_ng::Error,
-    },
-    #[error("config file {0} must be a mapping of sections to keys")]
-    NotAMapping(PathBuf),
-    #[error("unknown config key `{0}`; run `ludus help` for the list of keys")]
-    UnknownKey(String),
-    #[error("config key `{key}`: {message}")]
-    BadValue { key: String, message: String },
-    #[error("flag `{0}` needs a value: write `{0} VALUE` or `{0}=VALUE`")]
-    MissingValue(String),
-    #[error("unexpected argument `{0}`: config flags look like `--section.key value`")]
-    BadArgument(String),
-}
 
 /// The whole configuration, every field with a safe default.
 #[derive(Debug, Clone, Serialize, Deserialize)]

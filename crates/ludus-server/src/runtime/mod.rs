@@ -3,11 +3,11 @@
 //! HTTP client of `http_client.rs` injected), and the hooks the REST handlers
 //! call. `ludus-runtime` itself knows nothing of axum or SQL.
 
+mod config;
+
 mod hooks;
 mod http_client;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,147 +16,12 @@ use ludus_core::leaderboard_service::LeaderboardService;
 use ludus_core::storage_service::StorageService;
 use ludus_realtime::Realtime;
 use ludus_runtime::{LoadError, NativeModule, Runtime, RuntimeSettings, ServerServices};
-use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, ConfigError};
+use crate::config::Config;
 
+pub use config::RuntimeConfig;
 pub use hooks::{ClientAddr, after, before, before_without_body, call_context};
 pub use http_client::HyperClient;
-
-/// `runtime.*`: where modules live and the limits they run under.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RuntimeConfig {
-    /// Folder of Lua modules; empty means `<data_dir>/modules`.
-    pub path: String,
-    /// Key that lets server-to-server callers use `/v2/rpc` without a session.
-    pub http_key: String,
-    /// `key=value` pairs modules read as `ctx.env`.
-    pub env: Vec<String>,
-    /// Lua VM threads; 0 means one per CPU core.
-    pub lua_pool_size: usize,
-    /// Most Lua VMs one VM thread runs: while a call waits on the server
-    /// (storage, wallets…) the thread runs another VM's call. Made as needed.
-    /// 0 means by the store ([`vms_per_thread_for`]).
-    pub lua_vms_per_thread: usize,
-    /// Calls that may wait for a VM when all are busy; more are refused.
-    pub lua_pool_queue_size: usize,
-    /// Longest a call waits for a VM before it is refused.
-    pub lua_pool_timeout_ms: u64,
-    /// VM instructions one Lua call may run before it is stopped.
-    pub lua_instruction_budget: u64,
-    /// Bytes one Lua VM may allocate, its modules included; 0 for no limit.
-    pub lua_memory_limit_bytes: usize,
-    /// Wall-clock milliseconds one Lua call (RPC, hook, module loading) may
-    /// run before it is stopped.
-    pub lua_call_timeout_ms: u64,
-    /// Percent of its tick interval one Lua match callback may run (at
-    /// least 50 ms) before it is stopped and its match ends.
-    pub lua_match_timeout_percent: u32,
-    /// Globals and the standard library are read-only while calls run, as
-    /// Nakama's `runtime.read_only_globals`.
-    pub read_only_globals: bool,
-    /// Largest RPC payload accepted, in bytes.
-    pub max_rpc_payload_bytes: usize,
-    /// Most rows one `nk.sql_query` may return; a query matching more fails.
-    pub sql_max_rows: usize,
-    /// A PEM file of extra certificate authorities `nk.http_request` trusts
-    /// for https, besides the built-in web roots; empty for none.
-    pub http_ca_file: String,
-}
-
-impl Default for RuntimeConfig {
-    fn default() -> Self {
-        let d = RuntimeSettings::default();
-        RuntimeConfig {
-            path: String::new(),
-            http_key: "defaulthttpkey".into(),
-            env: Vec::new(),
-            lua_pool_size: 0,
-            lua_vms_per_thread: 0,
-            lua_pool_queue_size: d.pool_queue_size,
-            lua_pool_timeout_ms: d.pool_timeout.as_millis() as u64,
-            lua_instruction_budget: d.instruction_budget,
-            lua_memory_limit_bytes: d.memory_limit_bytes,
-            lua_call_timeout_ms: d.call_timeout.as_millis() as u64,
-            lua_match_timeout_percent: d.match_timeout_percent,
-            read_only_globals: d.read_only_globals,
-            max_rpc_payload_bytes: d.max_payload_bytes,
-            sql_max_rows: 10_000,
-            http_ca_file: String::new(),
-        }
-    }
-}
-
-impl RuntimeConfig {
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let bad = |key: &str, message: &str| {
-            Err(ConfigError::BadValue {
-                key: key.into(),
-                message: message.into(),
-            })
-        };
-        if self.http_key.is_empty() {
-            return bad("runtime.http_key", "must not be empty");
-        }
-        if let Some(pair) = self.env.iter().find(|p| !p.contains('=')) {
-            return bad("runtime.env", &format!("`{pair}` must look like key=value"));
-        }
-        if self.lua_vms_per_thread > 1024 {
-            return bad(
-                "runtime.lua_vms_per_thread",
-                "must be between 1 and 1024, or 0 for the store's default",
-            );
-        }
-        if self.lua_pool_timeout_ms == 0 {
-            return bad("runtime.lua_pool_timeout_ms", "must be at least 1");
-        }
-        if self.lua_instruction_budget < 10_000 {
-            return bad("runtime.lua_instruction_budget", "must be at least 10000");
-        }
-        if self.lua_memory_limit_bytes != 0 && self.lua_memory_limit_bytes < 1 << 20 {
-            return bad(
-                "runtime.lua_memory_limit_bytes",
-                "must be 0 (no limit) or at least 1048576",
-            );
-        }
-        if !(10..=60_000).contains(&self.lua_call_timeout_ms) {
-            return bad(
-                "runtime.lua_call_timeout_ms",
-                "must be between 10 and 60000 (shutdown waits for calls up to this long)",
-            );
-        }
-        if !(1..=1000).contains(&self.lua_match_timeout_percent) {
-            return bad(
-                "runtime.lua_match_timeout_percent",
-                "must be between 1 and 1000",
-            );
-        }
-        if self.max_rpc_payload_bytes == 0 {
-            return bad("runtime.max_rpc_payload_bytes", "must be at least 1");
-        }
-        if self.sql_max_rows == 0 {
-            return bad("runtime.sql_max_rows", "must be at least 1");
-        }
-        Ok(())
-    }
-
-    pub fn module_path(&self, data_dir: &Path) -> PathBuf {
-        if self.path.is_empty() {
-            data_dir.join("modules")
-        } else {
-            PathBuf::from(&self.path)
-        }
-    }
-
-    pub fn env_map(&self) -> BTreeMap<String, String> {
-        self.env
-            .iter()
-            .filter_map(|p| p.split_once('='))
-            .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
-            .collect()
-    }
-}
 
 /// VMs per Lua thread when `runtime.lua_vms_per_thread` is 0: what a
 /// thread keeps in flight has to cover its calls' wait on the store (calls

@@ -30,7 +30,7 @@ use ludus_realtime::{
 };
 use tokio::time::{Instant, sleep_until, timeout};
 
-use super::OpenSocket;
+use super::sockets::OpenSocket;
 
 /// Why the loop ended, for the close frame and the log.
 enum End {
