@@ -5,6 +5,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use base64::Engine as _;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -269,5 +271,40 @@ async fn read_chunked(
         if size == 0 {
             return Ok(body);
         }
+    }
+}
+
+pub(crate) fn basic(key: &str) -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
+    )
+}
+
+/// The user id (`uid` claim) of a `Bearer <jwt>` session, empty if none.
+pub(crate) fn token_user_id(bearer: &str) -> String {
+    let payload = bearer
+        .strip_prefix("Bearer ")
+        .and_then(|t| t.split('.').nth(1))
+        .and_then(|p| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(p.trim_end_matches('='))
+                .ok()
+        })
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    payload
+        .and_then(|v| v["uid"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_id_comes_from_the_token() {
+        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r#"{"uid":"abc"}"#);
+        assert_eq!(token_user_id(&format!("Bearer h.{claims}.s")), "abc");
+        assert_eq!(token_user_id(""), "");
     }
 }

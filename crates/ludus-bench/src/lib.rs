@@ -61,7 +61,7 @@ pub fn main(args: &[String]) -> i32 {
 
 /// Runs one workload and writes the requested files.
 pub async fn run(mut opts: Options) -> Result<RunResult, String> {
-    let tag = workload::http::run_tag();
+    let tag = options::run_tag();
     match opts.workload {
         Workload::Social => {
             opts.social = Some(workload::social::seed(&opts).await?);

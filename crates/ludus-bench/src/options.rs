@@ -329,7 +329,7 @@ pub struct Options {
     pub members: usize,
     pub groups: usize,
     /// The `social` workload's seeded data, once seeded.
-    pub social: Option<crate::workload::social::Seeded>,
+    pub social: Option<Seeded>,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
     pub quiet: bool,
@@ -413,7 +413,7 @@ impl Options {
             score_max: f.score_max,
             threads: f.threads as usize,
             social_op: f.op,
-            tag: f.tag.unwrap_or_else(crate::workload::http::run_tag),
+            tag: f.tag.unwrap_or_else(run_tag),
             friends: f.friends as usize,
             members: f.members as usize,
             groups: f.groups as usize,
@@ -543,6 +543,25 @@ fn parse_sources(v: &str) -> Result<Sources, String> {
         })
         .collect::<Result<_, _>>()
         .map(Sources)
+}
+
+/// Tells a run apart from earlier runs against the same database.
+pub fn run_tag() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}", nanos & 0xffff_ffff_ffff)
+}
+
+/// What the measured requests need from the seeding.
+#[derive(Debug, Clone)]
+pub struct Seeded {
+    /// `Bearer <token>` of the hub user.
+    pub hub: String,
+    pub group_id: String,
+    /// Group names start with this, then `g<i>`.
+    pub prefix: String,
 }
 
 #[cfg(test)]

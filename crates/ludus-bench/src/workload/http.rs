@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-
-use crate::http::Conn;
+use crate::http::{Conn, basic, token_user_id};
 use crate::options::{LeaderboardOp, Options, StorageOp, Workload};
 use crate::stats::Recorder;
 
@@ -23,22 +21,6 @@ pub struct Progress {
     pub received: AtomicU64,
     /// Fan-out subscribers that have joined their room.
     pub ready: AtomicU64,
-}
-
-/// Tells a run apart from earlier runs against the same database.
-pub fn run_tag() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{:x}", nanos & 0xffff_ffff_ffff)
-}
-
-pub(crate) fn basic(key: &str) -> String {
-    format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
-    )
 }
 
 /// A JSON payload of exactly `size` bytes (at least the envelope's 14).
@@ -380,22 +362,6 @@ fn storage_step(op: StorageOp, vu: usize, n: u64, user_id: &str, bearer: &str) -
     }
 }
 
-/// The user id (`uid` claim) of a `Bearer <jwt>` session, empty if none.
-pub(crate) fn token_user_id(bearer: &str) -> String {
-    let payload = bearer
-        .strip_prefix("Bearer ")
-        .and_then(|t| t.split('.').nth(1))
-        .and_then(|p| {
-            base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(p.trim_end_matches('='))
-                .ok()
-        })
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-    payload
-        .and_then(|v| v["uid"].as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 fn second_of(start: Instant) -> usize {
     start.elapsed().as_secs() as usize
 }
@@ -443,13 +409,6 @@ mod tests {
             })
             .collect();
         assert_ne!(values[0], values[1]);
-    }
-
-    #[test]
-    fn user_id_comes_from_the_token() {
-        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r#"{"uid":"abc"}"#);
-        assert_eq!(token_user_id(&format!("Bearer h.{claims}.s")), "abc");
-        assert_eq!(token_user_id(""), "");
     }
 
     #[test]

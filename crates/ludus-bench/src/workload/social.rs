@@ -16,17 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::http::Conn;
-use crate::options::{Options, SocialOp};
-
-/// What the measured requests need from the seeding.
-#[derive(Debug, Clone)]
-pub struct Seeded {
-    /// `Bearer <token>` of the hub user.
-    pub hub: String,
-    pub group_id: String,
-    /// Group names start with this, then `g<i>`.
-    pub prefix: String,
-}
+use crate::options::{Options, Seeded, SocialOp};
 
 /// One measured request.
 pub(crate) struct Request {
@@ -82,7 +72,7 @@ fn encode(s: &str) -> String {
 
 /// Signs in (creating) the device `id`; answers the bearer and the user id.
 async fn sign_in(conn: &mut Conn, opts: &Options, id: &str) -> Result<(String, String), String> {
-    let auth = super::http::basic(&opts.server_key);
+    let auth = crate::http::basic(&opts.server_key);
     let body = format!(r#"{{"id":"{id}"}}"#);
     let r = conn
         .request(
@@ -103,7 +93,7 @@ async fn sign_in(conn: &mut Conn, opts: &Options, id: &str) -> Result<(String, S
     let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
     let token = v["token"].as_str().unwrap_or_default();
     let bearer = format!("Bearer {token}");
-    let user = super::http::token_user_id(&bearer);
+    let user = crate::http::token_user_id(&bearer);
     Ok((bearer, user))
 }
 

@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 use tokio::time::{Instant as TokioInstant, sleep_until, timeout_at};
 
 use crate::http::Conn;
+use crate::http::basic;
 use crate::options::{Format, Options, Workload};
 use crate::stats::Recorder;
 use crate::workload::envelope::{self, Incoming, Writer};
-use crate::workload::http::{Progress, basic};
+use crate::workload::http::Progress;
 use crate::ws::{self, WsConn, WsError};
 
 /// Payload sizes of Nakama's published match workload.
