@@ -55,7 +55,11 @@ enum Command {
     /// Print the version
     Version,
     /// Show this help and every config key with its default
-    Help,
+    Help {
+        /// Print the configuration reference (docs/configuration.md) in Markdown
+        #[arg(long)]
+        markdown: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -122,18 +126,23 @@ fn run(cli: Cli, native: NativeModule) -> anyhow::Result<()> {
             println!("ludus {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
-        Some(Command::Help) => {
+        Some(Command::Help { markdown }) => {
             // Written without println!, which panics when the reader has gone
             // (`ludus help | head`); a closed pipe just ends the output.
             use std::io::Write as _;
             let mut out = std::io::stdout().lock();
-            let mut text = format!(
-                "{}\nconfig keys and defaults:\n",
-                Cli::command().render_long_help()
-            );
-            for (key, default) in Config::documented_keys() {
-                text.push_str(&format!("  --{key:<38} {default}\n"));
-            }
+            let text = if markdown {
+                ludus_server::config::reference::markdown()
+            } else {
+                let mut text = format!(
+                    "{}\nconfig keys and defaults (their meanings: `ludus help --markdown`, or docs/configuration.md):\n",
+                    Cli::command().render_long_help()
+                );
+                for (key, default) in Config::documented_keys() {
+                    text.push_str(&format!("  --{key:<38} {default}\n"));
+                }
+                text
+            };
             match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
                 _ => Ok(()),

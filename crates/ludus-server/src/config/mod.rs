@@ -15,6 +15,7 @@ use serde_yaml_ng::{Mapping, Value};
 /// The longest `database.ledger_merge_interval_ms`: ledger pages scan every
 /// entry that waits for the writer's move.
 mod error;
+pub mod reference;
 
 pub use error::ConfigError;
 

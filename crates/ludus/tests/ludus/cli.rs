@@ -49,6 +49,27 @@ fn help_answers_for_every_command() {
 }
 
 #[test]
+fn help_markdown_prints_the_configuration_reference() {
+    let out = ludus("help --markdown");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = stdout(&out);
+    assert!(page.starts_with("# Configuration\n"), "{page}");
+    assert!(
+        page.contains("| `socket.port` | `7350` | port of the API |"),
+        "{page}"
+    );
+    let on_disk = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/configuration.md"
+    ))
+    .unwrap();
+    assert_eq!(
+        page, on_disk,
+        "docs/configuration.md is what `ludus help --markdown` prints"
+    );
+}
+
+#[test]
 fn version_prints_the_version() {
     for args in ["version", "--version"] {
         let out = ludus(args);
