@@ -42,7 +42,7 @@ pub(crate) fn check(sql: &str) -> Result<(), StoreError> {
 /// (core and `adminpack`). Refused by name in module SQL; the role Ludus
 /// connects with should not hold `pg_read_server_files`,
 /// `pg_write_server_files` or `pg_execute_server_program` in the first
-/// place (README), since SQL built at run time (`EXECUTE` in a `DO` block)
+/// place (docs/runtime.md), since SQL built at run time (`EXECUTE` in a `DO` block)
 /// could name them without spelling them.
 const PG_FILE_FUNCTIONS: &[&str] = &[
     "pg_read_file",

@@ -55,7 +55,7 @@ async fn jit_modules_are_unreachable() {
 /// Everything a module can reach (tables, functions, their environments
 /// and metatables, from `_G`, the string metatable and the thread's
 /// environment) is on this list; `nakama` holds only functions. A new entry
-/// here is a decision about the sandbox: document it in README's sandbox
+/// here is a decision about the sandbox: document it in docs/runtime.md's sandbox
 /// section.
 #[tokio::test]
 async fn everything_reachable_is_on_the_allow_list() {
