@@ -1,5 +1,8 @@
-//! Domain errors and the one place where they map to gRPC codes, HTTP statuses
-//! and realtime error codes.
+//! Domain errors (`ApiError` with its gRPC `Code`) and the one place where a
+//! code maps to an HTTP status. The bottom of the crate: it imports no other
+//! file of it. A store's outcome maps to an `ApiError` beside `StoreError`
+//! (`store.rs`); an `ApiError` maps to a realtime error code in
+//! `ludus-realtime`'s `error.rs`.
 
 use std::borrow::Cow;
 

@@ -183,7 +183,7 @@ impl CallState {
 
 thread_local! {
     /// The deadline of the Lua call running on this thread, for the server
-    /// calls it waits on (`nk_server::block_on`), which see no VM.
+    /// calls it waits on (`nk_common::block_on`), which see no VM.
     static CALL_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
@@ -327,7 +327,7 @@ thread_local! {
 }
 
 /// Whether this thread is running a match callback: server calls made from
-/// there must leave the match runtime's worker first (see `nk_server::block_on`).
+/// there must leave the match runtime's worker first (see `nk_common::block_on`).
 pub(crate) fn in_match_callback() -> bool {
     IN_MATCH.with(|c| c.get())
 }

@@ -79,7 +79,7 @@ fn to_lua_at(lua: &Lua, value: &Value, depth: usize) -> mlua::Result<LuaValue> {
 
 /// Converts a Lua value to JSON. Runs no module code: the only Lua it may
 /// call is the sandbox's own completion of a table filled on first use, so
-/// it may run with the VM's memory limit lifted (`vm::unlimited`).
+/// it may run with the VM's memory limit lifted (`call_state::unlimited`).
 pub(super) fn from_lua(lua: &Lua, value: &LuaValue) -> mlua::Result<Value> {
     from_lua_at(lua, value, 0, &mut Budget(MAX_JSON_BYTES))
 }

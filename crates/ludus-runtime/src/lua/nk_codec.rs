@@ -31,7 +31,7 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
     nk.set(
         "json_encode",
         lua.create_function(|lua, value: LuaValue| {
-            // Unguarded (see `vm::unlimited`): the conversion runs no module
+            // Unguarded (see `call_state::unlimited`): the conversion runs no module
             // code and its text is bounded (`convert::MAX_JSON_BYTES`); the
             // text is then held to the VM's limit.
             let text = unlimited(lua, || -> mlua::Result<_> {
@@ -51,7 +51,7 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
             let value: serde_json::Value = serde_json::from_slice(&bytes)
                 .map_err(|e| mlua::Error::runtime(format!("json_decode: not valid JSON: {e}")))?;
             drop(bytes);
-            // Unguarded (see `vm::unlimited`) when even the largest value
+            // Unguarded (see `call_state::unlimited`) when even the largest value
             // this text could make fits under the VM's limit, so the limit
             // holds with no check afterwards; guarded otherwise.
             let most = len.saturating_mul(JSON_EXPANSION).saturating_add(4096);

@@ -280,7 +280,7 @@ return function(sources, stopped, errtext, is_c_function, keep_loaded, fill_ctx,
   -- A call's `ctx` until its tables are made (ctx.rs): reading a field it
   -- lacks, or adding one, makes them first; making them drops this
   -- metatable. Rust code converting a table to JSON completes it through
-  -- `complete`, which the registry keeps (`sandbox::complete`).
+  -- `complete`, which the registry keeps (`lazy::complete`).
   local lazy_ctx = {
     __index = function(t, k)
       complete(t)

@@ -41,7 +41,7 @@ impl LuaShared {
 
     /// Drives `fut` to its end on this thread: how `nk` functions wait on
     /// async work when they cannot yield (the waiting half of
-    /// `nk_server::server_function`, and every function that only waits).
+    /// `nk_common::server_function`, and every function that only waits).
     /// Pool VM threads are not the runtime's, so the handle drives the
     /// future there; a match callback runs on a worker of the match runtime,
     /// where blocking is only allowed after stepping off the worker first.
