@@ -404,7 +404,8 @@ pub trait Store: Send + Sync + 'static {
     /// Up to `count` groups picked at random.
     async fn groups_random(&self, count: usize) -> StoreResult<Vec<Group>>;
 
-    /// Up to `limit` users of a group (with `role` only, when given) in
+    /// Up to `limit` users of a group (with `role` only, when given; with
+    /// no role, every role but banned, as Nakama's `ListGroupUsers`) in
     /// (role, user id) order, strictly after `after`.
     async fn group_users(
         &self,

@@ -532,7 +532,8 @@ impl Stmt {
                 user_columns!(),
                 ", e.state, u.xmin
                    FROM group_edge e JOIN users u ON u.id = e.user_id
-                  WHERE e.group_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
+                  WHERE e.group_id = $1
+                    AND ($2::smallint IS NULL AND e.state <= 3 OR e.state = $2)
                     AND (e.state, e.user_id) > ($3, $4)
                   ORDER BY e.state, e.user_id LIMIT $5"
             ),
@@ -540,7 +541,8 @@ impl Stmt {
             Stmt::GroupUserEdges => {
                 "SELECT e.user_id, u.xmin, e.state
                    FROM group_edge e JOIN users u ON u.id = e.user_id
-                  WHERE e.group_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
+                  WHERE e.group_id = $1
+                    AND ($2::smallint IS NULL AND e.state <= 3 OR e.state = $2)
                     AND (e.state, e.user_id) > ($3, $4)
                   ORDER BY e.state, e.user_id LIMIT $5"
             }

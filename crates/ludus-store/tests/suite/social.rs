@@ -844,3 +844,39 @@ pub(crate) async fn deleting_a_user_takes_the_groups_only_they_lead<B: Backend>(
     assert_eq!(role(&store, shared.id, ann).await, None);
     assert_eq!(group(&store, bobs.id).await.edge_count, 1);
 }
+
+/// Regression: listing a group's users with no state filter included the
+/// users the group had banned; Nakama's `ListGroupUsers` leaves them out
+/// (states 0-3 only) and shows them only when asked for state 4.
+pub(crate) async fn group_users_without_a_state_leave_out_banned_users<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let (boss, bad, good) = (
+        user(&store, "boss").await,
+        user(&store, "bad").await,
+        user(&store, "good").await,
+    );
+    let g = new_group(boss, "Strict", true, 10);
+    store.group_create(&g, g.creator_id).await.unwrap();
+    for m in [bad, good] {
+        store
+            .group_change(g.id, GroupOp::Join, Some(m), &[m], NOW_US)
+            .await
+            .unwrap();
+    }
+    store
+        .group_change(g.id, GroupOp::Ban, Some(boss), &[bad], NOW_US)
+        .await
+        .unwrap();
+    let listed = store.group_users(g.id, None, None, 100).await.unwrap();
+    let mut ids: Vec<Uuid> = listed.iter().map(|m| m.user.id).collect();
+    ids.sort();
+    let mut want = vec![boss, good];
+    want.sort();
+    assert_eq!(ids, want, "the banned user is left out");
+    let banned = store
+        .group_users(g.id, Some(GroupRole::Banned), None, 100)
+        .await
+        .unwrap();
+    assert_eq!(banned.len(), 1);
+    assert_eq!(banned[0].user.id, bad);
+}
