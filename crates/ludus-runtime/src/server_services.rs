@@ -11,10 +11,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
+use ludus_core::chat_service::{self, HistoryPage};
 use ludus_core::leaderboard_service::LeaderboardService;
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::notification_service::{self, NotificationPage};
 use ludus_core::social_service::SocialService;
 use ludus_core::storage::{
     Access, ObjectId, StorageAck, StorageDelete, StorageObject, StoragePage, StorageWrite,
@@ -174,6 +176,66 @@ impl RuntimeServices for ServerServices {
 
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError> {
         self.http.request(request).await
+    }
+
+    async fn account_delete(&self, user_id: Uuid) -> Result<(), ApiError> {
+        self.accounts.delete_account(user_id).await
+    }
+
+    async fn session_logout(
+        &self,
+        user_id: Uuid,
+        token: String,
+        refresh_token: String,
+    ) -> Result<(), ApiError> {
+        self.accounts
+            .logout_user(user_id, &token, &refresh_token)
+            .await
+    }
+
+    async fn notifications_list(
+        &self,
+        user_id: Uuid,
+        limit: u32,
+        cursor: Option<String>,
+    ) -> Result<NotificationPage, ApiError> {
+        notification_service::list_up_to(
+            self.accounts.store().as_ref(),
+            user_id,
+            limit,
+            cursor.as_deref(),
+            1000,
+        )
+        .await
+    }
+
+    async fn notifications_delete(&self, user_id: Uuid, ids: Vec<Uuid>) -> Result<(), ApiError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.accounts
+            .store()
+            .delete_notifications(user_id, &ids)
+            .await?;
+        Ok(())
+    }
+
+    async fn channel_messages_list(
+        &self,
+        channel_id: String,
+        limit: u32,
+        forward: bool,
+        cursor: Option<String>,
+    ) -> Result<HistoryPage, ApiError> {
+        chat_service::channel_history(
+            self.accounts.store().as_ref(),
+            None,
+            &channel_id,
+            Some(limit),
+            forward,
+            cursor.as_deref(),
+        )
+        .await
     }
 
     async fn notifications_send(&self, notifications: Vec<Notification>) -> Result<(), ApiError> {

@@ -12,9 +12,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ludus_core::ApiError;
 use ludus_core::accounts::Credential;
+use ludus_core::chat_service::HistoryPage;
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::notification_service::NotificationPage;
 use ludus_core::storage::{
     ObjectId, StorageAck, StorageDelete, StorageObject, StoragePage, StorageWrite,
 };
@@ -120,6 +122,57 @@ pub trait RuntimeServices: Send + Sync + 'static {
     /// server (a missing caller id acts with every permission).
     fn social(&self) -> Result<&ludus_core::social_service::SocialService, ApiError> {
         Err(no_social())
+    }
+
+    /// Deletes an account (`nk.account_delete_id`): its data goes and every
+    /// session it had is revoked, as `DELETE /v2/account`.
+    async fn account_delete(&self, user_id: Uuid) -> Result<(), ApiError> {
+        let _ = user_id;
+        Err(no_accounts())
+    }
+
+    /// Revokes a user's given tokens, or every session of the user when
+    /// both are empty (`nk.session_logout`).
+    async fn session_logout(
+        &self,
+        user_id: Uuid,
+        token: String,
+        refresh_token: String,
+    ) -> Result<(), ApiError> {
+        let _ = (user_id, token, refresh_token);
+        Err(no_accounts())
+    }
+
+    /// A page of a user's stored notifications, oldest first, of 1 to 1000
+    /// (`nk.notifications_list`).
+    async fn notifications_list(
+        &self,
+        user_id: Uuid,
+        limit: u32,
+        cursor: Option<String>,
+    ) -> Result<NotificationPage, ApiError> {
+        let _ = (user_id, limit, cursor);
+        Err(no_realtime())
+    }
+
+    /// Deletes these stored notifications of a user; unknown ids are
+    /// ignored (`nk.notifications_delete`).
+    async fn notifications_delete(&self, user_id: Uuid, ids: Vec<Uuid>) -> Result<(), ApiError> {
+        let _ = (user_id, ids);
+        Err(no_realtime())
+    }
+
+    /// A page of a channel's history, read as the server (every channel),
+    /// of 1 to 100 messages (`nk.channel_messages_list`).
+    async fn channel_messages_list(
+        &self,
+        channel_id: String,
+        limit: u32,
+        forward: bool,
+        cursor: Option<String>,
+    ) -> Result<HistoryPage, ApiError> {
+        let _ = (channel_id, limit, forward, cursor);
+        Err(no_realtime())
     }
 
     /// Stores the persistent notifications and pushes all of them live.

@@ -10,7 +10,7 @@ use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_common::{api_error, block_on};
+use super::nk_common::{api_error, block_on, whole_number};
 use super::shared::LuaShared;
 use crate::services::StreamMeta;
 use ludus_realtime::{Presence, Stream, StreamMode};
@@ -322,11 +322,9 @@ fn stream_key(t: &Table) -> mlua::Result<Stream> {
     for pair in t.pairs::<String, LuaValue>() {
         let (k, v) = pair?;
         match (k.as_str(), v) {
-            ("mode", LuaValue::Integer(n)) => {
+            ("mode", v @ (LuaValue::Integer(_) | LuaValue::Number(_))) => {
+                let n = whole_number(&v).ok_or_else(|| bad("mode must be 0-255"))?;
                 mode = u8::try_from(n).map_err(|_| bad("mode must be 0-255"))?
-            }
-            ("mode", LuaValue::Number(n)) if n.fract() == 0.0 && (0.0..=255.0).contains(&n) => {
-                mode = n as u8
             }
             ("mode", _) => return Err(bad("mode must be a number")),
             ("subject" | "subcontext", LuaValue::String(s)) => {
