@@ -280,6 +280,37 @@ impl RuntimeServices for ServerServices {
             .map_err(rt_error)
     }
 
+    async fn channel_message_update(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        content: String,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
+        self.realtime
+            .chat
+            .update_as(channel_id, message_id, content, sender, username, persist)
+            .await
+            .map_err(rt_error)
+    }
+
+    async fn channel_message_remove(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
+        self.realtime
+            .chat
+            .remove_as(channel_id, message_id, sender, username, persist)
+            .await
+            .map_err(rt_error)
+    }
+
     fn stream_user_join(
         &self,
         user: Uuid,

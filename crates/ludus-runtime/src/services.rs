@@ -214,6 +214,35 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_realtime())
     }
 
+    /// Changes a message as the server (`nk.channel_message_update`); when
+    /// `persist`, the stored message of that id and sender is changed.
+    async fn channel_message_update(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        content: String,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
+        let _ = (channel_id, message_id, content, sender, username, persist);
+        Err(no_realtime())
+    }
+
+    /// Removes a message as the server (`nk.channel_message_remove`); when
+    /// `persist`, the stored message of that id and sender is deleted.
+    async fn channel_message_remove(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
+        let _ = (channel_id, message_id, sender, username, persist);
+        Err(no_realtime())
+    }
+
     /// Tracks a session of `user` on a stream (or changes its metadata);
     /// true when newly tracked.
     fn stream_user_join(

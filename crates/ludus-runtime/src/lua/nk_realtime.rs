@@ -66,17 +66,69 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                         persist.unwrap_or(false),
                     ),
                 )?;
-                // Nakama's shape: camelCase keys, times in UNIX seconds.
-                let secs = |t: Option<ludus_proto::Timestamp>| t.map_or(0, |t| t.seconds);
-                let t = lua.create_table_with_capacity(0, 7)?;
-                t.raw_set("channelId", ack.channel_id)?;
-                t.raw_set("messageId", ack.message_id)?;
-                t.raw_set("code", ack.code.map_or(0, |c| c.value))?;
-                t.raw_set("username", ack.username)?;
-                t.raw_set("createTime", secs(ack.create_time))?;
-                t.raw_set("updateTime", secs(ack.update_time))?;
-                t.raw_set("persistent", ack.persistent.is_some_and(|p| p.value))?;
-                Ok(t)
+                ack_table(lua, ack)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "channel_message_update",
+        lua.create_function(
+            move |lua,
+                  (channel_id, message_id, content, sender_id, username, persist): (
+                String,
+                String,
+                Option<Table>,
+                Option<String>,
+                Option<String>,
+                Option<bool>,
+            )| {
+                message_id_arg(&message_id)?;
+                let content = match content {
+                    Some(t) => json_object(lua, t, "message content")?,
+                    None => "{}".to_owned(),
+                };
+                let sender = sender_arg(sender_id.as_deref(), 4)?;
+                let ack = block_on(
+                    &s,
+                    s.services.channel_message_update(
+                        &channel_id,
+                        &message_id,
+                        content,
+                        sender,
+                        username.unwrap_or_default(),
+                        persist.unwrap_or(false),
+                    ),
+                )?;
+                ack_table(lua, ack)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "channel_message_remove",
+        lua.create_function(
+            move |lua,
+                  (channel_id, message_id, sender_id, username, persist): (
+                String,
+                String,
+                Option<String>,
+                Option<String>,
+                Option<bool>,
+            )| {
+                message_id_arg(&message_id)?;
+                let sender = sender_arg(sender_id.as_deref(), 3)?;
+                let ack = block_on(
+                    &s,
+                    s.services.channel_message_remove(
+                        &channel_id,
+                        &message_id,
+                        sender,
+                        username.unwrap_or_default(),
+                        persist.unwrap_or(false),
+                    ),
+                )?;
+                ack_table(lua, ack)
             },
         )?,
     )?;
@@ -407,5 +459,39 @@ fn optional_uuid(id: Option<&str>, what: &str) -> mlua::Result<Uuid> {
     match id {
         None | Some("") => Ok(Uuid::nil()),
         Some(id) => uuid_arg(id, what),
+    }
+}
+
+/// A chat acknowledgement as Nakama's Lua sees it: camelCase keys, times in
+/// UNIX seconds.
+fn ack_table(lua: &Lua, ack: ludus_proto::realtime::ChannelMessageAck) -> mlua::Result<Table> {
+    let secs = |t: Option<ludus_proto::Timestamp>| t.map_or(0, |t| t.seconds);
+    let t = lua.create_table_with_capacity(0, 7)?;
+    t.raw_set("channelId", ack.channel_id)?;
+    t.raw_set("messageId", ack.message_id)?;
+    t.raw_set("code", ack.code.map_or(0, |c| c.value))?;
+    t.raw_set("username", ack.username)?;
+    t.raw_set("createTime", secs(ack.create_time))?;
+    t.raw_set("updateTime", secs(ack.update_time))?;
+    t.raw_set("persistent", ack.persistent.is_some_and(|p| p.value))?;
+    Ok(t)
+}
+
+fn message_id_arg(id: &str) -> mlua::Result<()> {
+    Uuid::parse_str(id)
+        .map(|_| ())
+        .map_err(|_| mlua::Error::runtime("bad argument #2: Invalid message identifier"))
+}
+
+/// A sender id argument of Nakama's update and remove: nil or empty is the
+/// system.
+fn sender_arg(id: Option<&str>, arg: usize) -> mlua::Result<Uuid> {
+    match id {
+        None | Some("") => Ok(Uuid::nil()),
+        Some(id) => Uuid::parse_str(id).map_err(|_| {
+            mlua::Error::runtime(format!(
+                "bad argument #{arg}: expects sender id to either be not set, empty string or a valid UUID"
+            ))
+        }),
     }
 }

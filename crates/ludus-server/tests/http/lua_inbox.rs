@@ -1,4 +1,5 @@
 //! `nk.notifications_list|delete`, `nk.channel_messages_list`,
+//! `nk.channel_message_update|remove`,
 //! `nk.session_logout` and `nk.account_delete_id` from
 //! `tests/lua/inbox_test.lua`, on both backends: Nakama's arguments,
 //! defaults, result tables and refusals, and their effect seen over REST.
@@ -61,6 +62,28 @@ async fn lua_notifications_history_logout_and_delete(b: Backend) {
         "{out}"
     );
     assert_eq!(out["direct"], 0);
+
+    assert_eq!(out["update_code"], 1, "Nakama's code of an update");
+    assert_eq!(out["update_persistent"], true);
+    assert_eq!(out["updated_content"], r#"{"v":10}"#);
+    assert!(
+        text("update_other_sender").contains("channel message not found"),
+        "{out}"
+    );
+    assert!(
+        text("update_bad_id").contains("Invalid message identifier"),
+        "{out}"
+    );
+    assert!(
+        text("update_bad_sender").contains("expects sender id"),
+        "{out}"
+    );
+    assert_eq!(out["remove_code"], 2, "Nakama's code of a removal");
+    assert_eq!(out["after_remove"], 1);
+    assert!(
+        text("remove_again").contains("channel message not found"),
+        "{out}"
+    );
 
     assert!(text("bad_logout").contains("expects valid user id"));
     assert!(text("bad_delete_account").contains("expects user ID to be a valid identifier"));

@@ -60,6 +60,22 @@ nk.register_rpc(function(ctx, payload)
   local direct = nk.channel_id_build(p.bob, p.cat, 2)
   out.direct = #nk.channel_messages_list(direct)
 
+  -- Update and remove as a sender, as the server.
+  local edit = nk.channel_id_build(nil, "inbox-edit", 1)
+  local sent = nk.channel_message_send(edit, { v = 1 }, p.bob, "bob", true)
+  nk.channel_message_send(edit, { v = 2 }, p.bob, "bob", true)
+  local updated = nk.channel_message_update(edit, sent.messageId, { v = 10 }, p.bob, "bob", true)
+  out.update_code = updated.code
+  out.update_persistent = updated.persistent
+  out.updated_content = nk.channel_messages_list(edit, 10)[1].content
+  out.update_other_sender = err(nk.channel_message_update, edit, sent.messageId, { v = 11 }, p.cat, "cat", true)
+  out.update_bad_id = err(nk.channel_message_update, edit, "nope", { v = 11 })
+  out.update_bad_sender = err(nk.channel_message_update, edit, sent.messageId, { v = 11 }, "nope")
+  local removed = nk.channel_message_remove(edit, sent.messageId, p.bob, "bob", true)
+  out.remove_code = removed.code
+  out.after_remove = #nk.channel_messages_list(edit, 10)
+  out.remove_again = err(nk.channel_message_remove, edit, sent.messageId, p.bob, "bob", true)
+
   out.bad_logout = err(nk.session_logout, "nope")
   nk.session_logout(p.bob, p.bob_token)
   out.bad_delete_account = err(nk.account_delete_id, "nope")
