@@ -280,6 +280,35 @@ impl RuntimeServices for ServerServices {
             .map_err(rt_error)
     }
 
+    async fn status_follow(&self, session_id: Uuid, users: Vec<Uuid>) -> Result<(), ApiError> {
+        let Some(session) = self.realtime.hub().session(session_id) else {
+            return Ok(());
+        };
+        let req = ludus_proto::realtime::StatusFollow {
+            user_ids: users.iter().map(Uuid::to_string).collect(),
+            usernames: Vec::new(),
+        };
+        self.realtime
+            .status
+            .follow(&session, req)
+            .await
+            .map(|_| ())
+            .map_err(rt_error)
+    }
+
+    fn status_unfollow(&self, session_id: Uuid, users: Vec<Uuid>) -> Result<(), ApiError> {
+        let Some(session) = self.realtime.hub().session(session_id) else {
+            return Ok(());
+        };
+        let req = ludus_proto::realtime::StatusUnfollow {
+            user_ids: users.iter().map(Uuid::to_string).collect(),
+        };
+        self.realtime
+            .status
+            .unfollow(&session, req)
+            .map_err(rt_error)
+    }
+
     async fn channel_message_update(
         &self,
         channel_id: &str,

@@ -214,6 +214,20 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_realtime())
     }
 
+    /// Makes a session of this node follow users' status
+    /// (`nk.status_follow`); a session not on this node is left alone, as in
+    /// Nakama. Unknown users and the session's own user are skipped.
+    async fn status_follow(&self, session_id: Uuid, users: Vec<Uuid>) -> Result<(), ApiError> {
+        let _ = (session_id, users);
+        Err(no_realtime())
+    }
+
+    /// Stops a session of this node following users (`nk.status_unfollow`).
+    fn status_unfollow(&self, session_id: Uuid, users: Vec<Uuid>) -> Result<(), ApiError> {
+        let _ = (session_id, users);
+        Err(no_realtime())
+    }
+
     /// Changes a message as the server (`nk.channel_message_update`); when
     /// `persist`, the stored message of that id and sender is changed.
     async fn channel_message_update(

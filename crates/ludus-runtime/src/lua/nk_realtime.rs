@@ -72,6 +72,24 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
     )?;
     let s = shared.clone();
     nk.set(
+        "status_follow",
+        lua.create_function(move |_, (session_id, ids): (String, Table)| {
+            let (session, users) = status_args(&session_id, &ids)?;
+            block_on(&s, s.services.status_follow(session, users))
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "status_unfollow",
+        lua.create_function(move |_, (session_id, ids): (String, Table)| {
+            let (session, users) = status_args(&session_id, &ids)?;
+            s.services
+                .status_unfollow(session, users)
+                .map_err(api_error)
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
         "channel_message_update",
         lua.create_function(
             move |lua,
@@ -494,4 +512,28 @@ fn sender_arg(id: Option<&str>, arg: usize) -> mlua::Result<Uuid> {
             ))
         }),
     }
+}
+
+/// `nk.status_follow|unfollow`'s session id and list of user ids, checked
+/// as Nakama checks them.
+fn status_args(session_id: &str, ids: &Table) -> mlua::Result<(Uuid, Vec<Uuid>)> {
+    let session = Uuid::parse_str(session_id)
+        .map_err(|_| mlua::Error::runtime("bad argument #1: expects a valid session id"))?;
+    let bad = |m: &str| mlua::Error::runtime(format!("bad argument #2: {m}"));
+    let mut users = Vec::new();
+    for pair in ids.pairs::<LuaValue, LuaValue>() {
+        let (k, v) = pair?;
+        if !matches!(k, LuaValue::Integer(_) | LuaValue::Number(_)) {
+            return Err(bad("invalid user ids list"));
+        }
+        let LuaValue::String(id) = v else {
+            return Err(bad("each user id must be a string"));
+        };
+        let id = id.to_str()?;
+        if id.is_empty() {
+            return Err(bad("each user id must be a string"));
+        }
+        users.push(Uuid::parse_str(&id).map_err(|_| bad("each user id must be a valid id"))?);
+    }
+    Ok((session, users))
 }

@@ -113,3 +113,16 @@ nk.register_rt_after(function(ctx, response, request)
     message_id = response.channel_message_ack.message_id,
   }))
 end, "ChannelMessageSend")
+
+-- nk.status_follow|unfollow for another session, by id.
+rpc("rt_status_follow", function(ctx, payload)
+  local p = nk.json_decode(payload)
+  if p.unfollow then
+    nk.status_unfollow(p.session_id, p.user_ids)
+  else
+    nk.status_follow(p.session_id, p.user_ids)
+  end
+  local _, bad_session = pcall(nk.status_follow, "nope", p.user_ids)
+  local _, bad_user = pcall(nk.status_unfollow, p.session_id, { "nope" })
+  return nk.json_encode({ bad_session = tostring(bad_session), bad_user = tostring(bad_user) })
+end)
