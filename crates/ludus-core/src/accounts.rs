@@ -644,6 +644,27 @@ impl AccountService {
         Ok(())
     }
 
+    /// Up to `count` users picked at random, as Nakama's `GetRandomUsers`:
+    /// those after a random id, then, when too few follow it, more from
+    /// the first id on, each user once.
+    pub async fn random_users(&self, count: usize) -> Result<Vec<User>, ApiError> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut users = self.store.users_after(Uuid::new_v4(), count).await?;
+        if users.len() < count {
+            for user in self.store.users_after(Uuid::nil(), count).await? {
+                if users.len() == count {
+                    break;
+                }
+                if !users.iter().any(|u| u.id == user.id) {
+                    users.push(user);
+                }
+            }
+        }
+        Ok(users)
+    }
+
     pub async fn users(&self, ids: &[String], usernames: &[String]) -> Result<Vec<User>, ApiError> {
         if ids.len() + usernames.len() > MAX_USERS_LOOKUP {
             return Err(ApiError::invalid(format!(

@@ -191,6 +191,11 @@ pub trait Store: Send + Sync + 'static {
     /// Users by id or username, each at most once, in no particular order.
     async fn get_users(&self, ids: &[Uuid], usernames: &[String]) -> StoreResult<Vec<User>>;
 
+    /// Up to `limit` users with an id above `after`, in id order (the
+    /// system user, whose id is nil, never): how random users are picked,
+    /// from a random id, as Nakama's `GetRandomUsers` does.
+    async fn users_after(&self, after: Uuid, limit: usize) -> StoreResult<Vec<User>>;
+
     /// Records that one token is revoked until it expires.
     async fn revoke_token(
         &self,

@@ -156,6 +156,14 @@ impl RuntimeServices for ServerServices {
         Ok(users)
     }
 
+    async fn users_random(&self, count: usize) -> Result<Vec<User>, ApiError> {
+        let mut users = self.accounts.random_users(count).await?;
+        for u in &mut users {
+            u.online = self.realtime.status.is_online(u.id);
+        }
+        Ok(users)
+    }
+
     async fn link(&self, user_id: Uuid, credential: Credential) -> Result<(), ApiError> {
         self.accounts.link(user_id, credential).await
     }

@@ -98,6 +98,12 @@ pub trait RuntimeServices: Send + Sync + 'static {
     /// Users by id or username; unknown ones are left out.
     async fn users(&self, ids: Vec<String>, usernames: Vec<String>) -> Result<Vec<User>, ApiError>;
 
+    /// Up to `count` users picked at random (`nk.users_get_random`).
+    async fn users_random(&self, count: usize) -> Result<Vec<User>, ApiError> {
+        let _ = count;
+        Err(no_accounts())
+    }
+
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError>;
 
     // Linking (`nk.link_*`, `nk.unlink_*`): `AccountService::link` and

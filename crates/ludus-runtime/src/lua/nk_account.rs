@@ -1,15 +1,15 @@
-//! `nk.account_delete_id` and `nk.session_logout`: an account's end and its
-//! sessions', as the server, with Nakama's arguments and messages. Both go
-//! through `AccountService` (`RuntimeServices::account_delete` and
-//! `session_logout`), so a logout here is stored and reaches every node as
-//! the client's own does.
+//! `nk.account_delete_id`, `nk.session_logout` and `nk.users_get_random`:
+//! accounts as the server, with Nakama's arguments and messages. They go
+//! through `AccountService` (`RuntimeServices::account_delete`,
+//! `session_logout` and `users_random`), so a logout here is stored and
+//! reaches every node as the client's own does.
 
 use std::sync::Arc;
 
-use mlua::{Lua, Table};
+use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
-use super::nk_common::{arg_error, served, server_function};
+use super::nk_common::{arg_error, served, server_function, user_table, whole_arg};
 use super::shared::LuaShared;
 
 pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
@@ -61,6 +61,32 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 }
             },
         )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "users_get_random",
+        server_function(lua, shared, move |lua, count: LuaValue| {
+            let s = s.clone();
+            async move {
+                let count = match count {
+                    LuaValue::Nil => 0,
+                    v => whole_arg(&v, 1, "count must be 0-1000")?,
+                };
+                if !(0..=1000).contains(&count) {
+                    return Err(arg_error(1, "count must be 0-1000"));
+                }
+                let users = served(
+                    "failed to get users",
+                    s.services.users_random(count as usize),
+                )
+                .await?;
+                let out = lua.create_table_with_capacity(users.len(), 0)?;
+                for u in &users {
+                    out.raw_push(user_table(&lua, u)?)?;
+                }
+                Ok(out)
+            }
+        })?,
     )?;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `nk.notifications_list|delete`, `nk.channel_messages_list`,
 //! `nk.channel_message_update|remove`,
-//! `nk.session_logout` and `nk.account_delete_id` from
+//! `nk.session_logout`, `nk.account_delete_id` and `nk.users_get_random` from
 //! `tests/lua/inbox_test.lua`, on both backends: Nakama's arguments,
 //! defaults, result tables and refusals, and their effect seen over REST.
 
@@ -84,6 +84,13 @@ async fn lua_notifications_history_logout_and_delete(b: Backend) {
         text("remove_again").contains("channel message not found"),
         "{out}"
     );
+
+    assert_eq!(out["random_two"], 2);
+    assert_eq!(out["random_two_distinct"], true);
+    assert_eq!(out["random_all"], 3, "every user, each once");
+    assert_eq!(out["random_default"], 0, "Nakama's default count is 0");
+    assert_eq!(out["random_fraction"], 1);
+    assert!(text("random_bad").contains("count must be 0-1000"));
 
     assert!(text("bad_logout").contains("expects valid user id"));
     assert!(text("bad_delete_account").contains("expects user ID to be a valid identifier"));

@@ -76,6 +76,15 @@ nk.register_rpc(function(ctx, payload)
   out.after_remove = #nk.channel_messages_list(edit, 10)
   out.remove_again = err(nk.channel_message_remove, edit, sent.messageId, p.bob, "bob", true)
 
+  -- Three users exist: two picks are two of them, ten picks all three.
+  local two = nk.users_get_random(2)
+  out.random_two = #two
+  out.random_two_distinct = two[1].user_id ~= two[2].user_id
+  out.random_all = #nk.users_get_random(10)
+  out.random_default = #nk.users_get_random()
+  out.random_fraction = #nk.users_get_random(1.7)
+  out.random_bad = err(nk.users_get_random, 1001)
+
   out.bad_logout = err(nk.session_logout, "nope")
   nk.session_logout(p.bob, p.bob_token)
   out.bad_delete_account = err(nk.account_delete_id, "nope")

@@ -880,3 +880,31 @@ pub(crate) async fn group_users_without_a_state_leave_out_banned_users<B: Backen
     assert_eq!(banned.len(), 1);
     assert_eq!(banned[0].user.id, bad);
 }
+
+/// `users_after` pages users in id order from an id, without the system
+/// user: how `nk.users_get_random` picks users from a random id.
+pub(crate) async fn users_after_pages_in_id_order<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let mut ids = vec![
+        user(&store, "r1").await,
+        user(&store, "r2").await,
+        user(&store, "r3").await,
+    ];
+    ids.sort();
+    let all: Vec<Uuid> = store
+        .users_after(Uuid::nil(), 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|u| u.id)
+        .collect();
+    assert_eq!(all, ids);
+    let after_first = store.users_after(ids[0], 1).await.unwrap();
+    assert_eq!(after_first.len(), 1);
+    assert_eq!(after_first[0].id, ids[1]);
+    assert_eq!(after_first[0].username, {
+        let users = store.get_users(&[ids[1]], &[]).await.unwrap();
+        users[0].username.clone()
+    });
+    assert!(store.users_after(ids[2], 10).await.unwrap().is_empty());
+}
