@@ -416,6 +416,16 @@ impl RuntimeServices for ServerServices {
         self.realtime.stream_send(stream, data, &sessions, reliable);
     }
 
+    fn stream_send_raw(
+        &self,
+        stream: &Stream,
+        envelope: ludus_proto::realtime::Envelope,
+        sessions: Vec<Uuid>,
+    ) -> Result<(), ApiError> {
+        self.realtime.stream_send_raw(stream, envelope, &sessions);
+        Ok(())
+    }
+
     fn party_list(
         &self,
         limit: usize,

@@ -318,6 +318,18 @@ pub trait RuntimeServices: Send + Sync + 'static {
         let _ = (stream, data, sessions, reliable);
     }
 
+    /// Sends a whole socket envelope to every presence on the stream, or
+    /// only to the given sessions (`nk.stream_send_raw`).
+    fn stream_send_raw(
+        &self,
+        stream: &Stream,
+        envelope: ludus_proto::realtime::Envelope,
+        sessions: Vec<Uuid>,
+    ) -> Result<(), ApiError> {
+        let _ = (stream, envelope, sessions);
+        Err(no_realtime())
+    }
+
     // Parties
 
     /// Live parties for `nk.party_list`, in creation order: only open or

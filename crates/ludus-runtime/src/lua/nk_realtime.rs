@@ -370,6 +370,41 @@ fn install_streams(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
             },
         )?,
     )?;
+    let s = shared.clone();
+    nk.set(
+        "stream_send_raw",
+        lua.create_function(
+            move |lua,
+                  (stream, envelope, presences, _reliable): (
+                Table,
+                Table,
+                Option<Table>,
+                Option<bool>,
+            )| {
+                let stream = stream_key(&stream)?;
+                let json = convert::from_lua(lua, &LuaValue::Table(envelope))?;
+                let envelope: ludus_proto::realtime::Envelope =
+                    ludus_proto::from_json(json.to_string().as_bytes()).map_err(|e| {
+                        mlua::Error::runtime(format!("bad argument #2: not a valid envelope: {e}"))
+                    })?;
+                if envelope.message.is_none() {
+                    return Err(mlua::Error::runtime(
+                        "bad argument #2: not a valid envelope: it carries no message",
+                    ));
+                }
+                let mut sessions = Vec::new();
+                if let Some(presences) = presences {
+                    for p in presences.sequence_values::<Table>() {
+                        let session_id: String = p?.get("session_id")?;
+                        sessions.push(uuid_arg(&session_id, "presence session_id")?);
+                    }
+                }
+                s.services
+                    .stream_send_raw(&stream, envelope, sessions)
+                    .map_err(api_error)
+            },
+        )?,
+    )?;
     Ok(())
 }
 

@@ -74,6 +74,16 @@ rpc("rt_stream_send", function(ctx, payload)
   return "sent"
 end)
 
+-- nk.stream_send_raw: a whole envelope, to one session.
+rpc("rt_stream_send_raw", function(ctx, payload)
+  local to = { { user_id = ctx.user_id, session_id = payload } }
+  local envelope = { notifications = { notifications = { { subject = "raw", code = 101, content = "{}" } } } }
+  nk.stream_send_raw(LOBBY, envelope, to)
+  local _, bad = pcall(nk.stream_send_raw, LOBBY, { no_such_message = {} })
+  local _, empty = pcall(nk.stream_send_raw, LOBBY, { cid = "1" })
+  return nk.json_encode({ bad = tostring(bad), empty = tostring(empty) })
+end)
+
 rpc("rt_stream_leave", function(ctx, payload)
   nk.stream_user_leave(ctx.user_id, ctx.session_id, LOBBY)
   return tostring(nk.stream_count(LOBBY))

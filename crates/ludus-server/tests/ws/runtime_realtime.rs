@@ -322,6 +322,28 @@ async fn lua_streams_join_send_update_kick_close(backend: Backend) {
             .all(|e| !matches!(e.message, Some(Message::StreamData(_)))),
         "only B was addressed"
     );
+    let r = call_json(&mut a, "rt_stream_send_raw", &b_session).await;
+    assert!(
+        r["bad"].as_str().unwrap().contains("not a valid envelope"),
+        "{r}"
+    );
+    assert!(
+        r["empty"].as_str().unwrap().contains("carries no message"),
+        "{r}"
+    );
+    let raw = loop {
+        if let Some(Message::Notifications(n)) = b.push().await.message {
+            break n;
+        }
+    };
+    assert_eq!(raw.notifications[0].subject, "raw");
+    assert_eq!(raw.notifications[0].code, 101);
+    assert!(
+        a.drain_pushes()
+            .iter()
+            .all(|e| !matches!(e.message, Some(Message::Notifications(_)))),
+        "only B was addressed"
+    );
 
     // B hides: still on the stream, left out of the visible list.
     let r = call_json(&mut b, "rt_stream_update", "away").await;
