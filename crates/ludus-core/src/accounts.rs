@@ -449,14 +449,23 @@ impl AccountService {
         token: &str,
         refresh_token: &str,
     ) -> Result<(), ApiError> {
+        self.logout_user(caller.user_id, token, refresh_token).await
+    }
+
+    /// Revokes the given tokens of `user`, or every session of `user` when
+    /// both are empty (`POST /v2/session/logout` for the caller,
+    /// `nk.session_logout` for any user). A token of another user is refused.
+    pub async fn logout_user(
+        &self,
+        user: Uuid,
+        token: &str,
+        refresh_token: &str,
+    ) -> Result<(), ApiError> {
         let now = unix_now();
         if token.is_empty() && refresh_token.is_empty() {
-            self.store.revoke_user_sessions(caller.user_id, now).await?;
-            self.revocations.revoke_user(caller.user_id, now);
-            self.publish(Revoked::User {
-                user: caller.user_id,
-                cutoff: now,
-            });
+            self.store.revoke_user_sessions(user, now).await?;
+            self.revocations.revoke_user(user, now);
+            self.publish(Revoked::User { user, cutoff: now });
             return Ok(());
         }
         for (raw, kind) in [
@@ -474,7 +483,7 @@ impl AccountService {
                 TokenKind::Access => ApiError::invalid("session token invalid"),
                 TokenKind::Refresh => ApiError::invalid("refresh token invalid"),
             })?;
-            if claims.user_id != caller.claims.user_id {
+            if claims.user_id != user.to_string() {
                 return Err(ApiError::invalid("token belongs to another user"));
             }
             if claims.expires_at <= now {
@@ -633,6 +642,27 @@ impl AccountService {
         self.revocations.revoke_user(user, now);
         self.publish(Revoked::User { user, cutoff: now });
         Ok(())
+    }
+
+    /// Up to `count` users picked at random, as Nakama's `GetRandomUsers`:
+    /// those after a random id, then, when too few follow it, more from
+    /// the first id on, each user once.
+    pub async fn random_users(&self, count: usize) -> Result<Vec<User>, ApiError> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut users = self.store.users_after(Uuid::new_v4(), count).await?;
+        if users.len() < count {
+            for user in self.store.users_after(Uuid::nil(), count).await? {
+                if users.len() == count {
+                    break;
+                }
+                if !users.iter().any(|u| u.id == user.id) {
+                    users.push(user);
+                }
+            }
+        }
+        Ok(users)
     }
 
     pub async fn users(&self, ids: &[String], usernames: &[String]) -> Result<Vec<User>, ApiError> {

@@ -40,10 +40,21 @@ pub async fn list(
     cursor: Option<&str>,
 ) -> Result<NotificationPage, ApiError> {
     // Nakama lists one notification when the client names no limit.
-    let limit = limit.unwrap_or(1);
-    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+    list_up_to(store, user, limit.unwrap_or(1), cursor, MAX_LIST_LIMIT).await
+}
+
+/// [`list`] with a limit of 1 to `max` (modules may list 1000 at once, as
+/// in Nakama's `nk.notifications_list`).
+pub async fn list_up_to(
+    store: &dyn Store,
+    user: Uuid,
+    limit: u32,
+    cursor: Option<&str>,
+    max: u32,
+) -> Result<NotificationPage, ApiError> {
+    if !(1..=max).contains(&limit) {
         return Err(ApiError::invalid(format!(
-            "invalid limit, it must be between 1 and {MAX_LIST_LIMIT}"
+            "invalid limit, it must be between 1 and {max}"
         )));
     }
     let after = match cursor.filter(|c| !c.is_empty()) {

@@ -191,6 +191,11 @@ pub trait Store: Send + Sync + 'static {
     /// Users by id or username, each at most once, in no particular order.
     async fn get_users(&self, ids: &[Uuid], usernames: &[String]) -> StoreResult<Vec<User>>;
 
+    /// Up to `limit` users with an id above `after`, in id order (the
+    /// system user, whose id is nil, never): how random users are picked,
+    /// from a random id, as Nakama's `GetRandomUsers` does.
+    async fn users_after(&self, after: Uuid, limit: usize) -> StoreResult<Vec<User>>;
+
     /// Records that one token is revoked until it expires.
     async fn revoke_token(
         &self,
@@ -404,7 +409,8 @@ pub trait Store: Send + Sync + 'static {
     /// Up to `count` groups picked at random.
     async fn groups_random(&self, count: usize) -> StoreResult<Vec<Group>>;
 
-    /// Up to `limit` users of a group (with `role` only, when given) in
+    /// Up to `limit` users of a group (with `role` only, when given; with
+    /// no role, every role but banned, as Nakama's `ListGroupUsers`) in
     /// (role, user id) order, strictly after `after`.
     async fn group_users(
         &self,

@@ -418,6 +418,94 @@ impl Chat {
         self.deliver(message, persist).await
     }
 
+    /// A message changed by the server's modules (`nk.channel_message_update`):
+    /// no membership needed; when `persist`, the stored message of that id
+    /// and sender (nil for the system) is changed, as Nakama's
+    /// `ChannelMessageUpdate`.
+    pub async fn update_as(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        content: String,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ChannelMessageAck, RtError> {
+        let id = Uuid::parse_str(message_id)
+            .map_err(|_| RtError::bad_input("invalid message id, expected a uuid"))?;
+        let key = parse_channel(channel_id)?;
+        check_content(&content)?;
+        let now = now_us();
+        let mut message = ChannelMessage {
+            id,
+            channel: key,
+            code: CODE_CHAT_UPDATE,
+            sender_id: sender,
+            username,
+            content,
+            create_time_us: now,
+            update_time_us: now,
+        };
+        if persist {
+            let stored = self
+                .store
+                .update_channel_message(&message.channel, id, sender, &message.content, now)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "cannot update chat message");
+                    RtError::internal(
+                        "could not persist message update to channel history, try again",
+                    )
+                })?
+                .ok_or_else(|| RtError::bad_input("channel message not found"))?;
+            message.create_time_us = stored.create_time_us;
+        }
+        self.push_message(&message, persist);
+        Ok(ack_of(&message, persist))
+    }
+
+    /// A message removed by the server's modules (`nk.channel_message_remove`),
+    /// as [`Chat::update_as`].
+    pub async fn remove_as(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ChannelMessageAck, RtError> {
+        let id = Uuid::parse_str(message_id)
+            .map_err(|_| RtError::bad_input("invalid message id, expected a uuid"))?;
+        let key = parse_channel(channel_id)?;
+        let now = now_us();
+        let mut message = ChannelMessage {
+            id,
+            channel: key,
+            code: CODE_CHAT_REMOVE,
+            sender_id: sender,
+            username,
+            content: "{}".to_owned(),
+            create_time_us: now,
+            update_time_us: now,
+        };
+        if persist {
+            let stored = self
+                .store
+                .delete_channel_message(&message.channel, id, sender)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "cannot remove chat message");
+                    RtError::internal(
+                        "could not persist message removal to channel history, try again",
+                    )
+                })?
+                .ok_or_else(|| RtError::bad_input("channel message not found"))?;
+            message.create_time_us = stored.create_time_us;
+        }
+        self.push_message(&message, persist);
+        Ok(ack_of(&message, persist))
+    }
+
     /// `channel_message_update`: only the sender may change a message.
     pub async fn update(
         &self,

@@ -70,6 +70,17 @@ impl Realtime {
         }
     }
 
+    /// Sends a whole envelope, as the module built it
+    /// (`nk.stream_send_raw`), to every presence on the stream, or to
+    /// `sessions` only.
+    pub fn stream_send_raw(&self, stream: &Stream, envelope: Envelope, sessions: &[Uuid]) {
+        if sessions.is_empty() {
+            self.hub.send_to_stream(stream, envelope, None);
+        } else {
+            self.hub.send_to_sessions(sessions, envelope);
+        }
+    }
+
     /// Sends `data` to every presence on the stream, or to `sessions` only.
     pub fn stream_send(&self, stream: &Stream, data: String, sessions: &[Uuid], reliable: bool) {
         let envelope = Envelope {

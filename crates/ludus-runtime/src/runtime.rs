@@ -153,6 +153,13 @@ impl Runtime {
         ids
     }
 
+    /// Every reference in the Lua modules to an `nk` function this server
+    /// does not have, with its file and line; each is also logged as a
+    /// warning at start.
+    pub fn unknown_nk_references(&self) -> &[crate::UnknownNkReference] {
+        self.lua.as_ref().map_or(&[], |l| l.unknown_nk())
+    }
+
     pub fn has_rpc(&self, id: &str) -> bool {
         let id = lowercase(id);
         self.native.rpcs.contains_key(id.as_ref())

@@ -11,10 +11,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
+use ludus_core::chat_service::{self, HistoryPage};
 use ludus_core::leaderboard_service::LeaderboardService;
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::notification_service::{self, NotificationPage};
 use ludus_core::social_service::SocialService;
 use ludus_core::storage::{
     Access, ObjectId, StorageAck, StorageDelete, StorageObject, StoragePage, StorageWrite,
@@ -154,6 +156,14 @@ impl RuntimeServices for ServerServices {
         Ok(users)
     }
 
+    async fn users_random(&self, count: usize) -> Result<Vec<User>, ApiError> {
+        let mut users = self.accounts.random_users(count).await?;
+        for u in &mut users {
+            u.online = self.realtime.status.is_online(u.id);
+        }
+        Ok(users)
+    }
+
     async fn link(&self, user_id: Uuid, credential: Credential) -> Result<(), ApiError> {
         self.accounts.link(user_id, credential).await
     }
@@ -174,6 +184,66 @@ impl RuntimeServices for ServerServices {
 
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError> {
         self.http.request(request).await
+    }
+
+    async fn account_delete(&self, user_id: Uuid) -> Result<(), ApiError> {
+        self.accounts.delete_account(user_id).await
+    }
+
+    async fn session_logout(
+        &self,
+        user_id: Uuid,
+        token: String,
+        refresh_token: String,
+    ) -> Result<(), ApiError> {
+        self.accounts
+            .logout_user(user_id, &token, &refresh_token)
+            .await
+    }
+
+    async fn notifications_list(
+        &self,
+        user_id: Uuid,
+        limit: u32,
+        cursor: Option<String>,
+    ) -> Result<NotificationPage, ApiError> {
+        notification_service::list_up_to(
+            self.accounts.store().as_ref(),
+            user_id,
+            limit,
+            cursor.as_deref(),
+            1000,
+        )
+        .await
+    }
+
+    async fn notifications_delete(&self, user_id: Uuid, ids: Vec<Uuid>) -> Result<(), ApiError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.accounts
+            .store()
+            .delete_notifications(user_id, &ids)
+            .await?;
+        Ok(())
+    }
+
+    async fn channel_messages_list(
+        &self,
+        channel_id: String,
+        limit: u32,
+        forward: bool,
+        cursor: Option<String>,
+    ) -> Result<HistoryPage, ApiError> {
+        chat_service::channel_history(
+            self.accounts.store().as_ref(),
+            None,
+            &channel_id,
+            Some(limit),
+            forward,
+            cursor.as_deref(),
+        )
+        .await
     }
 
     async fn notifications_send(&self, notifications: Vec<Notification>) -> Result<(), ApiError> {
@@ -214,6 +284,66 @@ impl RuntimeServices for ServerServices {
         self.realtime
             .chat
             .send_as(channel_id, content, sender, username, persist)
+            .await
+            .map_err(rt_error)
+    }
+
+    async fn status_follow(&self, session_id: Uuid, users: Vec<Uuid>) -> Result<(), ApiError> {
+        let Some(session) = self.realtime.hub().session(session_id) else {
+            return Ok(());
+        };
+        let req = ludus_proto::realtime::StatusFollow {
+            user_ids: users.iter().map(Uuid::to_string).collect(),
+            usernames: Vec::new(),
+        };
+        self.realtime
+            .status
+            .follow(&session, req)
+            .await
+            .map(|_| ())
+            .map_err(rt_error)
+    }
+
+    fn status_unfollow(&self, session_id: Uuid, users: Vec<Uuid>) -> Result<(), ApiError> {
+        let Some(session) = self.realtime.hub().session(session_id) else {
+            return Ok(());
+        };
+        let req = ludus_proto::realtime::StatusUnfollow {
+            user_ids: users.iter().map(Uuid::to_string).collect(),
+        };
+        self.realtime
+            .status
+            .unfollow(&session, req)
+            .map_err(rt_error)
+    }
+
+    async fn channel_message_update(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        content: String,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
+        self.realtime
+            .chat
+            .update_as(channel_id, message_id, content, sender, username, persist)
+            .await
+            .map_err(rt_error)
+    }
+
+    async fn channel_message_remove(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
+        self.realtime
+            .chat
+            .remove_as(channel_id, message_id, sender, username, persist)
             .await
             .map_err(rt_error)
     }
@@ -284,6 +414,16 @@ impl RuntimeServices for ServerServices {
 
     fn stream_send(&self, stream: &Stream, data: String, sessions: Vec<Uuid>, reliable: bool) {
         self.realtime.stream_send(stream, data, &sessions, reliable);
+    }
+
+    fn stream_send_raw(
+        &self,
+        stream: &Stream,
+        envelope: ludus_proto::realtime::Envelope,
+        sessions: Vec<Uuid>,
+    ) -> Result<(), ApiError> {
+        self.realtime.stream_send_raw(stream, envelope, &sessions);
+        Ok(())
     }
 
     fn party_list(

@@ -12,9 +12,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ludus_core::ApiError;
 use ludus_core::accounts::Credential;
+use ludus_core::chat_service::HistoryPage;
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::notification_service::NotificationPage;
 use ludus_core::storage::{
     ObjectId, StorageAck, StorageDelete, StorageObject, StoragePage, StorageWrite,
 };
@@ -96,6 +98,12 @@ pub trait RuntimeServices: Send + Sync + 'static {
     /// Users by id or username; unknown ones are left out.
     async fn users(&self, ids: Vec<String>, usernames: Vec<String>) -> Result<Vec<User>, ApiError>;
 
+    /// Up to `count` users picked at random (`nk.users_get_random`).
+    async fn users_random(&self, count: usize) -> Result<Vec<User>, ApiError> {
+        let _ = count;
+        Err(no_accounts())
+    }
+
     async fn http_request(&self, request: HttpRequest) -> Result<HttpResponse, ApiError>;
 
     // Linking (`nk.link_*`, `nk.unlink_*`): `AccountService::link` and
@@ -120,6 +128,57 @@ pub trait RuntimeServices: Send + Sync + 'static {
     /// server (a missing caller id acts with every permission).
     fn social(&self) -> Result<&ludus_core::social_service::SocialService, ApiError> {
         Err(no_social())
+    }
+
+    /// Deletes an account (`nk.account_delete_id`): its data goes and every
+    /// session it had is revoked, as `DELETE /v2/account`.
+    async fn account_delete(&self, user_id: Uuid) -> Result<(), ApiError> {
+        let _ = user_id;
+        Err(no_accounts())
+    }
+
+    /// Revokes a user's given tokens, or every session of the user when
+    /// both are empty (`nk.session_logout`).
+    async fn session_logout(
+        &self,
+        user_id: Uuid,
+        token: String,
+        refresh_token: String,
+    ) -> Result<(), ApiError> {
+        let _ = (user_id, token, refresh_token);
+        Err(no_accounts())
+    }
+
+    /// A page of a user's stored notifications, oldest first, of 1 to 1000
+    /// (`nk.notifications_list`).
+    async fn notifications_list(
+        &self,
+        user_id: Uuid,
+        limit: u32,
+        cursor: Option<String>,
+    ) -> Result<NotificationPage, ApiError> {
+        let _ = (user_id, limit, cursor);
+        Err(no_realtime())
+    }
+
+    /// Deletes these stored notifications of a user; unknown ids are
+    /// ignored (`nk.notifications_delete`).
+    async fn notifications_delete(&self, user_id: Uuid, ids: Vec<Uuid>) -> Result<(), ApiError> {
+        let _ = (user_id, ids);
+        Err(no_realtime())
+    }
+
+    /// A page of a channel's history, read as the server (every channel),
+    /// of 1 to 100 messages (`nk.channel_messages_list`).
+    async fn channel_messages_list(
+        &self,
+        channel_id: String,
+        limit: u32,
+        forward: bool,
+        cursor: Option<String>,
+    ) -> Result<HistoryPage, ApiError> {
+        let _ = (channel_id, limit, forward, cursor);
+        Err(no_realtime())
     }
 
     /// Stores the persistent notifications and pushes all of them live.
@@ -158,6 +217,49 @@ pub trait RuntimeServices: Send + Sync + 'static {
         persist: bool,
     ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
         let _ = (channel_id, content, sender, username, persist);
+        Err(no_realtime())
+    }
+
+    /// Makes a session of this node follow users' status
+    /// (`nk.status_follow`); a session not on this node is left alone, as in
+    /// Nakama. Unknown users and the session's own user are skipped.
+    async fn status_follow(&self, session_id: Uuid, users: Vec<Uuid>) -> Result<(), ApiError> {
+        let _ = (session_id, users);
+        Err(no_realtime())
+    }
+
+    /// Stops a session of this node following users (`nk.status_unfollow`).
+    fn status_unfollow(&self, session_id: Uuid, users: Vec<Uuid>) -> Result<(), ApiError> {
+        let _ = (session_id, users);
+        Err(no_realtime())
+    }
+
+    /// Changes a message as the server (`nk.channel_message_update`); when
+    /// `persist`, the stored message of that id and sender is changed.
+    async fn channel_message_update(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        content: String,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
+        let _ = (channel_id, message_id, content, sender, username, persist);
+        Err(no_realtime())
+    }
+
+    /// Removes a message as the server (`nk.channel_message_remove`); when
+    /// `persist`, the stored message of that id and sender is deleted.
+    async fn channel_message_remove(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ludus_proto::realtime::ChannelMessageAck, ApiError> {
+        let _ = (channel_id, message_id, sender, username, persist);
         Err(no_realtime())
     }
 
@@ -214,6 +316,18 @@ pub trait RuntimeServices: Send + Sync + 'static {
     /// given sessions.
     fn stream_send(&self, stream: &Stream, data: String, sessions: Vec<Uuid>, reliable: bool) {
         let _ = (stream, data, sessions, reliable);
+    }
+
+    /// Sends a whole socket envelope to every presence on the stream, or
+    /// only to the given sessions (`nk.stream_send_raw`).
+    fn stream_send_raw(
+        &self,
+        stream: &Stream,
+        envelope: ludus_proto::realtime::Envelope,
+        sessions: Vec<Uuid>,
+    ) -> Result<(), ApiError> {
+        let _ = (stream, envelope, sessions);
+        Err(no_realtime())
     }
 
     // Parties

@@ -14,8 +14,10 @@ mod lazy;
 mod matches;
 mod modules;
 mod nk;
+mod nk_account;
 mod nk_codec;
 mod nk_common;
+mod nk_inbox;
 pub(crate) mod nk_leaderboard;
 mod nk_match;
 mod nk_party;
@@ -25,10 +27,12 @@ mod nk_social;
 mod nk_sql;
 mod nk_storage;
 mod nk_storage_index;
+mod nk_util;
 mod pattern;
 mod pool;
 mod sandbox;
 mod shared;
+mod unknown_nk;
 mod vm;
 
 use std::sync::Arc;
@@ -40,6 +44,7 @@ pub(crate) use call_state::Registered;
 pub(crate) use modules::discover;
 pub(crate) use nk_storage_index::FILTER_PREFIX;
 pub(crate) use shared::LuaShared;
+pub use unknown_nk::UnknownNkReference;
 
 use crate::context::CallContext;
 use crate::error::{LoadError, RuntimeError};
@@ -50,6 +55,8 @@ pub(crate) struct LuaRuntime {
     pool: VmPool,
     registered: Registered,
     sources: Arc<Vec<modules::ModuleSource>>,
+    /// References to `nk` functions Ludus does not have, found at start.
+    unknown_nk: Vec<UnknownNkReference>,
     /// Raised at shutdown: every call still running in the pool stops.
     interrupt: Arc<AtomicBool>,
 }
@@ -75,6 +82,17 @@ impl LuaRuntime {
         }
         for module in modules.iter() {
             tracing::info!(module = %module.name, path = %module.display_path, "lua module loaded");
+        }
+        // After the first VM, which filled the index of `nk`'s names.
+        let unknown_nk = unknown_nk::scan(&modules, nk::has_function);
+        for r in &unknown_nk {
+            tracing::warn!(
+                path = %r.path,
+                line = r.line,
+                function = %r.name,
+                "lua module references nk.{}, which this server does not have: calling it fails",
+                r.name
+            );
         }
         tracing::info!(
             threads = size,
@@ -106,12 +124,19 @@ impl LuaRuntime {
             pool,
             registered,
             sources: modules,
+            unknown_nk,
             interrupt,
         }))
     }
 
     pub(crate) fn registered(&self) -> &Registered {
         &self.registered
+    }
+
+    /// References to `nk` functions Ludus does not have, in module and line
+    /// order (each was logged as a warning at start).
+    pub(crate) fn unknown_nk(&self) -> &[UnknownNkReference] {
+        &self.unknown_nk
     }
 
     pub(crate) fn module_count(&self) -> usize {

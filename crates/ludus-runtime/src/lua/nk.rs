@@ -42,7 +42,7 @@ pub(super) fn install(
 type Group = fn(&Lua, &Arc<LuaShared>, &Table, &Table) -> mlua::Result<()>;
 
 /// The groups made on first use, by index.
-const LAZY_GROUPS: [Group; 13] = [
+const LAZY_GROUPS: [Group; 16] = [
     |lua, shared, callbacks, nk| install_registrations(lua, shared, callbacks, nk),
     |lua, _, _, nk| install_logger(lua, nk),
     |lua, shared, _, nk| install_misc(lua, shared, nk),
@@ -56,6 +56,9 @@ const LAZY_GROUPS: [Group; 13] = [
     |lua, shared, callbacks, nk| super::nk_storage_index::install(lua, shared, callbacks, nk),
     |lua, shared, _, nk| super::nk_party::install(lua, shared, nk),
     |lua, shared, _, nk| nk_match::install(lua, shared, nk),
+    |lua, shared, _, nk| super::nk_util::install(lua, shared, nk),
+    |lua, shared, _, nk| super::nk_account::install(lua, shared, nk),
+    |lua, shared, _, nk| super::nk_inbox::install(lua, shared, nk),
 ];
 
 // `install_lazy_groups` keeps one bit per group in a `u16`.
@@ -64,6 +67,13 @@ const _: () = assert!(LAZY_GROUPS.len() <= 16);
 /// Which group makes each lazy function: the same for every VM of the
 /// process, so the first VM finds it by making every group once.
 static GROUP_OF: OnceLock<HashMap<String, usize>> = OnceLock::new();
+
+/// Whether `nk` has a function called `name`: known once the first VM was
+/// made (which fills [`GROUP_OF`]).
+pub(super) fn has_function(name: &str) -> bool {
+    matches!(name, "get_context" | "get_config")
+        || GROUP_OF.get().is_some_and(|index| index.contains_key(name))
+}
 
 fn group_index(
     lua: &Lua,

@@ -195,3 +195,28 @@ pub(super) fn json_value(lua: &Lua, json: &str) -> mlua::Result<LuaValue> {
         .map_err(|e| mlua::Error::runtime(format!("failed to convert value to json: {e}")))?;
     convert::to_lua(lua, &value)
 }
+
+/// A whole-number argument as Nakama reads one (gopher-lua's `CheckInt`):
+/// a fractional number is truncated toward zero, so `nk.time() / 1000`
+/// passes as a time in seconds. Every whole-number argument read by hand
+/// goes through here; typed `i64` arguments truncate the same way (mlua on
+/// LuaJIT). Not a number, not finite, or past `i64`: `message`.
+pub(super) fn whole_arg(value: &LuaValue, arg: usize, message: &str) -> mlua::Result<i64> {
+    whole_number(value).ok_or_else(|| arg_error(arg, message))
+}
+
+/// 2^63, exactly.
+const TWO_POW_63: f64 = (1u64 << 63) as f64;
+
+/// [`whole_arg`] without its error: `None` for anything but a finite number
+/// within `i64`.
+pub(super) fn whole_number(value: &LuaValue) -> Option<i64> {
+    match value {
+        LuaValue::Integer(i) => Some(*i),
+        // 2^63 is the first f64 past i64::MAX.
+        LuaValue::Number(n) if n.is_finite() && n.trunc().abs() < TWO_POW_63 => {
+            Some(n.trunc() as i64)
+        }
+        _ => None,
+    }
+}

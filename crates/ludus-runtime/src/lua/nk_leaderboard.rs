@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_common::{arg_error, run};
+use super::nk_common::{arg_error, run, whole_arg};
 use super::shared::LuaShared;
 
 fn metadata_value(metadata: &str) -> Value {
@@ -407,9 +407,7 @@ fn install_tournaments(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::
             let int = |i: usize| -> mlua::Result<Option<i64>> {
                 match at(i) {
                     LuaValue::Nil => Ok(None),
-                    LuaValue::Integer(n) => Ok(Some(n)),
-                    LuaValue::Number(n) if n.fract() == 0.0 => Ok(Some(n as i64)),
-                    _ => Err(arg_error(i, "expects a whole number")),
+                    v => whole_arg(&v, i, "expects a number").map(Some),
                 }
             };
             let boolean = |i: usize| -> mlua::Result<Option<bool>> {

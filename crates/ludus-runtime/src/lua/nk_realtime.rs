@@ -10,7 +10,7 @@ use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_common::{api_error, block_on};
+use super::nk_common::{api_error, block_on, whole_number};
 use super::shared::LuaShared;
 use crate::services::StreamMeta;
 use ludus_realtime::{Presence, Stream, StreamMode};
@@ -66,17 +66,87 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                         persist.unwrap_or(false),
                     ),
                 )?;
-                // Nakama's shape: camelCase keys, times in UNIX seconds.
-                let secs = |t: Option<ludus_proto::Timestamp>| t.map_or(0, |t| t.seconds);
-                let t = lua.create_table_with_capacity(0, 7)?;
-                t.raw_set("channelId", ack.channel_id)?;
-                t.raw_set("messageId", ack.message_id)?;
-                t.raw_set("code", ack.code.map_or(0, |c| c.value))?;
-                t.raw_set("username", ack.username)?;
-                t.raw_set("createTime", secs(ack.create_time))?;
-                t.raw_set("updateTime", secs(ack.update_time))?;
-                t.raw_set("persistent", ack.persistent.is_some_and(|p| p.value))?;
-                Ok(t)
+                ack_table(lua, ack)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "status_follow",
+        lua.create_function(move |_, (session_id, ids): (String, Table)| {
+            let (session, users) = status_args(&session_id, &ids)?;
+            block_on(&s, s.services.status_follow(session, users))
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "status_unfollow",
+        lua.create_function(move |_, (session_id, ids): (String, Table)| {
+            let (session, users) = status_args(&session_id, &ids)?;
+            s.services
+                .status_unfollow(session, users)
+                .map_err(api_error)
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "channel_message_update",
+        lua.create_function(
+            move |lua,
+                  (channel_id, message_id, content, sender_id, username, persist): (
+                String,
+                String,
+                Option<Table>,
+                Option<String>,
+                Option<String>,
+                Option<bool>,
+            )| {
+                message_id_arg(&message_id)?;
+                let content = match content {
+                    Some(t) => json_object(lua, t, "message content")?,
+                    None => "{}".to_owned(),
+                };
+                let sender = sender_arg(sender_id.as_deref(), 4)?;
+                let ack = block_on(
+                    &s,
+                    s.services.channel_message_update(
+                        &channel_id,
+                        &message_id,
+                        content,
+                        sender,
+                        username.unwrap_or_default(),
+                        persist.unwrap_or(false),
+                    ),
+                )?;
+                ack_table(lua, ack)
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "channel_message_remove",
+        lua.create_function(
+            move |lua,
+                  (channel_id, message_id, sender_id, username, persist): (
+                String,
+                String,
+                Option<String>,
+                Option<String>,
+                Option<bool>,
+            )| {
+                message_id_arg(&message_id)?;
+                let sender = sender_arg(sender_id.as_deref(), 3)?;
+                let ack = block_on(
+                    &s,
+                    s.services.channel_message_remove(
+                        &channel_id,
+                        &message_id,
+                        sender,
+                        username.unwrap_or_default(),
+                        persist.unwrap_or(false),
+                    ),
+                )?;
+                ack_table(lua, ack)
             },
         )?,
     )?;
@@ -300,6 +370,41 @@ fn install_streams(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
             },
         )?,
     )?;
+    let s = shared.clone();
+    nk.set(
+        "stream_send_raw",
+        lua.create_function(
+            move |lua,
+                  (stream, envelope, presences, _reliable): (
+                Table,
+                Table,
+                Option<Table>,
+                Option<bool>,
+            )| {
+                let stream = stream_key(&stream)?;
+                let json = convert::from_lua(lua, &LuaValue::Table(envelope))?;
+                let envelope: ludus_proto::realtime::Envelope =
+                    ludus_proto::from_json(json.to_string().as_bytes()).map_err(|e| {
+                        mlua::Error::runtime(format!("bad argument #2: not a valid envelope: {e}"))
+                    })?;
+                if envelope.message.is_none() {
+                    return Err(mlua::Error::runtime(
+                        "bad argument #2: not a valid envelope: it carries no message",
+                    ));
+                }
+                let mut sessions = Vec::new();
+                if let Some(presences) = presences {
+                    for p in presences.sequence_values::<Table>() {
+                        let session_id: String = p?.get("session_id")?;
+                        sessions.push(uuid_arg(&session_id, "presence session_id")?);
+                    }
+                }
+                s.services
+                    .stream_send_raw(&stream, envelope, sessions)
+                    .map_err(api_error)
+            },
+        )?,
+    )?;
     Ok(())
 }
 
@@ -322,11 +427,9 @@ fn stream_key(t: &Table) -> mlua::Result<Stream> {
     for pair in t.pairs::<String, LuaValue>() {
         let (k, v) = pair?;
         match (k.as_str(), v) {
-            ("mode", LuaValue::Integer(n)) => {
+            ("mode", v @ (LuaValue::Integer(_) | LuaValue::Number(_))) => {
+                let n = whole_number(&v).ok_or_else(|| bad("mode must be 0-255"))?;
                 mode = u8::try_from(n).map_err(|_| bad("mode must be 0-255"))?
-            }
-            ("mode", LuaValue::Number(n)) if n.fract() == 0.0 && (0.0..=255.0).contains(&n) => {
-                mode = n as u8
             }
             ("mode", _) => return Err(bad("mode must be a number")),
             ("subject" | "subcontext", LuaValue::String(s)) => {
@@ -410,4 +513,62 @@ fn optional_uuid(id: Option<&str>, what: &str) -> mlua::Result<Uuid> {
         None | Some("") => Ok(Uuid::nil()),
         Some(id) => uuid_arg(id, what),
     }
+}
+
+/// A chat acknowledgement as Nakama's Lua sees it: camelCase keys, times in
+/// UNIX seconds.
+fn ack_table(lua: &Lua, ack: ludus_proto::realtime::ChannelMessageAck) -> mlua::Result<Table> {
+    let secs = |t: Option<ludus_proto::Timestamp>| t.map_or(0, |t| t.seconds);
+    let t = lua.create_table_with_capacity(0, 7)?;
+    t.raw_set("channelId", ack.channel_id)?;
+    t.raw_set("messageId", ack.message_id)?;
+    t.raw_set("code", ack.code.map_or(0, |c| c.value))?;
+    t.raw_set("username", ack.username)?;
+    t.raw_set("createTime", secs(ack.create_time))?;
+    t.raw_set("updateTime", secs(ack.update_time))?;
+    t.raw_set("persistent", ack.persistent.is_some_and(|p| p.value))?;
+    Ok(t)
+}
+
+fn message_id_arg(id: &str) -> mlua::Result<()> {
+    Uuid::parse_str(id)
+        .map(|_| ())
+        .map_err(|_| mlua::Error::runtime("bad argument #2: Invalid message identifier"))
+}
+
+/// A sender id argument of Nakama's update and remove: nil or empty is the
+/// system.
+fn sender_arg(id: Option<&str>, arg: usize) -> mlua::Result<Uuid> {
+    match id {
+        None | Some("") => Ok(Uuid::nil()),
+        Some(id) => Uuid::parse_str(id).map_err(|_| {
+            mlua::Error::runtime(format!(
+                "bad argument #{arg}: expects sender id to either be not set, empty string or a valid UUID"
+            ))
+        }),
+    }
+}
+
+/// `nk.status_follow|unfollow`'s session id and list of user ids, checked
+/// as Nakama checks them.
+fn status_args(session_id: &str, ids: &Table) -> mlua::Result<(Uuid, Vec<Uuid>)> {
+    let session = Uuid::parse_str(session_id)
+        .map_err(|_| mlua::Error::runtime("bad argument #1: expects a valid session id"))?;
+    let bad = |m: &str| mlua::Error::runtime(format!("bad argument #2: {m}"));
+    let mut users = Vec::new();
+    for pair in ids.pairs::<LuaValue, LuaValue>() {
+        let (k, v) = pair?;
+        if !matches!(k, LuaValue::Integer(_) | LuaValue::Number(_)) {
+            return Err(bad("invalid user ids list"));
+        }
+        let LuaValue::String(id) = v else {
+            return Err(bad("each user id must be a string"));
+        };
+        let id = id.to_str()?;
+        if id.is_empty() {
+            return Err(bad("each user id must be a string"));
+        }
+        users.push(Uuid::parse_str(&id).map_err(|_| bad("each user id must be a valid id"))?);
+    }
+    Ok((session, users))
 }

@@ -36,3 +36,17 @@ async fn missing_folder_means_no_modules() {
     let runtime = start(settings("does_not_exist")).await.unwrap();
     assert!(runtime.rpc_ids().is_empty());
 }
+
+#[tokio::test]
+async fn unknown_nk_functions_are_named_at_start() {
+    let runtime = start(settings("unknown_nk")).await.unwrap();
+    assert!(runtime.has_rpc("calls_missing"), "the module still loads");
+    let found = runtime.unknown_nk_references();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].name, "no_such_function");
+    assert_eq!(found[0].line, 6);
+    assert!(found[0].path.ends_with("game.lua"), "{found:?}");
+    // The modules of the nk fixture call only functions that exist.
+    let runtime = start(settings("nk")).await.unwrap();
+    assert_eq!(runtime.unknown_nk_references(), &[]);
+}

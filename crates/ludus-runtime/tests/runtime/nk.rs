@@ -421,3 +421,41 @@ async fn matchmaker_matched_and_shutdown() {
         .unwrap_err();
     assert_eq!(err.code, Code::Unavailable);
 }
+
+#[tokio::test]
+async fn uuid_bytes_random_rsa_cron_prev_and_file_read() {
+    use rsa::pkcs1::EncodeRsaPrivateKey as _;
+    use rsa::signature::Verifier as _;
+    let rt = runtime().await;
+    let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 1024).unwrap();
+    let pem = key.to_pkcs1_pem(rsa::pkcs1::LineEnding::LF).unwrap();
+    let v = call(&rt, "utils", &pem).await;
+    assert_eq!(v["uuid_len"], 16);
+    assert_eq!(v["uuid_back"], "4ec4f126-3f9d-11e7-84ef-b7c182b36521");
+    let text = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    assert!(text("bad_uuid").contains("not a valid UUID string"), "{v}");
+    assert!(text("bad_uuid_bytes").contains("not a valid UUID byte string"));
+    assert_eq!(v["random_len"], 32);
+    assert_eq!(v["random_differs"], true);
+    assert_eq!(v["random_fraction"], 3);
+    assert!(text("random_zero").contains("count must be 1-1000"));
+    assert!(text("random_many").contains("count must be 1-1000"));
+    // The signature verifies with the key's public half.
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(text("signature"))
+        .unwrap();
+    let verifier = rsa::pkcs1v15::VerifyingKey::<Sha256>::new(key.to_public_key());
+    let signature = rsa::pkcs1v15::Signature::try_from(&signature[..]).unwrap();
+    verifier.verify(b"sign me", &signature).unwrap();
+    assert!(text("bad_key").contains("no valid blocks found"), "{v}");
+    assert!(text("no_input").contains("expects input string"));
+    assert_eq!(v["cron_prev"], 1_609_545_600);
+    assert_eq!(v["cron_prev_exact"], 1_609_459_200);
+    assert!(text("cron_bad").contains("expects a valid cron string"));
+    assert_eq!(v["file"], "hello from runtime.path\n");
+    assert_eq!(v["file_dot"], "hello from runtime.path\n");
+    assert!(text("file_escape").contains("inside runtime.path"), "{v}");
+    assert!(text("file_absolute").contains("inside runtime.path"), "{v}");
+    assert!(text("file_missing").contains("failed to open file"), "{v}");
+    assert!(text("file_empty").contains("expects relative path string"));
+}

@@ -44,7 +44,7 @@ pub(super) async fn history(
     };
     let page = ludus_core::chat_service::channel_history(
         state.accounts.store().as_ref(),
-        caller.user_id,
+        Some(caller.user_id),
         &req.channel_id,
         limit,
         req.forward.as_ref().is_none_or(|f| f.value),

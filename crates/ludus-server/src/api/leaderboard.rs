@@ -61,6 +61,32 @@ fn list_limit(
     }
 }
 
+/// Nakama's tournament listing limit (`api_tournament.go`): 1 to 100;
+/// absent means 10, or only the owners' records when owners and a cursor
+/// are both given.
+fn tournament_list_limit(
+    limit: Option<&Int32Value>,
+    owners: usize,
+    cursor: &str,
+) -> Result<Option<usize>, HttpError> {
+    match limit {
+        Some(l) if (1..=100).contains(&l.value) => Ok(Some(l.value as usize)),
+        Some(_) => Err(HttpError::invalid(
+            "invalid limit - limit must be between 1 and 100",
+        )),
+        None if owners == 0 || cursor.is_empty() => Ok(Some(10)),
+        None => Ok(None),
+    }
+}
+
+/// Nakama's tournament haystack limit: 1 to 100, absent means 100.
+fn tournament_around_limit(limit: Option<&UInt32Value>) -> Result<usize, HttpError> {
+    match limit {
+        None => Ok(100),
+        Some(_) => around_limit(limit),
+    }
+}
+
 fn around_limit(limit: Option<&UInt32Value>) -> Result<usize, HttpError> {
     match limit {
         None => Ok(1),
@@ -292,7 +318,7 @@ pub(super) async fn list_tournament_records(
     let req = runtime::before(&state, API, Some(&caller), client, req).await?;
     check_id(&req.tournament_id, "tournament")?;
     let owners = owner_ids(&req.owner_ids)?;
-    let limit = list_limit(req.limit.as_ref(), owners.len(), &req.cursor)?;
+    let limit = tournament_list_limit(req.limit.as_ref(), owners.len(), &req.cursor)?;
     let list = state
         .leaderboards
         .records_list(
@@ -421,7 +447,7 @@ pub(super) async fn list_tournament_around_owner(
     };
     let req = runtime::before(&state, API, Some(&caller), client, req).await?;
     check_id(&req.tournament_id, "tournament")?;
-    let limit = around_limit(req.limit.as_ref())?;
+    let limit = tournament_around_limit(req.limit.as_ref())?;
     let owner = parse_owner(&req.owner_id)?;
     let list = state
         .leaderboards

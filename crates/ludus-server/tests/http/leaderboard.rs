@@ -15,6 +15,7 @@ both_backends!(
     records_rank_page_and_delete_over_rest,
     bad_input_gets_clear_errors,
     tournaments_over_rest,
+    tournament_listings_use_nakamas_default_and_largest_limits,
     hooks_rewrite_reject_and_observe_writes,
     ranks_survive_a_restart,
     lua_leaderboard_calls,
@@ -238,6 +239,53 @@ async fn tournaments_over_rest(b: Backend) {
         .get_bearer("/v2/tournament?category_start=5&category_end=5", &tok)
         .await;
     assert_eq!(r.body["tournaments"][0]["size"], 1);
+}
+
+/// Regression: tournament record listings without a `limit` answered one
+/// record where Nakama answers 10 (100 around an owner), and took limits
+/// up to 1000 where Nakama refuses more than 100 (`api_tournament.go`).
+/// The tournament is made from Lua with a fractional start time, which
+/// `nk.tournament_create` refused where Nakama truncates it.
+async fn tournament_listings_use_nakamas_default_and_largest_limits(b: Backend) {
+    let t = server(b).await;
+    let s = t.device_session("tournament-limit-device").await;
+    let tok = token(&s);
+    let out = rpc(&t, &s, "lua_tournament_fill").await;
+    assert_eq!(out["start_time"], out["want_start"], "{out}");
+    let id = out["id"].as_str().unwrap();
+    let r = t.get_bearer(&format!("/v2/tournament/{id}"), &tok).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.body["records"].as_array().unwrap().len(),
+        10,
+        "{}",
+        r.body
+    );
+    assert!(r.body["next_cursor"].is_string(), "{}", r.body);
+    for limit in [0, 101, 1000] {
+        let r = t
+            .get_bearer(&format!("/v2/tournament/{id}?limit={limit}"), &tok)
+            .await;
+        assert!(assert_error(&r, 400, 3).contains("between 1 and 100"));
+    }
+    let owner = out["owners"][0].as_str().unwrap();
+    let r = t
+        .get_bearer(&format!("/v2/tournament/{id}/owner/{owner}"), &tok)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.body["records"].as_array().unwrap().len(),
+        12,
+        "{}",
+        r.body
+    );
+    let r = t
+        .get_bearer(
+            &format!("/v2/tournament/{id}/owner/{owner}?limit=101"),
+            &tok,
+        )
+        .await;
+    assert!(assert_error(&r, 400, 3).contains("between 1 and 100"));
 }
 
 async fn hooks_rewrite_reject_and_observe_writes(b: Backend) {

@@ -11,6 +11,7 @@ mod https_request;
 mod lane;
 mod leaderboard;
 mod link;
+mod lua_inbox;
 mod lua_social;
 mod lua_storage;
 mod protocol;

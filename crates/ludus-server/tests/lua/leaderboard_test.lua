@@ -154,3 +154,21 @@ nk.register_rpc(function(ctx, payload)
   nk.tournament_create(id, false, "desc", "best", 3600, "", nil, "Kept", "", 5, 0, 0, 10, 10, true, true)
   return nk.json_encode({ id = id })
 end, "lua_tournament_keep")
+
+-- Twelve records in a tournament made with a fractional start time, for
+-- the listing-limit test.
+nk.register_rpc(function(ctx, payload)
+  local id = nk.uuid_v4()
+  -- Regression: `nk.time() / 1000` (seconds with a fraction) was refused
+  -- as a start time; Nakama truncates it.
+  local start = nk.time() / 1000 - 0.5
+  nk.tournament_create(id, true, "desc", "best", 3600, "", nil, "Filled", "", 6, start, 0, 1000, 10, false, false)
+  local owners = {}
+  for i = 1, 12 do
+    local uid = nk.authenticate_device(string.format("fill-device-%04d", i), nil, true)
+    nk.tournament_record_write(id, uid, nil, i)
+    owners[i] = uid
+  end
+  local t = nk.tournaments_get_id({ id })[1]
+  return nk.json_encode({ id = id, owners = owners, start_time = t.start_time, want_start = math.floor(start) })
+end, "lua_tournament_fill")

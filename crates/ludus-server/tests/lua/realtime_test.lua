@@ -74,6 +74,16 @@ rpc("rt_stream_send", function(ctx, payload)
   return "sent"
 end)
 
+-- nk.stream_send_raw: a whole envelope, to one session.
+rpc("rt_stream_send_raw", function(ctx, payload)
+  local to = { { user_id = ctx.user_id, session_id = payload } }
+  local envelope = { notifications = { notifications = { { subject = "raw", code = 101, content = "{}" } } } }
+  nk.stream_send_raw(LOBBY, envelope, to)
+  local _, bad = pcall(nk.stream_send_raw, LOBBY, { no_such_message = {} })
+  local _, empty = pcall(nk.stream_send_raw, LOBBY, { cid = "1" })
+  return nk.json_encode({ bad = tostring(bad), empty = tostring(empty) })
+end)
+
 rpc("rt_stream_leave", function(ctx, payload)
   nk.stream_user_leave(ctx.user_id, ctx.session_id, LOBBY)
   return tostring(nk.stream_count(LOBBY))
@@ -113,3 +123,16 @@ nk.register_rt_after(function(ctx, response, request)
     message_id = response.channel_message_ack.message_id,
   }))
 end, "ChannelMessageSend")
+
+-- nk.status_follow|unfollow for another session, by id.
+rpc("rt_status_follow", function(ctx, payload)
+  local p = nk.json_decode(payload)
+  if p.unfollow then
+    nk.status_unfollow(p.session_id, p.user_ids)
+  else
+    nk.status_follow(p.session_id, p.user_ids)
+  end
+  local _, bad_session = pcall(nk.status_follow, "nope", p.user_ids)
+  local _, bad_user = pcall(nk.status_unfollow, p.session_id, { "nope" })
+  return nk.json_encode({ bad_session = tostring(bad_session), bad_user = tostring(bad_user) })
+end)

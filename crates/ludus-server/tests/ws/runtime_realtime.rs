@@ -20,7 +20,8 @@ both_backends!(
     lua_session_disconnect_closes_the_socket,
     lua_users_ban_id_closes_sockets_and_refuses_sign_in,
     lua_streams_join_send_update_kick_close,
-    rt_hooks_rewrite_reject_and_observe_channel_messages
+    rt_hooks_rewrite_reject_and_observe_channel_messages,
+    lua_status_follow_and_unfollow_for_a_session,
 );
 
 async fn lua_server(backend: Backend) -> TestServer {
@@ -321,6 +322,28 @@ async fn lua_streams_join_send_update_kick_close(backend: Backend) {
             .all(|e| !matches!(e.message, Some(Message::StreamData(_)))),
         "only B was addressed"
     );
+    let r = call_json(&mut a, "rt_stream_send_raw", &b_session).await;
+    assert!(
+        r["bad"].as_str().unwrap().contains("not a valid envelope"),
+        "{r}"
+    );
+    assert!(
+        r["empty"].as_str().unwrap().contains("carries no message"),
+        "{r}"
+    );
+    let raw = loop {
+        if let Some(Message::Notifications(n)) = b.push().await.message {
+            break n;
+        }
+    };
+    assert_eq!(raw.notifications[0].subject, "raw");
+    assert_eq!(raw.notifications[0].code, 101);
+    assert!(
+        a.drain_pushes()
+            .iter()
+            .all(|e| !matches!(e.message, Some(Message::Notifications(_)))),
+        "only B was addressed"
+    );
 
     // B hides: still on the stream, left out of the visible list.
     let r = call_json(&mut b, "rt_stream_update", "away").await;
@@ -425,4 +448,59 @@ async fn rt_hooks_rewrite_reject_and_observe_channel_messages(backend: Backend) 
         !b.drain_pushes().iter().any(refused),
         "refused messages reached nobody"
     );
+}
+
+/// `nk.status_follow` makes another session follow a user: it hears the
+/// user's status changes until `nk.status_unfollow`.
+async fn lua_status_follow_and_unfollow_for_a_session(backend: Backend) {
+    let server = lua_server(backend).await;
+    let (a_token, a_id, _) = user(&server, "rts1-status-followed").await;
+    let (b_token, ..) = user(&server, "rts2-status-follower").await;
+    let mut a = WsClient::connect_status(&server, &a_token, Fmt::Json).await;
+    let mut b = WsClient::connect(&server, &b_token, Fmt::Protobuf).await;
+    let b_session = session_id(&mut b).await;
+    let follow = |unfollow: bool| {
+        json!({ "session_id": b_session, "user_ids": [a_id], "unfollow": unfollow }).to_string()
+    };
+    let out = call_json(&mut a, "rt_status_follow", &follow(false)).await;
+    assert!(
+        out["bad_session"]
+            .as_str()
+            .unwrap()
+            .contains("expects a valid session id"),
+        "{out}"
+    );
+    assert!(
+        out["bad_user"]
+            .as_str()
+            .unwrap()
+            .contains("each user id must be a valid id"),
+        "{out}"
+    );
+    a.request(Message::StatusUpdate(StatusUpdate {
+        status: Some("playing".to_string().into()),
+    }))
+    .await;
+    let heard = loop {
+        if let Some(Message::StatusPresenceEvent(e)) = b.push().await.message
+            && !e.joins.is_empty()
+        {
+            break e;
+        }
+    };
+    assert_eq!(heard.joins[0].user_id, a_id);
+
+    call_json(&mut a, "rt_status_follow", &follow(true)).await;
+    a.request(Message::StatusUpdate(StatusUpdate {
+        status: Some("away".to_string().into()),
+    }))
+    .await;
+    // A round trip on b's socket: anything pushed before it has arrived.
+    session_id(&mut b).await;
+    let events = b
+        .drain_pushes()
+        .into_iter()
+        .filter(|e| matches!(e.message, Some(Message::StatusPresenceEvent(_))))
+        .count();
+    assert_eq!(events, 0, "no status events after the unfollow");
 }

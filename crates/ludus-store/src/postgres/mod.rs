@@ -404,6 +404,18 @@ impl Store for PgStore {
         .await
     }
 
+    async fn users_after(&self, after: Uuid, limit: usize) -> StoreResult<Vec<User>> {
+        with_retry("users after", || async {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .client
+                .query(conn.stmt(Stmt::UsersAfter), &[&after, &(limit as i64)])
+                .await?;
+            Ok(rows.iter().map(user_from_row).collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
     async fn revoke_token(
         &self,
         token_id: &str,

@@ -93,6 +93,7 @@ pub(super) enum Stmt {
     UpdateAccount,
     DeleteUser,
     GetUsers,
+    UsersAfter,
     RevokeToken,
     RevokeUser,
     BanUsers,
@@ -141,7 +142,7 @@ pub(super) enum Stmt {
 
 impl Stmt {
     /// Every statement, in discriminant order.
-    const ALL: [Stmt; 57] = [
+    const ALL: [Stmt; 58] = [
         Stmt::FindDevices,
         Stmt::FindCustoms,
         Stmt::FindByEmail,
@@ -155,6 +156,7 @@ impl Stmt {
         Stmt::UpdateAccount,
         Stmt::DeleteUser,
         Stmt::GetUsers,
+        Stmt::UsersAfter,
         Stmt::RevokeToken,
         Stmt::RevokeUser,
         Stmt::BanUsers,
@@ -291,6 +293,11 @@ impl Stmt {
                 "SELECT ",
                 user_columns!(),
                 " FROM users u WHERE u.id = ANY($1::uuid[]) OR u.username = ANY($2::text[])"
+            ),
+            Stmt::UsersAfter => concat!(
+                "SELECT ",
+                user_columns!(),
+                " FROM users u WHERE u.id > $1 ORDER BY u.id LIMIT $2"
             ),
             Stmt::RevokeToken => {
                 "INSERT INTO revoked_token (token_id, kind, expires_at) VALUES ($1, $2, $3)
@@ -532,7 +539,8 @@ impl Stmt {
                 user_columns!(),
                 ", e.state, u.xmin
                    FROM group_edge e JOIN users u ON u.id = e.user_id
-                  WHERE e.group_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
+                  WHERE e.group_id = $1
+                    AND ($2::smallint IS NULL AND e.state <= 3 OR e.state = $2)
                     AND (e.state, e.user_id) > ($3, $4)
                   ORDER BY e.state, e.user_id LIMIT $5"
             ),
@@ -540,7 +548,8 @@ impl Stmt {
             Stmt::GroupUserEdges => {
                 "SELECT e.user_id, u.xmin, e.state
                    FROM group_edge e JOIN users u ON u.id = e.user_id
-                  WHERE e.group_id = $1 AND ($2::smallint IS NULL OR e.state = $2)
+                  WHERE e.group_id = $1
+                    AND ($2::smallint IS NULL AND e.state <= 3 OR e.state = $2)
                     AND (e.state, e.user_id) > ($3, $4)
                   ORDER BY e.state, e.user_id LIMIT $5"
             }

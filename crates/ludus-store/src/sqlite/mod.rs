@@ -218,6 +218,12 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn users_after(&self, after: Uuid, limit: usize) -> StoreResult<Vec<User>> {
+        self.readers
+            .read(move |conn| queries::users_after(conn, after, limit))
+            .await
+    }
+
     async fn revoke_token(
         &self,
         token_id: &str,

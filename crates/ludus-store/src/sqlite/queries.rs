@@ -366,6 +366,20 @@ pub(super) fn get_users(
     rows.collect::<Result<_, _>>().map_err(map_err)
 }
 
+pub(super) fn users_after(conn: &Connection, after: Uuid, limit: usize) -> StoreResult<Vec<User>> {
+    let mut stmt = conn
+        .prepare_cached(concat!(
+            "SELECT ",
+            user_columns!(),
+            " FROM users u WHERE u.id > ?1 ORDER BY u.id LIMIT +?2"
+        ))
+        .map_err(map_err)?;
+    let rows = stmt
+        .query_map(params![IdText::new(after), limit as i64], user_from_row)
+        .map_err(map_err)?;
+    rows.collect::<Result<_, _>>().map_err(map_err)
+}
+
 pub(super) fn revoke_token(
     conn: &Connection,
     token_id: &str,

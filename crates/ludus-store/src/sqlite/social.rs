@@ -583,7 +583,7 @@ pub(super) fn group_users(
     let sql = format!(
         "SELECT {USER_SELECT}, e.state
            FROM group_edge e JOIN users u ON u.id = e.user_id
-          WHERE e.group_id = ?1 AND (?2 IS NULL OR e.state = ?2)
+          WHERE e.group_id = ?1 AND (?2 IS NULL AND e.state <= 3 OR e.state = ?2)
             AND (e.state, e.user_id) > (?3, ?4)
           ORDER BY e.state, e.user_id LIMIT +?5"
     );

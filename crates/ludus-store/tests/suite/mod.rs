@@ -236,6 +236,8 @@ macro_rules! store_test_suite {
             social::friends_of_friends_skip_self_and_own_friends,
             social::groups_create_update_delete,
             social::group_users_follow_profile_changes,
+            social::group_users_without_a_state_leave_out_banned_users,
+            social::users_after_pages_in_id_order,
             social::group_roles_follow_nakamas_rules,
             social::group_search_filters_and_pages,
             social::concurrent_joins_never_pass_max_count,

@@ -844,3 +844,67 @@ pub(crate) async fn deleting_a_user_takes_the_groups_only_they_lead<B: Backend>(
     assert_eq!(role(&store, shared.id, ann).await, None);
     assert_eq!(group(&store, bobs.id).await.edge_count, 1);
 }
+
+/// Regression: listing a group's users with no state filter included the
+/// users the group had banned; Nakama's `ListGroupUsers` leaves them out
+/// (states 0-3 only) and shows them only when asked for state 4.
+pub(crate) async fn group_users_without_a_state_leave_out_banned_users<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let (boss, bad, good) = (
+        user(&store, "boss").await,
+        user(&store, "bad").await,
+        user(&store, "good").await,
+    );
+    let g = new_group(boss, "Strict", true, 10);
+    store.group_create(&g, g.creator_id).await.unwrap();
+    for m in [bad, good] {
+        store
+            .group_change(g.id, GroupOp::Join, Some(m), &[m], NOW_US)
+            .await
+            .unwrap();
+    }
+    store
+        .group_change(g.id, GroupOp::Ban, Some(boss), &[bad], NOW_US)
+        .await
+        .unwrap();
+    let listed = store.group_users(g.id, None, None, 100).await.unwrap();
+    let mut ids: Vec<Uuid> = listed.iter().map(|m| m.user.id).collect();
+    ids.sort();
+    let mut want = vec![boss, good];
+    want.sort();
+    assert_eq!(ids, want, "the banned user is left out");
+    let banned = store
+        .group_users(g.id, Some(GroupRole::Banned), None, 100)
+        .await
+        .unwrap();
+    assert_eq!(banned.len(), 1);
+    assert_eq!(banned[0].user.id, bad);
+}
+
+/// `users_after` pages users in id order from an id, without the system
+/// user: how `nk.users_get_random` picks users from a random id.
+pub(crate) async fn users_after_pages_in_id_order<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let mut ids = vec![
+        user(&store, "r1").await,
+        user(&store, "r2").await,
+        user(&store, "r3").await,
+    ];
+    ids.sort();
+    let all: Vec<Uuid> = store
+        .users_after(Uuid::nil(), 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|u| u.id)
+        .collect();
+    assert_eq!(all, ids);
+    let after_first = store.users_after(ids[0], 1).await.unwrap();
+    assert_eq!(after_first.len(), 1);
+    assert_eq!(after_first[0].id, ids[1]);
+    assert_eq!(after_first[0].username, {
+        let users = store.get_users(&[ids[1]], &[]).await.unwrap();
+        users[0].username.clone()
+    });
+    assert!(store.users_after(ids[2], 10).await.unwrap().is_empty());
+}

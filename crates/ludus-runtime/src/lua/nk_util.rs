@@ -1,0 +1,174 @@
+//! Small utilities of `nk` that need no server call: `uuid_bytes_to_string`,
+//! `uuid_string_to_bytes`, `secure_random_bytes`, `rsa_sha256_hash`,
+//! `cron_prev` and `file_read`, with Nakama's arguments, results and
+//! messages. `file_read` reads only below `runtime.path`, which Nakama does
+//! not check.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use ludus_core::schedule::Schedule;
+use mlua::{Lua, LuaString, Table, Value as LuaValue};
+use sha2::Sha256;
+
+use super::call_state::{check_memory, unlimited, within_limit};
+use super::nk_common::{arg_error, whole_arg};
+use super::shared::LuaShared;
+
+/// Largest file `nk.file_read` reads (bigger ones are refused, not cut).
+const MAX_FILE_BYTES: u64 = 16 << 20;
+
+pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    nk.set(
+        "uuid_bytes_to_string",
+        lua.create_function(|_, bytes: LuaString| {
+            let bytes = bytes.as_bytes();
+            if bytes.is_empty() {
+                return Err(arg_error(1, "expects a UUID byte string"));
+            }
+            let u = uuid::Uuid::from_slice(&bytes)
+                .map_err(|_| arg_error(1, "not a valid UUID byte string"))?;
+            Ok(u.to_string())
+        })?,
+    )?;
+    nk.set(
+        "uuid_string_to_bytes",
+        lua.create_function(|lua, text: String| {
+            if text.is_empty() {
+                return Err(arg_error(1, "expects a UUID string"));
+            }
+            let u = uuid::Uuid::parse_str(&text)
+                .map_err(|_| arg_error(1, "not a valid UUID string"))?;
+            lua.create_string(u.as_bytes())
+        })?,
+    )?;
+    nk.set(
+        "secure_random_bytes",
+        lua.create_function(|lua, count: LuaValue| {
+            let count = whole_arg(&count, 1, "expects a number")?;
+            if !(1..=1000).contains(&count) {
+                return Err(arg_error(1, "count must be 1-1000"));
+            }
+            let mut bytes = vec![0u8; count as usize];
+            rand::fill(&mut bytes[..]);
+            lua.create_string(&bytes)
+        })?,
+    )?;
+    nk.set(
+        "rsa_sha256_hash",
+        lua.create_function(|lua, (input, key): (LuaString, LuaString)| {
+            if input.as_bytes().is_empty() {
+                return Err(arg_error(1, "expects input string"));
+            }
+            let key = key.to_str()?.to_owned();
+            if key.is_empty() {
+                return Err(arg_error(2, "expects key string"));
+            }
+            let signature = rsa_sign(&input.as_bytes(), &key)?;
+            lua.create_string(&signature)
+        })?,
+    )?;
+    nk.set(
+        "cron_prev",
+        lua.create_function(|_, (expr, ts): (String, LuaValue)| {
+            if expr.is_empty() {
+                return Err(arg_error(1, "expects cron string"));
+            }
+            let ts = whole_arg(&ts, 2, "expects a number")?;
+            if ts == 0 {
+                return Err(arg_error(1, "expects timestamp in seconds"));
+            }
+            let cron =
+                Schedule::parse(&expr).map_err(|_| arg_error(1, "expects a valid cron string"))?;
+            // Nakama's `Last` answers the last match strictly before `ts`.
+            Ok(ts
+                .checked_sub(1)
+                .and_then(|t| cron.last_at_or_before(t))
+                .unwrap_or(0))
+        })?,
+    )?;
+    let root = shared.settings.path.clone();
+    nk.set(
+        "file_read",
+        lua.create_function(move |lua, rel: String| {
+            if rel.is_empty() {
+                return Err(arg_error(1, "expects relative path string"));
+            }
+            let path = under_root(&root, &rel).ok_or_else(|| {
+                mlua::Error::runtime(format!(
+                    "failed to open file: {rel}: the path must stay inside runtime.path"
+                ))
+            })?;
+            let len = std::fs::metadata(&path)
+                .map_err(|e| mlua::Error::runtime(format!("failed to open file: {e}")))?
+                .len();
+            if len > MAX_FILE_BYTES {
+                return Err(mlua::Error::runtime(format!(
+                    "failed to read file: {len} bytes is over the {MAX_FILE_BYTES}-byte limit"
+                )));
+            }
+            check_memory(lua, len as usize)?;
+            let bytes = std::fs::read(&path)
+                .map_err(|e| mlua::Error::runtime(format!("failed to read file: {e}")))?;
+            let s = unlimited(lua, || lua.create_string(&bytes))?;
+            within_limit(lua)?;
+            Ok(s)
+        })?,
+    )?;
+    Ok(())
+}
+
+/// `rel` joined to `root` when it names a file inside `root`: relative,
+/// and no `..` climbing above it. Symbolic links inside `runtime.path` are
+/// the operator's own and are followed.
+fn under_root(root: &Path, rel: &str) -> Option<PathBuf> {
+    let rel = Path::new(rel);
+    let mut depth = 0usize;
+    for part in rel.components() {
+        match part {
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::ParentDir => depth = depth.checked_sub(1)?,
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(root.join(rel))
+}
+
+/// Nakama's `rsa_sha256_hash`: an RSASSA-PKCS1-v1_5 SHA-256 signature with
+/// a PKCS#1 (`RSA PRIVATE KEY`) PEM key, raw bytes.
+fn rsa_sign(input: &[u8], pem: &str) -> mlua::Result<Vec<u8>> {
+    use rsa::pkcs1::DecodeRsaPrivateKey as _;
+    use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _};
+    if !pem.contains("-----BEGIN ") {
+        return Err(mlua::Error::runtime(
+            "could not parse private key: no valid blocks found",
+        ));
+    }
+    let key = rsa::RsaPrivateKey::from_pkcs1_pem(pem)
+        .map_err(|e| mlua::Error::runtime(format!("error parsing key: {e}")))?;
+    let signer = rsa::pkcs1v15::SigningKey::<Sha256>::new(key);
+    let signature = signer
+        .try_sign_with_rng(&mut rsa::rand_core::OsRng, input)
+        .map_err(|e| mlua::Error::runtime(format!("error signing input: {e}")))?;
+    Ok(signature.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::under_root;
+    use std::path::Path;
+
+    #[test]
+    fn file_read_stays_under_the_root() {
+        let root = Path::new("/srv/modules");
+        assert_eq!(
+            under_root(root, "data/a.json"),
+            Some(root.join("data/a.json"))
+        );
+        assert!(under_root(root, "data/../a.json").is_some());
+        assert_eq!(under_root(root, "../secret"), None);
+        assert_eq!(under_root(root, "data/../../secret"), None);
+        assert_eq!(under_root(root, "/etc/passwd"), None);
+    }
+}

@@ -1,0 +1,93 @@
+-- nk.notifications_list|delete, nk.channel_messages_list,
+-- nk.session_logout and nk.account_delete_id, for tests/http/lua_inbox.rs.
+local nk = require("nakama")
+
+local function err(f, ...)
+  local ok, e = pcall(f, ...)
+  if ok then return "no error" end
+  return tostring(e)
+end
+
+nk.register_rpc(function(ctx, payload)
+  local p = nk.json_decode(payload)
+  local out = {}
+
+  for i = 1, 3 do
+    nk.notification_send(p.bob, "note " .. i, { n = i }, 7, nil, true)
+  end
+  local page, cursor = nk.notifications_list(p.bob, 2)
+  out.page1 = #page
+  out.page1_subject = page[1].subject
+  out.page1_content = page[1].content
+  out.page1_code = page[1].code
+  out.page1_sender = page[1].senderId
+  out.page1_time = page[1].createTime
+  out.cursor = cursor ~= nil
+  local rest = nk.notifications_list(p.bob, 2, cursor)
+  out.page2 = #rest
+  out.page2_subject = rest[1].subject
+  out.all_default = #nk.notifications_list(p.bob)
+  local _, empty_cursor = nk.notifications_list(p.cat)
+  out.empty_cursor = empty_cursor == nil
+  out.bad_limit = err(nk.notifications_list, p.bob, 1001)
+  out.bad_user = err(nk.notifications_list, "nope")
+  nk.notifications_delete({ { user_id = p.bob, notification_id = page[1].id } })
+  -- Someone else's id deletes nothing.
+  nk.notifications_delete({ { user_id = p.cat, notification_id = page[2].id } })
+  out.after_delete = #nk.notifications_list(p.bob)
+  out.bad_delete = err(nk.notifications_delete, { { user_id = p.bob, notification_id = "x" } })
+
+  local room = nk.channel_id_build(nil, "inbox-room", 1)
+  for i = 1, 3 do
+    nk.channel_message_send(room, { text = "hi " .. i }, nil, nil, true)
+  end
+  local msgs, next_cursor, prev_cursor = nk.channel_messages_list(room, 2, true)
+  out.msgs1 = #msgs
+  out.msg_room = msgs[1].roomName
+  out.msg_channel = msgs[1].channelId == room
+  out.msg_content = msgs[1].content
+  out.msg_persistent = msgs[1].persistent
+  out.next_cursor = next_cursor ~= nil
+  out.prev_cursor_first = prev_cursor == nil
+  local more = nk.channel_messages_list(room, 2, true, next_cursor)
+  out.msgs2 = #more
+  out.msgs2_content = more[1].content
+  out.newest_first = nk.channel_messages_list(room, 1, false)[1].content
+  out.msgs_default = #nk.channel_messages_list(room)
+  out.bad_msg_limit = err(nk.channel_messages_list, room, 101)
+  out.bad_channel = err(nk.channel_messages_list, "not a channel")
+  -- The server reads a direct conversation it is not part of.
+  local direct = nk.channel_id_build(p.bob, p.cat, 2)
+  out.direct = #nk.channel_messages_list(direct)
+
+  -- Update and remove as a sender, as the server.
+  local edit = nk.channel_id_build(nil, "inbox-edit", 1)
+  local sent = nk.channel_message_send(edit, { v = 1 }, p.bob, "bob", true)
+  nk.channel_message_send(edit, { v = 2 }, p.bob, "bob", true)
+  local updated = nk.channel_message_update(edit, sent.messageId, { v = 10 }, p.bob, "bob", true)
+  out.update_code = updated.code
+  out.update_persistent = updated.persistent
+  out.updated_content = nk.channel_messages_list(edit, 10)[1].content
+  out.update_other_sender = err(nk.channel_message_update, edit, sent.messageId, { v = 11 }, p.cat, "cat", true)
+  out.update_bad_id = err(nk.channel_message_update, edit, "nope", { v = 11 })
+  out.update_bad_sender = err(nk.channel_message_update, edit, sent.messageId, { v = 11 }, "nope")
+  local removed = nk.channel_message_remove(edit, sent.messageId, p.bob, "bob", true)
+  out.remove_code = removed.code
+  out.after_remove = #nk.channel_messages_list(edit, 10)
+  out.remove_again = err(nk.channel_message_remove, edit, sent.messageId, p.bob, "bob", true)
+
+  -- Three users exist: two picks are two of them, ten picks all three.
+  local two = nk.users_get_random(2)
+  out.random_two = #two
+  out.random_two_distinct = two[1].user_id ~= two[2].user_id
+  out.random_all = #nk.users_get_random(10)
+  out.random_default = #nk.users_get_random()
+  out.random_fraction = #nk.users_get_random(1.7)
+  out.random_bad = err(nk.users_get_random, 1001)
+
+  out.bad_logout = err(nk.session_logout, "nope")
+  nk.session_logout(p.bob, p.bob_token)
+  out.bad_delete_account = err(nk.account_delete_id, "nope")
+  nk.account_delete_id(p.cat)
+  return nk.json_encode(out)
+end, "lua_inbox")
