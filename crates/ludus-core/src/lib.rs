@@ -14,6 +14,7 @@ pub mod friend;
 pub mod group;
 pub mod leaderboard;
 pub mod leaderboard_service;
+pub mod metrics;
 pub mod model;
 pub mod multi_update;
 pub mod notification;

@@ -223,6 +223,14 @@ impl Lane {
         let body = buf.split_to(head.body_len).freeze();
         match head.route {
             Route::Rpc { id, query } => {
+                let recorded = self.state.metrics.as_ref().map(|m| {
+                    (
+                        m,
+                        m.rpc_slot(&id),
+                        body.len() as u64,
+                        std::time::Instant::now(),
+                    )
+                });
                 let call = crate::api::rpc::call_direct(
                     &self.state,
                     &id,
@@ -236,6 +244,11 @@ impl Lane {
                     res = call => res,
                     () = timer.as_mut() => timed_out(),
                 };
+                if let Some((metrics, slot, recv, start)) = recorded {
+                    use crate::metrics::layer::{is_error, response_bytes};
+                    let sent = response_bytes(&res);
+                    metrics.record(slot, start.elapsed(), recv, sent, is_error(&res));
+                }
                 Answer::Ready(with_layers(res))
             }
             Route::Router(uri) => {

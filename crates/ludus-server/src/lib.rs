@@ -11,6 +11,7 @@ mod extract;
 mod lane;
 pub mod logging;
 pub mod matchmaker;
+pub mod metrics;
 mod nakama_config;
 pub mod runtime;
 mod serve;

@@ -49,6 +49,8 @@ pub struct RunningServer {
     matchmaker: JoinHandle<()>,
     /// Leaderboard resets and tournament ends; ends when `stop` is sent.
     leaderboard_schedules: JoinHandle<()>,
+    /// The Prometheus exporter (`metrics.prometheus_port`); ends on `stop`.
+    exporter: Option<JoinHandle<()>>,
     /// This node's links to the cluster bus (`cluster.redis`), if any.
     cluster: Option<ludus_realtime::cluster::ClusterHandle>,
     state: AppState,
@@ -141,6 +143,8 @@ pub async fn start_with(
         .load()
         .await
         .map_err(StartError::Leaderboards)?;
+    // One metrics handle: modules record their own metrics into it.
+    let metrics = crate::metrics::ServerMetrics::core(&config);
     let runtime = Arc::new(
         crate::runtime::start(
             &config,
@@ -161,11 +165,19 @@ pub async fn start_with(
         .start_indexes(Some(filter))
         .await
         .map_err(StartError::StorageIndexes)?;
+    // Metrics know the RPC ids once the modules registered them.
+    let metrics = (config.metrics.prometheus_port != 0).then(|| {
+        Arc::new(crate::metrics::ServerMetrics::new(
+            metrics,
+            runtime.rpc_ids(),
+        ))
+    });
     let sockets = Arc::new(crate::socket::Sockets::new(
         &config,
         realtime,
         runtime.clone(),
         match_runtime,
+        metrics.clone(),
     ));
     let state = AppState::new(Services {
         config: Arc::new(config),
@@ -175,6 +187,7 @@ pub async fn start_with(
         accounts,
         sockets,
         runtime,
+        metrics,
     });
     let app = crate::api::router(state.clone());
     let (stop, stopped) = watch::channel(false);
@@ -193,6 +206,24 @@ pub async fn start_with(
                 .run_scheduler(hooks, stopped.clone()),
         )
     };
+    let exporter = match &state.metrics {
+        Some(_) => {
+            let addr = format!(
+                "{}:{}",
+                state.config.socket.address, state.config.metrics.prometheus_port
+            );
+            let listener = TcpListener::bind(&addr)
+                .await
+                .map_err(|source| StartError::Bind { addr, source })?;
+            tracing::info!(addr = %listener.local_addr().map_or_else(|_| String::new(), |a| a.to_string()), "serving Prometheus metrics");
+            Some(tokio::spawn(crate::metrics::exporter::serve(
+                listener,
+                state.clone(),
+                stopped.clone(),
+            )))
+        }
+        None => None,
+    };
     let handshake_timeout = Duration::from_millis(state.config.socket.handshake_timeout_ms);
     // With debug events on, every request goes through the router's access
     // log rather than the lane.
@@ -209,6 +240,7 @@ pub async fn start_with(
         task,
         matchmaker,
         leaderboard_schedules,
+        exporter,
         cluster,
         state,
     })
@@ -266,6 +298,9 @@ impl RunningServer {
             .is_err()
         {
             tracing::warn!("leaderboard schedules still running after the grace period");
+        }
+        if let Some(exporter) = self.exporter {
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, exporter).await;
         }
         // Matches get their match_terminate while their players are still there.
         self.state

@@ -44,4 +44,7 @@ pub struct Services {
     pub sockets: Arc<crate::socket::Sockets>,
     /// Lua and native modules: RPCs and hooks (`state.runtime.rpc(ctx, id, payload)`).
     pub runtime: Arc<ludus_runtime::Runtime>,
+    /// What requests and sockets record, when `metrics.prometheus_port`
+    /// exports it; `None` records nothing.
+    pub metrics: Option<Arc<crate::metrics::ServerMetrics>>,
 }

@@ -13,6 +13,7 @@ mod leaderboard;
 mod link;
 mod matches;
 mod matchmaker;
+pub(crate) mod names;
 mod notification;
 mod party;
 pub(crate) mod rpc;
@@ -42,6 +43,7 @@ pub(crate) const CACHE_CONTROL: &str = "no-store, no-cache, must-revalidate";
 
 pub(crate) fn router(state: AppState) -> Router {
     let limit = state.config.socket.max_request_size_bytes;
+    let metrics = state.metrics.clone();
     let timeout = Duration::from_millis(state.config.socket.read_timeout_ms);
     let cors = CorsLayer::new()
         .allow_origin(Any)
@@ -180,7 +182,13 @@ pub(crate) fn router(state: AppState) -> Router {
         .layer(RequestDecompressionLayer::new())
         .layer(DefaultBodyLimit::max(limit))
         .service(routed);
-    Router::new().fallback_service(layered)
+    match metrics {
+        Some(metrics) => Router::new().fallback_service(crate::metrics::layer::Recorded {
+            inner: layered,
+            metrics,
+        }),
+        None => Router::new().fallback_service(layered),
+    }
 }
 
 async fn healthcheck() -> Response {

@@ -47,6 +47,8 @@ pub struct Config {
     pub matches: ludus_realtime::MatchConfig,
     /// Several nodes on one PostgreSQL with Redis as the bus.
     pub cluster: ludus_realtime::cluster::ClusterConfig,
+    /// Prometheus metrics (Nakama's `metrics` section).
+    pub metrics: MetricsConfig,
     /// Keys of Nakama's that the file or flags set and Ludus ignores, for
     /// [`Config::warn_ignored_keys`].
     #[serde(skip)]
@@ -68,7 +70,37 @@ impl Default for Config {
             matchmaker: ludus_realtime::MatchmakerConfig::default(),
             matches: ludus_realtime::MatchConfig::default(),
             cluster: ludus_realtime::cluster::ClusterConfig::default(),
+            metrics: MetricsConfig::default(),
             ignored_keys: Vec::new(),
+        }
+    }
+}
+
+/// Nakama's `metrics` section, its keys and defaults.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Port of the Prometheus exporter (`GET /metrics`) on
+    /// `socket.address`; 0 exports nothing.
+    pub prometheus_port: u16,
+    /// A `namespace` label on every sample when not empty.
+    pub namespace: String,
+    /// Prefix of every metric name; empty for none.
+    pub prefix: String,
+    /// Prefix of modules' metrics, below `prefix`; empty for none.
+    pub custom_prefix: String,
+    /// The most series modules may create; 0 for no limit.
+    pub custom_scope_limit: usize,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            prometheus_port: 0,
+            namespace: String::new(),
+            prefix: "nakama".into(),
+            custom_prefix: "custom".into(),
+            custom_scope_limit: 10_000,
         }
     }
 }

@@ -140,6 +140,26 @@ const MEANINGS: &[(&str, &str)] = &[
         "SQLite: least time between two checkpoints, which copy the write-ahead log into the database file; between them the log is only synced, and a page the writer keeps changing is copied once a checkpoint rather than once a sync; at or below `wal_sync_interval_ms` every sync is a checkpoint (1 to 10000)",
     ),
     (
+        "metrics.prometheus_port",
+        "port of the Prometheus exporter (`GET /metrics`, on `socket.address`); 0 turns it off. See docs/operations.md",
+    ),
+    (
+        "metrics.namespace",
+        "when set, a `namespace` label with this value on every sample",
+    ),
+    (
+        "metrics.prefix",
+        "prefix of every metric name (`nakama_overall_count`); empty for none",
+    ),
+    (
+        "metrics.custom_prefix",
+        "prefix of modules' own metrics (`nk.metrics_*`), below `metrics.prefix`; empty for none",
+    ),
+    (
+        "metrics.custom_scope_limit",
+        "the most series modules may create; past it a new name or tag set is refused, counted (`metrics_collection_errors_count{err=\"scope_limit\"}`) and logged; 0 means no limit",
+    ),
+    (
         "cluster.redis",
         "Redis addresses of the cluster bus (repeat the flag or give a comma list); several are shards, each stream on the one a consistent hash of its key picks; empty: a single node. A cluster needs PostgreSQL (on SQLite it is refused at start) and a unique `name` per node",
     ),

@@ -98,6 +98,10 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
     let sockets = open.0.clone();
     let realtime = &sockets.realtime;
     let settings = &sockets.settings;
+    let metrics = sockets.metrics.as_deref();
+    if let Some(m) = metrics {
+        m.core.ws_opened.inc();
+    }
     tracing::debug!(session_id = %session.id(), user_id = %session.user_id(), "socket open");
     let mut liveness = Liveness::new(settings.liveness, Instant::now());
     let write_wait = settings.write_wait;
@@ -115,6 +119,10 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
             biased;
             next = session.outbound().next_batch() => match next {
                 Next::Frames(frames) => {
+                    if let Some(m) = metrics {
+                        let sent: usize = frames.iter().map(Bytes::len).sum();
+                        m.core.messages.sent_bytes.add(sent as u64);
+                    }
                     if write_frames(&mut ws, session.format(), frames, write_wait).await.is_err() {
                         break End::Gone;
                     }
@@ -136,13 +144,26 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
                     }
                     Some(Ok(message)) => {
                         liveness.saw_frame(now);
+                        let len = match &message {
+                            Message::Text(t) => t.len(),
+                            Message::Binary(b) => b.len(),
+                            _ => 0,
+                        } as u64;
                         match decode(&session, message) {
                             Ok(Some(envelope)) => {
+                                if let Some(m) = metrics {
+                                    m.core.message(len, false);
+                                }
                                 liveness.saw_message(now);
                                 requests.push(envelope);
                             }
                             Ok(None) => {}
-                            Err(end) => break end,
+                            Err(end) => {
+                                if let (Some(m), End::Close(..)) = (metrics, &end) {
+                                    m.core.message(len, true);
+                                }
+                                break end;
+                            }
                         }
                     }
                 }
@@ -160,6 +181,12 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
         }
     };
 
+    if let Some(m) = metrics {
+        m.socket_closed(match end {
+            End::Close(code, _) => Some(code),
+            _ => None,
+        });
+    }
     if let End::Close(code, reason) = end {
         // Replies queued before the close (an error envelope) go out first.
         let pending = session.outbound().take_all();

@@ -51,6 +51,8 @@ pub struct Sockets {
     _match_runtime: MatchRuntime,
     pub(super) settings: SocketSettings,
     open: AtomicUsize,
+    /// Socket counts and messages, when metrics are exported.
+    pub(super) metrics: Option<Arc<crate::metrics::ServerMetrics>>,
     closing: AtomicBool,
     all_closed: Notify,
 }
@@ -78,6 +80,7 @@ impl Sockets {
         realtime: Arc<Realtime>,
         modules: Arc<Runtime>,
         match_runtime: MatchRuntime,
+        metrics: Option<Arc<crate::metrics::ServerMetrics>>,
     ) -> Sockets {
         Sockets {
             realtime,
@@ -85,6 +88,7 @@ impl Sockets {
             _match_runtime: match_runtime,
             settings: SocketSettings::from_config(config),
             open: AtomicUsize::new(0),
+            metrics,
             closing: AtomicBool::new(false),
             all_closed: Notify::new(),
         }
