@@ -47,6 +47,8 @@ pub struct Config {
     pub matches: ludus_realtime::MatchConfig,
     /// Several nodes on one PostgreSQL with Redis as the bus.
     pub cluster: ludus_realtime::cluster::ClusterConfig,
+    /// Platform sign-in (`social.*`, Nakama's section, plus our base URLs).
+    pub social: ludus_core::social_auth::SocialSettings,
     /// Keys of Nakama's that the file or flags set and Ludus ignores, for
     /// [`Config::warn_ignored_keys`].
     #[serde(skip)]
@@ -68,6 +70,7 @@ impl Default for Config {
             matchmaker: ludus_realtime::MatchmakerConfig::default(),
             matches: ludus_realtime::MatchConfig::default(),
             cluster: ludus_realtime::cluster::ClusterConfig::default(),
+            social: ludus_core::social_auth::SocialSettings::default(),
             ignored_keys: Vec::new(),
         }
     }
@@ -813,7 +816,6 @@ mod tests {
                 "console.port",
                 "leaderboard.callback_queue_size",
                 "logger.stdout",
-                "social.steam.app_id",
                 "socket.protocol",
                 "socket.response_headers",
             ]

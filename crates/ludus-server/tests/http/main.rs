@@ -13,6 +13,7 @@ mod leaderboard;
 mod link;
 mod lua_social;
 mod lua_storage;
+mod platform_sign_in;
 mod protocol;
 mod rpc;
 mod session;
