@@ -42,7 +42,7 @@ pub(super) fn install(
 type Group = fn(&Lua, &Arc<LuaShared>, &Table, &Table) -> mlua::Result<()>;
 
 /// The groups made on first use, by index.
-const LAZY_GROUPS: [Group; 13] = [
+const LAZY_GROUPS: [Group; 14] = [
     |lua, shared, callbacks, nk| install_registrations(lua, shared, callbacks, nk),
     |lua, _, _, nk| install_logger(lua, nk),
     |lua, shared, _, nk| install_misc(lua, shared, nk),
@@ -56,6 +56,7 @@ const LAZY_GROUPS: [Group; 13] = [
     |lua, shared, callbacks, nk| super::nk_storage_index::install(lua, shared, callbacks, nk),
     |lua, shared, _, nk| super::nk_party::install(lua, shared, nk),
     |lua, shared, _, nk| nk_match::install(lua, shared, nk),
+    |lua, shared, _, nk| super::nk_social_auth::install(lua, shared, nk),
 ];
 
 // `install_lazy_groups` keeps one bit per group in a `u16`.

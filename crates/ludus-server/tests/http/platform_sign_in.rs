@@ -29,6 +29,7 @@ both_backends!(
     every_platform_signs_in_links_and_unlinks,
     forged_expired_and_foreign_proofs_are_refused,
     platforms_that_fail_or_hang_are_named,
+    lua_platform_functions_with_nakamas_arguments,
 );
 
 const BUNDLE: &str = "com.ludus.game";
@@ -146,6 +147,14 @@ async fn stand_in(state: StandIn) -> String {
 }
 
 async fn start(b: Backend, keys: &Arc<Keys>) -> (TestServer, Arc<AtomicUsize>) {
+    start_tweaked(b, keys, |_| {}).await
+}
+
+async fn start_tweaked(
+    b: Backend,
+    keys: &Arc<Keys>,
+    tweak: impl FnOnce(&mut ludus_server::Config),
+) -> (TestServer, Arc<AtomicUsize>) {
     let fetches = Arc::new(AtomicUsize::new(0));
     let base = stand_in(StandIn {
         keys: keys.clone(),
@@ -167,6 +176,7 @@ async fn start(b: Backend, keys: &Arc<Keys>) -> (TestServer, Arc<AtomicUsize>) {
         s.steam.publisher_key = STEAM_KEY.into();
         s.steam.app_id = STEAM_APP;
         s.timeout_ms.0 = 500;
+        tweak(c);
     })
     .await;
     (t, fetches)
@@ -545,4 +555,126 @@ async fn platforms_that_fail_or_hang_are_named(b: Backend) {
         )
         .await;
     assert_error(&r, 400, 9);
+}
+
+async fn lua_platform_functions_with_nakamas_arguments(b: Backend) {
+    let keys = keys();
+    let (t, _) = start_tweaked(b, &keys, |c| {
+        crate::rpc::lua_config(c);
+        c.runtime.max_rpc_payload_bytes = 1 << 16;
+    })
+    .await;
+    let exp = now() + 600;
+    let apple = |id: &str| id_token(&keys.signer, "https://appleid.apple.com", BUNDLE, id, exp);
+    let google = |id: &str| {
+        id_token(
+            &keys.signer,
+            "https://accounts.google.com",
+            GOOGLE_CLIENT,
+            id,
+            exp,
+        )
+    };
+    let proofs = json!({
+        "apple": apple("lua-apple-1"),
+        "apple2": apple("lua-apple-2"),
+        "google": google("lua-google-1"),
+        "google2": google("lua-google-2"),
+        "forged": id_token(&keys.forger, "https://accounts.google.com", GOOGLE_CLIENT, "x", exp),
+        "facebook": "fb-token:lua-fb-1",
+        "facebook2": "fb-token:lua-fb-2",
+        "instant": instant_info("lua-ig-1", FBIG_SECRET),
+        "instant2": instant_info("lua-ig-2", FBIG_SECRET),
+        "gamecenter": gamecenter(&keys.signer, "G:lua-1", GC_URL, now() * 1000),
+        "gamecenter2": gamecenter(&keys.signer, "G:lua-2", GC_URL, now() * 1000),
+        "steam": "ticket:7656119001",
+        "steam2": "ticket:7656119002",
+        "steam_unknown": "ticket:7656119003",
+    });
+    // Lua numbers for Game Center's timestamp, as modules pass them.
+    let mut proofs = proofs;
+    for gc in ["gamecenter", "gamecenter2"] {
+        let ts: i64 = proofs[gc]["timestamp_seconds"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        proofs[gc]["timestamp_seconds"] = json!(ts);
+    }
+    let s = t.device_session("lua-platform-device").await;
+    let r = t
+        .post_bearer(
+            "/v2/rpc/lua_platforms",
+            &token(&s),
+            json!(proofs.to_string()),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    for call in [
+        "apple_new",
+        "google_new",
+        "facebook_new",
+        "instant_new",
+        "gamecenter_new",
+        "steam_new",
+    ] {
+        assert_eq!(out[call]["created"], true, "{call}: {out}");
+    }
+    assert_eq!(out["apple_new"]["username"], "luaapple");
+    assert_eq!(out["apple_again"]["created"], false, "{out}");
+    assert_eq!(out["apple_again"]["user_id"], out["apple_new"]["user_id"]);
+    let text = |call: &str| out[call].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("steam_no_create").contains("user account not found"),
+        "{out}"
+    );
+    assert!(
+        text("google_forged").contains("could not authenticate google"),
+        "{out}"
+    );
+    assert!(
+        text("link_taken").contains("error linking: apple id is already in use"),
+        "{out}"
+    );
+    assert!(
+        text("unlink_forged").contains("error unlinking: could not authenticate"),
+        "{out}"
+    );
+    for call in [
+        "link_apple",
+        "link_google",
+        "link_facebook",
+        "link_instant",
+        "link_gamecenter",
+        "link_steam",
+        "unlink_apple",
+        "unlink_google",
+        "unlink_facebook",
+        "unlink_instant",
+        "unlink_gamecenter",
+    ] {
+        assert!(out[call].is_object(), "{call}: {out}");
+    }
+    // Only Steam stays linked to the caller; the platform sign-ups have their ids.
+    let account = t.get_bearer("/v2/account", &token(&s)).await;
+    let user = &account.body["user"];
+    assert_eq!(user["steam_id"], "7656119002", "{user}");
+    for field in [
+        "apple_id",
+        "google_id",
+        "facebook_id",
+        "facebook_instant_game_id",
+        "gamecenter_id",
+    ] {
+        assert_eq!(user.get(field), None, "{field}: {user}");
+    }
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/gamecenter?create=false",
+            gamecenter(&keys.signer, "G:lua-1", GC_URL, now() * 1000),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(json!(user_id(&r.body)), out["gamecenter_new"]["user_id"]);
 }
