@@ -381,28 +381,35 @@ impl SocialVerifier {
         audiences: &[String],
     ) -> Result<serde_json::Map<String, Value>, String> {
         let kid = jwt::key_id(token).map_err(|e| e.to_string())?;
-        let key = match cache.find(&kid, unix_now()) {
-            Lookup::Found(key) => key,
-            Lookup::Refresh => {
-                let _one_fetch = cache.fetching.lock().await;
-                match cache.find(&kid, unix_now()) {
-                    Lookup::Found(key) => key,
-                    Lookup::Refresh => {
-                        let body = self.get_ok(&format!("{provider} keys"), url).await?;
-                        let keys = jwt::parse_jwks(&body)
-                            .map_err(|e| format!("{provider} keys unusable: {e}"))?;
-                        cache.store(keys, unix_now());
-                        match cache.find(&kid, unix_now()) {
-                            Lookup::Found(key) => key,
-                            _ => return Err(format!("token key id {kid:?} is not {provider}'s")),
-                        }
-                    }
-                    Lookup::Unknown => {
-                        return Err(format!("token key id {kid:?} is not {provider}'s"));
-                    }
+        let mut lookup = cache.find(&kid, unix_now());
+        if let Lookup::Refresh = lookup {
+            // One fetch at a time; those who waited for it look again, and
+            // do not fetch again within `UNKNOWN_KID_REFRESH_SEC`, so an
+            // outage costs one timeout, not one per waiting request.
+            let _one_fetch = cache.fetching.lock().await;
+            lookup = cache.find(&kid, unix_now());
+            if let Lookup::Refresh = lookup {
+                cache.attempted(unix_now());
+                let fetched = self
+                    .get_ok(&format!("{provider} keys"), url)
+                    .await
+                    .and_then(|body| {
+                        jwt::parse_jwks(&body).map_err(|e| format!("{provider} keys unusable: {e}"))
+                    });
+                match fetched {
+                    Ok(keys) => cache.store(keys, unix_now()),
+                    Err(e) => cache.failed(e),
                 }
+                lookup = cache.find(&kid, unix_now());
             }
-            Lookup::Unknown => return Err(format!("token key id {kid:?} is not {provider}'s")),
+        }
+        let key = match lookup {
+            Lookup::Found(key) => key,
+            _ => {
+                return Err(cache.last_error().unwrap_or_else(|| {
+                    format!("token key id {kid:?} is not one of {provider}'s keys")
+                }));
+            }
         };
         let expected = jwt::Expected {
             issuers,
@@ -481,9 +488,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[derive(Default)]
 struct KeyCache {
-    keys: Mutex<(Vec<(String, RsaPublicKey)>, i64)>,
+    state: Mutex<KeyState>,
     /// One fetch at a time per provider.
     fetching: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct KeyState {
+    keys: Vec<(String, RsaPublicKey)>,
+    /// When the keys were fetched (0: never).
+    fetched_at: i64,
+    /// When a fetch was last tried, whatever came of it.
+    attempted_at: i64,
+    /// Why the last fetch failed, until one succeeds.
+    error: Option<String>,
 }
 
 enum Lookup {
@@ -494,24 +512,80 @@ enum Lookup {
 
 impl KeyCache {
     fn find(&self, kid: &str, now: i64) -> Lookup {
-        let guard = lock(&self.keys);
-        let (keys, fetched_at) = &*guard;
-        let stale = now - fetched_at >= KEYS_TTL_SEC;
-        match keys.iter().find(|(k, _)| k == kid) {
-            Some((_, key)) if !stale => Lookup::Found(key.clone()),
-            _ if stale || now - fetched_at >= UNKNOWN_KID_REFRESH_SEC => Lookup::Refresh,
+        let state = lock(&self.state);
+        let fresh = now - state.fetched_at < KEYS_TTL_SEC;
+        let may_fetch = now - state.attempted_at >= UNKNOWN_KID_REFRESH_SEC;
+        match state.keys.iter().find(|(k, _)| k == kid) {
+            // Stale keys still serve while a fetch was tried just now.
+            Some((_, key)) if fresh || !may_fetch => Lookup::Found(key.clone()),
+            _ if may_fetch => Lookup::Refresh,
             _ => Lookup::Unknown,
         }
     }
 
+    fn attempted(&self, now: i64) {
+        lock(&self.state).attempted_at = now;
+    }
+
     fn store(&self, keys: Vec<(String, RsaPublicKey)>, now: i64) {
-        *lock(&self.keys) = (keys, now);
+        let mut state = lock(&self.state);
+        state.keys = keys;
+        state.fetched_at = now;
+        state.error = None;
+    }
+
+    fn failed(&self, error: String) {
+        lock(&self.state).error = Some(error);
+    }
+
+    fn last_error(&self) -> Option<String> {
+        lock(&self.state).error.clone()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counts requests and fails them all.
+    struct Down(std::sync::atomic::AtomicUsize);
+
+    #[async_trait]
+    impl SocialHttp for Down {
+        async fn get(&self, _: &str, _: Duration) -> Result<(u16, Vec<u8>), String> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err("connection refused".into())
+        }
+    }
+
+    /// Regression: while a platform was down, every sign-in waited for a
+    /// fetch of its own, one after the other behind the fetch lock.
+    #[tokio::test]
+    async fn a_platform_that_is_down_is_asked_once_per_interval() {
+        let down = Arc::new(Down(Default::default()));
+        let mut settings = SocialSettings::default();
+        settings.apple.bundle_id = "com.game".into();
+        let verifier = SocialVerifier::new(settings, Some(down.clone()));
+        let token = format!(
+            "{}.e30.c2ln",
+            base64::Engine::encode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                r#"{"alg":"RS256","kid":"k1"}"#
+            )
+        );
+        let credential = SocialCredential::Apple { token };
+        for _ in 0..3 {
+            let e = verifier.verify(&credential).await.unwrap_err();
+            assert_eq!(e.code, Code::Unauthenticated);
+            assert!(
+                e.message
+                    .contains("apple keys unreachable: connection refused"),
+                "{}",
+                e.message
+            );
+        }
+        assert_eq!(down.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
 
     #[test]
     fn query_values_are_escaped() {
