@@ -168,9 +168,13 @@ impl AccountService {
                     .await?
             }
             Credential::Social(credential) => {
-                let id = self.social.verify(credential).await?;
-                let identity = Identity::Social(credential.provider(), id);
-                self.find_or_create(identity, None, &req).await?
+                let verified = self.social.verify(credential).await?;
+                let identity = Identity::Social(credential.provider(), verified.id);
+                let (user, created) = self.find_or_create(identity, None, &req).await?;
+                if created && let Some(email) = verified.email {
+                    self.adopt_email(user.id, email).await;
+                }
+                (user, created)
             }
             Credential::Email { email, password } if email.is_empty() => {
                 validate::password(password)?;
@@ -199,6 +203,23 @@ impl AccountService {
             }
         };
         Ok(self.issue(user.id, &user.username, req.vars, created))
+    }
+
+    /// Gives a new account the email its platform vouched for (Apple), as
+    /// Nakama's sign-up does. The email is a courtesy: when it is malformed
+    /// or another account has it, the account goes without, and sign-up
+    /// still succeeds.
+    async fn adopt_email(&self, user: Uuid, email: String) {
+        let Ok(email) = validate::email(&email) else {
+            return;
+        };
+        if let Err(e) = self
+            .store
+            .link_identity(user, Identity::Email(email), None, unix_now())
+            .await
+        {
+            tracing::info!(%user, error = %e, "platform email not stored on the new account");
+        }
     }
 
     /// Finds the identity's user, or registers one when `create` allows it.
@@ -607,7 +628,7 @@ impl AccountService {
                 )
             }
             Credential::Social(credential) => {
-                let id = self.social.verify(&credential).await?;
+                let id = self.social.verify(&credential).await?.id;
                 let provider = credential.provider();
                 let identity = Identity::Social(provider, id);
                 return match self
@@ -671,7 +692,7 @@ impl AccountService {
         user: Uuid,
         credential: &SocialCredential,
     ) -> Result<(), ApiError> {
-        let id = self.social.verify(credential).await?;
+        let id = self.social.verify(credential).await?.id;
         self.unlink(user, Identity::Social(credential.provider(), id))
             .await
     }

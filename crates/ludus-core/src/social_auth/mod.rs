@@ -13,5 +13,5 @@ pub use gamecenter::GameCenterProof;
 pub use verifier::{
     AppleSettings, BaseUrl, GameCenterSettings, GoogleSettings, InstantGameSettings,
     LimitedLoginSettings, SocialCredential, SocialHttp, SocialSettings, SocialVerifier,
-    SteamSettings, TimeoutMs,
+    SteamSettings, TimeoutMs, Verified,
 };

@@ -112,6 +112,21 @@ pub struct SteamSettings {
     pub base_url: String,
 }
 
+/// What a platform vouched for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// The platform's id of the player.
+    pub id: String,
+    /// The email the platform gave, where it gives one (Apple).
+    pub email: Option<String>,
+}
+
+impl From<String> for Verified {
+    fn from(id: String) -> Self {
+        Verified { id, email: None }
+    }
+}
+
 /// What a client presents for one platform.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SocialCredential {
@@ -176,7 +191,7 @@ impl SocialVerifier {
     /// a missing setting `FailedPrecondition`, anything the platform or its
     /// keys refuse (or a platform that cannot be reached) `Unauthenticated`,
     /// naming the provider and the reason.
-    pub async fn verify(&self, credential: &SocialCredential) -> Result<String, ApiError> {
+    pub async fn verify(&self, credential: &SocialCredential) -> Result<Verified, ApiError> {
         self.check_input(credential)?;
         let provider = credential.provider();
         self.verified_id(credential).await.map_err(|why| {
@@ -245,7 +260,7 @@ impl SocialVerifier {
         }
     }
 
-    async fn verified_id(&self, credential: &SocialCredential) -> Result<String, String> {
+    async fn verified_id(&self, credential: &SocialCredential) -> Result<Verified, String> {
         let s = &self.settings;
         match credential {
             SocialCredential::Apple { token } => {
@@ -261,7 +276,15 @@ impl SocialVerifier {
                         &audiences,
                     )
                     .await?;
-                Ok(subject(&claims))
+                let email = claims
+                    .get("email")
+                    .and_then(Value::as_str)
+                    .filter(|e| !e.is_empty())
+                    .map(str::to_owned);
+                Ok(Verified {
+                    id: subject(&claims),
+                    email,
+                })
             }
             SocialCredential::Google { token } => {
                 let url = format!("{}/oauth2/v3/certs", base(&s.google.base_url, GOOGLE_URL));
@@ -275,7 +298,7 @@ impl SocialVerifier {
                         &s.google.client_ids,
                     )
                     .await?;
-                Ok(subject(&claims))
+                Ok(subject(&claims).into())
             }
             SocialCredential::Facebook { token } => {
                 // A Limited Login token is a JWT; anything else is a Graph
@@ -300,7 +323,7 @@ impl SocialVerifier {
                             &audiences,
                         )
                         .await?;
-                    return Ok(subject(&claims));
+                    return Ok(subject(&claims).into());
                 }
                 let url = format!(
                     "{}/v22.0/me?access_token={}&fields={}",
@@ -312,12 +335,13 @@ impl SocialVerifier {
                 let profile: Value = serde_json::from_slice(&body)
                     .map_err(|_| "facebook profile answer is not json".to_owned())?;
                 match profile.get("id").and_then(Value::as_str) {
-                    Some(id) if !id.is_empty() => Ok(id.to_owned()),
+                    Some(id) if !id.is_empty() => Ok(id.to_owned().into()),
                     _ => Err("facebook profile answer has no id".into()),
                 }
             }
             SocialCredential::FacebookInstantGame { signed_player_info } => {
                 instant::player_id(signed_player_info, &s.facebook_instant_game.app_secret)
+                    .map(Into::into)
             }
             SocialCredential::GameCenter(proof) => {
                 let path = gamecenter::check_key_url(&proof.public_key_url)?;
@@ -341,7 +365,7 @@ impl SocialVerifier {
                 };
                 let key = self.gamecenter_key(&url).await?;
                 gamecenter::verify(proof, &key)?;
-                Ok(proof.player_id.clone())
+                Ok(proof.player_id.clone().into())
             }
             SocialCredential::Steam { token } => {
                 let url = format!(
@@ -363,7 +387,7 @@ impl SocialVerifier {
                     ));
                 }
                 match response["params"]["steamid"].as_str() {
-                    Some(id) if !id.is_empty() => Ok(id.to_owned()),
+                    Some(id) if !id.is_empty() => Ok(id.to_owned().into()),
                     _ => Err("steam answer has no steam id".into()),
                 }
             }
