@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, Code};
 use crate::model::{Account, AccountUpdate, Identity, NewUser, User, UserAuth};
 use crate::revocation::{RevocationFeed, RevocationList, Revoked};
+use crate::social_auth::{SocialCredential, SocialVerifier};
 use crate::store::{Store, StoreError};
 pub use crate::token::Caller;
 use crate::token::{self, SessionClaims, TokenError, TokenKind};
@@ -56,6 +57,8 @@ pub enum Credential {
         email: String,
         password: String,
     },
+    /// A platform's proof, checked by the [`SocialVerifier`].
+    Social(SocialCredential),
 }
 
 #[derive(Debug, Clone)]
@@ -85,6 +88,8 @@ pub struct AccountService {
     verified: VerifiedTokens,
     /// Where revocations go for the other nodes of a cluster.
     feed: Option<Arc<dyn RevocationFeed>>,
+    /// Checks platform sign-ins (Apple, Steam, …).
+    social: Arc<SocialVerifier>,
 }
 
 impl AccountService {
@@ -97,7 +102,19 @@ impl AccountService {
             settings,
             revocations: RevocationList::from_stored(stored),
             feed: None,
+            social: Arc::new(SocialVerifier::new(Default::default(), None)),
         })
+    }
+
+    /// Platform sign-ins are checked by `social` (its settings and its
+    /// outgoing HTTP); without it they answer that nothing is configured.
+    pub fn with_social(mut self, social: Arc<SocialVerifier>) -> Self {
+        self.social = social;
+        self
+    }
+
+    pub fn social(&self) -> &SocialVerifier {
+        &self.social
     }
 
     /// This node's revocations also go to `feed` (a cluster's other nodes).
@@ -150,6 +167,15 @@ impl AccountService {
                 self.find_or_create(Identity::Custom(id.clone()), None, &req)
                     .await?
             }
+            Credential::Social(credential) => {
+                let verified = self.social.verify(credential).await?;
+                let identity = Identity::Social(credential.provider(), verified.id);
+                let (user, created) = self.find_or_create(identity, None, &req).await?;
+                if created && let Some(email) = verified.email {
+                    self.adopt_email(user.id, email).await;
+                }
+                (user, created)
+            }
             Credential::Email { email, password } if email.is_empty() => {
                 validate::password(password)?;
                 if generated {
@@ -177,6 +203,23 @@ impl AccountService {
             }
         };
         Ok(self.issue(user.id, &user.username, req.vars, created))
+    }
+
+    /// Gives a new account the email its platform vouched for (Apple), as
+    /// Nakama's sign-up does. The email is a courtesy: when it is malformed
+    /// or another account has it, the account goes without, and sign-up
+    /// still succeeds.
+    async fn adopt_email(&self, user: Uuid, email: String) {
+        let Ok(email) = validate::email(&email) else {
+            return;
+        };
+        if let Err(e) = self
+            .store
+            .link_identity(user, Identity::Email(email), None, unix_now())
+            .await
+        {
+            tracing::info!(%user, error = %e, "platform email not stored on the new account");
+        }
     }
 
     /// Finds the identity's user, or registers one when `create` allows it.
@@ -593,6 +636,22 @@ impl AccountService {
                     "email is already in use",
                 )
             }
+            Credential::Social(credential) => {
+                let id = self.social.verify(&credential).await?.id;
+                let provider = credential.provider();
+                let identity = Identity::Social(provider, id);
+                return match self
+                    .store
+                    .link_identity(user, identity, None, unix_now())
+                    .await
+                {
+                    Err(StoreError::IdentityTaken) => Err(ApiError::new(
+                        Code::AlreadyExists,
+                        format!("{} id is already in use", provider.name()),
+                    )),
+                    other => other.map_err(Into::into),
+                };
+            }
         };
         match self
             .store
@@ -632,6 +691,19 @@ impl AccountService {
                 "cannot unlink the last account identifier, check the profile exists and keeps another link",
             ))
         }
+    }
+
+    /// Unlinks a platform from `user` after checking the proof, as Nakama
+    /// does: the id the platform vouches for must be the one linked, and
+    /// something else must stay linked.
+    pub async fn unlink_social(
+        &self,
+        user: Uuid,
+        credential: &SocialCredential,
+    ) -> Result<(), ApiError> {
+        let id = self.social.verify(credential).await?.id;
+        self.unlink(user, Identity::Social(credential.provider(), id))
+            .await
     }
 
     /// Deletes the account and revokes every session it had.

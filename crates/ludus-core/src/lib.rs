@@ -24,6 +24,7 @@ pub mod rank_index;
 pub mod revocation;
 pub mod sched;
 pub mod schedule;
+pub mod social_auth;
 pub mod social_service;
 pub mod storage;
 pub mod storage_index;

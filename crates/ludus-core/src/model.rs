@@ -125,6 +125,54 @@ pub enum Identity {
     /// Lower-cased email address.
     Email(String),
     Username(String),
+    /// An id a platform vouched for (Apple, Google, Steam, …).
+    Social(Provider, String),
+}
+
+/// The platforms a user can sign in with, each with its own id column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    Apple,
+    Facebook,
+    FacebookInstantGame,
+    GameCenter,
+    Google,
+    Steam,
+}
+
+impl Provider {
+    pub const ALL: [Provider; 6] = [
+        Provider::Apple,
+        Provider::Facebook,
+        Provider::FacebookInstantGame,
+        Provider::GameCenter,
+        Provider::Google,
+        Provider::Steam,
+    ];
+
+    /// The `users` column that holds this provider's id (both backends).
+    pub fn column(self) -> &'static str {
+        match self {
+            Provider::Apple => "apple_id",
+            Provider::Facebook => "facebook_id",
+            Provider::FacebookInstantGame => "facebook_instant_game_id",
+            Provider::GameCenter => "gamecenter_id",
+            Provider::Google => "google_id",
+            Provider::Steam => "steam_id",
+        }
+    }
+
+    /// How messages name the provider, after Nakama's ("apple", "game center", …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::Apple => "apple",
+            Provider::Facebook => "facebook",
+            Provider::FacebookInstantGame => "facebook instant game",
+            Provider::GameCenter => "gamecenter",
+            Provider::Google => "google",
+            Provider::Steam => "steam",
+        }
+    }
 }
 
 /// The identities linked to one user, as a store reads them inside the
@@ -135,8 +183,8 @@ pub struct LinkedIdentities {
     pub email: Option<String>,
     pub custom_id: Option<String>,
     pub devices: Vec<String>,
-    /// Whether any social provider (Apple, Facebook, Google, …) is linked.
-    pub social: bool,
+    /// The social providers linked, with their ids.
+    pub social: Vec<(Provider, String)>,
 }
 
 impl LinkedIdentities {
@@ -146,7 +194,7 @@ impl LinkedIdentities {
     /// account can still sign in. Usernames are never unlinked.
     pub fn may_unlink(&self, identity: &Identity) -> bool {
         let others = |email: bool, custom: bool, devices: usize| {
-            self.social
+            !self.social.is_empty()
                 || (email && self.email.is_some())
                 || (custom && self.custom_id.is_some())
                 || self.devices.len() > devices
@@ -166,6 +214,13 @@ impl LinkedIdentities {
                     && others(false, true, 0)
             }
             Identity::Username(_) => false,
+            Identity::Social(provider, id) => {
+                self.social.iter().any(|(p, i)| p == provider && i == id)
+                    && (self.social.len() > 1
+                        || self.email.is_some()
+                        || self.custom_id.is_some()
+                        || !self.devices.is_empty())
+            }
         }
     }
 }
@@ -226,7 +281,7 @@ mod tests {
             email: email.map(Into::into),
             custom_id: custom.map(Into::into),
             devices: devices.iter().map(|d| d.to_string()).collect(),
-            social: false,
+            social: Vec::new(),
         }
     }
 
@@ -239,8 +294,16 @@ mod tests {
         assert!(!linked(None, Some("c"), &[]).may_unlink(&Identity::Custom("c".into())));
         assert!(!linked(Some("a@b.cd"), None, &[]).may_unlink(&Identity::Email(String::new())));
         let mut social = linked(Some("a@b.cd"), None, &[]);
-        social.social = true;
+        social.social = vec![(Provider::Steam, "76561".into())];
         assert!(social.may_unlink(&Identity::Email("A@B.cd".into())));
+        let steam = Identity::Social(Provider::Steam, "76561".into());
+        assert!(social.may_unlink(&steam));
+        social.email = None;
+        assert!(!social.may_unlink(&steam), "the last way in stays");
+        social.social.push((Provider::Apple, "a.1".into()));
+        assert!(social.may_unlink(&steam));
+        assert!(!social.may_unlink(&Identity::Social(Provider::Steam, "other".into())));
+        assert!(!social.may_unlink(&Identity::Social(Provider::Google, "76561".into())));
     }
 
     #[test]

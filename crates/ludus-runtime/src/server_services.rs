@@ -172,6 +172,14 @@ impl RuntimeServices for ServerServices {
         self.accounts.unlink(user_id, identity).await
     }
 
+    async fn unlink_social(
+        &self,
+        user_id: Uuid,
+        credential: ludus_core::social_auth::SocialCredential,
+    ) -> Result<(), ApiError> {
+        self.accounts.unlink_social(user_id, &credential).await
+    }
+
     async fn users_ban(&self, ids: Vec<Uuid>) -> Result<(), ApiError> {
         self.accounts.ban_users(&ids).await?;
         self.realtime.hub().close_banned(&ids);

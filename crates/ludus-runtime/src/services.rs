@@ -17,6 +17,7 @@ use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
 use ludus_core::notification_service::NotificationPage;
+use ludus_core::social_auth::SocialCredential;
 use ludus_core::storage::{
     ObjectId, StorageAck, StorageDelete, StorageObject, StoragePage, StorageWrite,
 };
@@ -119,6 +120,16 @@ pub trait RuntimeServices: Send + Sync + 'static {
     /// never the user's last identity.
     async fn unlink(&self, user_id: Uuid, identity: Identity) -> Result<(), ApiError> {
         let _ = (user_id, identity);
+        Err(no_accounts())
+    }
+
+    /// Unlinks the platform id `credential` proves, never the last identity.
+    async fn unlink_social(
+        &self,
+        user_id: Uuid,
+        credential: SocialCredential,
+    ) -> Result<(), ApiError> {
+        let _ = (user_id, credential);
         Err(no_accounts())
     }
 

@@ -85,7 +85,15 @@ pub async fn start_with(
         Some(c) => c.bus(),
         None => Arc::new(ludus_realtime::LocalBus),
     };
-    let mut accounts = AccountService::new(store, config.session_settings()).await?;
+    let social_http = crate::runtime::HyperClient::new(&config.runtime)
+        .map_err(|e| StartError::Runtime(ludus_runtime::LoadError::Setup(e)))?;
+    let social = ludus_core::social_auth::SocialVerifier::new(
+        config.social.clone(),
+        Some(Arc::new(social_http)),
+    );
+    let mut accounts = AccountService::new(store, config.session_settings())
+        .await?
+        .with_social(Arc::new(social));
     if cluster.is_some() {
         // Every node checks tokens against its own list: logouts go to all.
         accounts = accounts.with_feed(Arc::new(BusRevocations(bus.clone())));

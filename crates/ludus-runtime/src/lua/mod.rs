@@ -24,6 +24,7 @@ mod nk_party;
 mod nk_realtime;
 mod nk_server;
 mod nk_social;
+mod nk_social_auth;
 mod nk_sql;
 mod nk_storage;
 mod nk_storage_index;

@@ -4,7 +4,7 @@
 //! `nk_server.rs`. Names, argument order and results follow Nakama's Lua API.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -42,7 +42,7 @@ pub(super) fn install(
 type Group = fn(&Lua, &Arc<LuaShared>, &Table, &Table) -> mlua::Result<()>;
 
 /// The groups made on first use, by index.
-const LAZY_GROUPS: [Group; 16] = [
+const LAZY_GROUPS: [Group; 17] = [
     |lua, shared, callbacks, nk| install_registrations(lua, shared, callbacks, nk),
     |lua, _, _, nk| install_logger(lua, nk),
     |lua, shared, _, nk| install_misc(lua, shared, nk),
@@ -59,10 +59,11 @@ const LAZY_GROUPS: [Group; 16] = [
     |lua, shared, _, nk| super::nk_util::install(lua, shared, nk),
     |lua, shared, _, nk| super::nk_account::install(lua, shared, nk),
     |lua, shared, _, nk| super::nk_inbox::install(lua, shared, nk),
+    |lua, shared, _, nk| super::nk_social_auth::install(lua, shared, nk),
 ];
 
-// `install_lazy_groups` keeps one bit per group in a `u16`.
-const _: () = assert!(LAZY_GROUPS.len() <= 16);
+// `install_lazy_groups` keeps one bit per group in a `u32`.
+const _: () = assert!(LAZY_GROUPS.len() <= 32);
 
 /// Which group makes each lazy function: the same for every VM of the
 /// process, so the first VM finds it by making every group once.
@@ -107,7 +108,7 @@ fn install_lazy_groups(
     // Groups made so far, one bit each; `make` adds a group's functions to
     // `target` (`nk`, or the hidden contents of the frozen `nk`) without
     // replacing a name a module set while loading.
-    let made = Arc::new(AtomicU16::new(0));
+    let made = Arc::new(AtomicU32::new(0));
     let make = {
         let (shared, callbacks) = (shared.clone(), callbacks.clone());
         move |lua: &Lua, target: &Table, i: usize| -> mlua::Result<()> {

@@ -290,7 +290,7 @@ fn install_links(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result
 }
 
 /// Nakama's Lua errors for linking start with what failed.
-async fn prefixed(
+pub(super) async fn prefixed(
     what: &str,
     call: impl Future<Output = Result<(), ApiError>>,
 ) -> Result<(), ApiError> {
@@ -311,7 +311,7 @@ type AccountUpdateArgs = (
     Option<String>,
 );
 
-fn authenticate(
+pub(super) fn authenticate(
     shared: &LuaShared,
     credential: Credential,
     username: Option<String>,
@@ -328,7 +328,7 @@ fn authenticate(
     Ok((auth.user_id, auth.username, auth.created))
 }
 
-fn parse_uuid(id: &str) -> mlua::Result<Uuid> {
+pub(super) fn parse_uuid(id: &str) -> mlua::Result<Uuid> {
     Uuid::parse_str(id).map_err(|_| {
         mlua::Error::runtime(format!(
             "expects user id to be a valid identifier, got {id:?}"

@@ -115,6 +115,7 @@ impl RuntimeServices for FakeServices {
             Credential::Device { id } => format!("device:{id}"),
             Credential::Custom { id } => format!("custom:{id}"),
             Credential::Email { email, .. } => format!("email:{email}"),
+            Credential::Social(social) => format!("{:?}", social),
         };
         let (user, created) = self.user_for(key, username);
         Ok(Authenticated {

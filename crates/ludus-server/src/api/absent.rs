@@ -18,50 +18,12 @@ const FRIEND_IMPORT: &str =
 const EVENTS: &str = "events are not available in this server yet";
 const PURCHASES: &str = "purchase validation is not available in this server yet";
 const SUBSCRIPTIONS: &str = "subscriptions are not available in this server yet";
-const APPLE: &str = "apple accounts are not available in this server yet";
-const FACEBOOK: &str = "facebook accounts are not available in this server yet";
-const FACEBOOK_INSTANT: &str =
-    "facebook instant game accounts are not available in this server yet";
-const GAMECENTER: &str = "game center accounts are not available in this server yet";
-const GOOGLE: &str = "google accounts are not available in this server yet";
-const STEAM: &str = "steam accounts are not available in this server yet";
 
 use MethodFilter as M;
 
 /// `(method, path, message)` of every route of Nakama's `apigrpc.proto`
 /// that Ludus does not serve.
 pub(super) const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
-    // Social sign-in, linking and unlinking.
-    (M::POST, "/v2/account/authenticate/apple", APPLE),
-    (M::POST, "/v2/account/authenticate/facebook", FACEBOOK),
-    (
-        M::POST,
-        "/v2/account/authenticate/facebookinstantgame",
-        FACEBOOK_INSTANT,
-    ),
-    (M::POST, "/v2/account/authenticate/gamecenter", GAMECENTER),
-    (M::POST, "/v2/account/authenticate/google", GOOGLE),
-    (M::POST, "/v2/account/authenticate/steam", STEAM),
-    (M::POST, "/v2/account/link/apple", APPLE),
-    (M::POST, "/v2/account/link/facebook", FACEBOOK),
-    (
-        M::POST,
-        "/v2/account/link/facebookinstantgame",
-        FACEBOOK_INSTANT,
-    ),
-    (M::POST, "/v2/account/link/gamecenter", GAMECENTER),
-    (M::POST, "/v2/account/link/google", GOOGLE),
-    (M::POST, "/v2/account/link/steam", STEAM),
-    (M::POST, "/v2/account/unlink/apple", APPLE),
-    (M::POST, "/v2/account/unlink/facebook", FACEBOOK),
-    (
-        M::POST,
-        "/v2/account/unlink/facebookinstantgame",
-        FACEBOOK_INSTANT,
-    ),
-    (M::POST, "/v2/account/unlink/gamecenter", GAMECENTER),
-    (M::POST, "/v2/account/unlink/google", GOOGLE),
-    (M::POST, "/v2/account/unlink/steam", STEAM),
     // Friends.
     (M::POST, "/v2/friend/facebook", FRIEND_IMPORT),
     (M::POST, "/v2/friend/steam", FRIEND_IMPORT),

@@ -92,15 +92,15 @@ pub(super) async fn email(
     Ok(json(&session))
 }
 
-fn create_param(query: &QueryParams) -> Result<Option<BoolValue>, HttpError> {
+pub(super) fn create_param(query: &QueryParams) -> Result<Option<BoolValue>, HttpError> {
     Ok(query.bool("create")?.map(|value| BoolValue { value }))
 }
 
-fn username_param(query: &QueryParams) -> String {
+pub(super) fn username_param(query: &QueryParams) -> String {
     query.get("username").unwrap_or_default().to_owned()
 }
 
-async fn authenticate(
+pub(super) async fn authenticate(
     state: &AppState,
     username: &str,
     create: &Option<BoolValue>,

@@ -20,7 +20,7 @@ use crate::state::AppState;
 
 /// Runs `change` between the before and after hooks of `api`, on the
 /// request the before hook returned.
-async fn hooked<T>(
+pub(super) async fn hooked<T>(
     state: &AppState,
     api: &'static str,
     caller: &Caller,

@@ -18,6 +18,7 @@ mod notification;
 mod party;
 pub(crate) mod rpc;
 mod session;
+mod social_auth;
 mod storage;
 mod user;
 
@@ -90,6 +91,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/v2/account/unlink/device", post(link::unlink_device))
         .route("/v2/account/unlink/email", post(link::unlink_email))
         .route("/v2/account/unlink/custom", post(link::unlink_custom))
+        .merge(social_routes())
         .route("/v2/user", get(user::get_users))
         .route(
             "/v2/friend",
@@ -234,4 +236,54 @@ pub(crate) fn empty() -> Response {
         HeaderValue::from_static("application/json"),
     );
     res
+}
+
+/// Platform sign-in, linking and unlinking (`social_auth.rs`).
+fn social_routes() -> Router<AppState> {
+    let base = "/v2/account";
+    let mut router = Router::new();
+    for (provider, auth, link, unlink) in [
+        (
+            "apple",
+            post(social_auth::authenticate_apple),
+            post(social_auth::link_apple),
+            post(social_auth::unlink_apple),
+        ),
+        (
+            "facebook",
+            post(social_auth::authenticate_facebook),
+            post(social_auth::link_facebook),
+            post(social_auth::unlink_facebook),
+        ),
+        (
+            "facebookinstantgame",
+            post(social_auth::authenticate_facebook_instant_game),
+            post(social_auth::link_facebook_instant_game),
+            post(social_auth::unlink_facebook_instant_game),
+        ),
+        (
+            "gamecenter",
+            post(social_auth::authenticate_gamecenter),
+            post(social_auth::link_gamecenter),
+            post(social_auth::unlink_gamecenter),
+        ),
+        (
+            "google",
+            post(social_auth::authenticate_google),
+            post(social_auth::link_google),
+            post(social_auth::unlink_google),
+        ),
+        (
+            "steam",
+            post(social_auth::authenticate_steam),
+            post(social_auth::link_steam),
+            post(social_auth::unlink_steam),
+        ),
+    ] {
+        router = router
+            .route(&format!("{base}/authenticate/{provider}"), auth)
+            .route(&format!("{base}/link/{provider}"), link)
+            .route(&format!("{base}/unlink/{provider}"), unlink);
+    }
+    router
 }

@@ -49,6 +49,8 @@ pub struct Config {
     pub cluster: ludus_realtime::cluster::ClusterConfig,
     /// Prometheus metrics (Nakama's `metrics` section).
     pub metrics: MetricsConfig,
+    /// Platform sign-in (`social.*`, Nakama's section, plus our base URLs).
+    pub social: ludus_core::social_auth::SocialSettings,
     /// Keys of Nakama's that the file or flags set and Ludus ignores, for
     /// [`Config::warn_ignored_keys`].
     #[serde(skip)]
@@ -71,6 +73,7 @@ impl Default for Config {
             matches: ludus_realtime::MatchConfig::default(),
             cluster: ludus_realtime::cluster::ClusterConfig::default(),
             metrics: MetricsConfig::default(),
+            social: ludus_core::social_auth::SocialSettings::default(),
             ignored_keys: Vec::new(),
         }
     }
@@ -845,7 +848,6 @@ mod tests {
                 "console.port",
                 "leaderboard.callback_queue_size",
                 "logger.stdout",
-                "social.steam.app_id",
                 "socket.protocol",
                 "socket.response_headers",
             ]

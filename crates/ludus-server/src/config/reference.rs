@@ -236,6 +236,59 @@ const MEANINGS: &[(&str, &str)] = &[
         "PEM file of extra certificate authorities `nk.http_request` trusts for `https://`, besides the built-in Mozilla roots; unreadable or empty stops start-up",
     ),
     (
+        "social.apple.bundle_id",
+        "the app's bundle id: Apple ID tokens must name it as their audience; empty turns Apple sign-in off",
+    ),
+    (
+        "social.apple.base_url",
+        "Ludus only, for tests and proxies: where Apple's keys are fetched (`{base_url}/auth/keys`); empty is `https://appleid.apple.com`",
+    ),
+    (
+        "social.google.client_ids",
+        "Ludus only: OAuth client ids a Google ID token must name as its audience; empty accepts any, as Nakama does",
+    ),
+    (
+        "social.google.base_url",
+        "Ludus only, for tests and proxies: where Google's keys are fetched (`{base_url}/oauth2/v3/certs`); empty is `https://www.googleapis.com`",
+    ),
+    (
+        "social.facebook.base_url",
+        "Ludus only, for tests and proxies: the Graph API (`{base_url}/v22.0/me`); empty is `https://graph.facebook.com`",
+    ),
+    (
+        "social.facebook_limited_login.app_id",
+        "the Facebook app id Limited Login tokens must name as their audience; empty accepts any, as Nakama does",
+    ),
+    (
+        "social.facebook_limited_login.base_url",
+        "Ludus only, for tests and proxies: where Limited Login keys are fetched; empty is `https://limited.facebook.com`",
+    ),
+    (
+        "social.facebook_instant_game.app_secret",
+        "the app secret that signs Facebook Instant Games player info; empty turns that sign-in off",
+    ),
+    (
+        "social.gamecenter.max_age_sec",
+        "Ludus only: oldest Game Center signature accepted, in seconds either side of now; `0` accepts any age, as Nakama does",
+    ),
+    (
+        "social.gamecenter.base_url",
+        "Ludus only, for tests and proxies: fetch the checked Game Center key URL's path from here instead of Apple's host; empty fetches the URL itself",
+    ),
+    ("social.steam.publisher_key", "Steam Web API publisher key"),
+    (
+        "social.steam.app_id",
+        "Steam app id; with the publisher key it turns Steam sign-in on",
+    ),
+    (
+        "social.steam.base_url",
+        "Ludus only, for tests and proxies: Steam's partner Web API; empty is `https://partner.steam-api.com`",
+    ),
+    (
+        "social.timeout_ms",
+        "Ludus only: longest wait for a platform's answer (keys, Graph API, Steam) before sign-in fails",
+    ),
+    (
         "party.max_size",
         "largest party; `party_create` asking for more is refused, `max_size` 0 gets this size; also bounds each party's pending join requests",
     ),

@@ -150,3 +150,22 @@ async fn exchange(client: HttpsClient, request: HttpRequest) -> Result<HttpRespo
         )),
     }
 }
+
+/// Platform sign-in's requests (Apple's and Google's keys, Steam, …) go
+/// through the same client, with the same limits.
+#[async_trait::async_trait]
+impl ludus_core::social_auth::SocialHttp for HyperClient {
+    async fn get(&self, url: &str, timeout: std::time::Duration) -> Result<(u16, Vec<u8>), String> {
+        let request = HttpRequest {
+            method: "GET".into(),
+            url: url.to_owned(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            timeout,
+        };
+        exchange(self.client.clone(), request)
+            .await
+            .map(|r| (r.status, r.body))
+            .map_err(|e| e.message.into_owned())
+    }
+}

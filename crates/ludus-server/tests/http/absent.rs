@@ -141,12 +141,13 @@ async fn every_nakama_route_is_served_or_unimplemented(b: Backend) {
         assert_error(&r, 501, 12),
         "importing facebook or steam friends is not available in this server yet"
     );
+    // Platform sign-in is served: unconfigured Steam says what to set.
     let r = t
         .post_bearer("/v2/account/link/steam", &bearer, json!({}))
         .await;
     assert_eq!(
-        assert_error(&r, 501, 12),
-        "steam accounts are not available in this server yet"
+        assert_error(&r, 400, 9),
+        "steam authentication is not configured, set social.steam.publisher_key and social.steam.app_id"
     );
     // A path Nakama does not have either is still 404.
     let r = t.get_bearer("/v2/friendz", &bearer).await;

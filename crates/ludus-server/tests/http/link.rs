@@ -1,7 +1,6 @@
 //! Linking and unlinking the identities Ludus has (device, email, custom
 //! id) over REST: linked identities sign in to the same account, another
-//! account's identity is refused, the last identity stays, hooks run, and
-//! social providers answer 501.
+//! account's identity is refused, the last identity stays and hooks run.
 
 use serde_json::{Value, json};
 
@@ -160,11 +159,12 @@ async fn link_refusals_and_the_last_identity(b: Backend) {
         sign_in(&t, "custom", json!({"id": "owned-custom"})).await,
         Ok(user_id(&owner))
     );
-    // Social providers are not there yet.
+    // A platform token that is not one is refused (`platform_sign_in.rs`
+    // has the rest).
     let r = t
         .post_bearer("/v2/account/link/google", &tk, json!({"token": "t"}))
         .await;
-    assert_error(&r, 501, 12);
+    assert_error(&r, 401, 16);
     // Without a session, nothing.
     let r = t
         .post_bearer("/v2/account/link/custom", "bad", json!({"id": "custom-x"}))

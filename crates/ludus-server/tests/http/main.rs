@@ -14,6 +14,7 @@ mod link;
 mod lua_inbox;
 mod lua_social;
 mod lua_storage;
+mod platform_sign_in;
 mod protocol;
 mod rpc;
 mod session;

@@ -6,7 +6,7 @@
 //! Linking is rare, so these statements are not among the pool's prepared
 //! ones.
 
-use ludus_core::model::{Identity, LinkedIdentities};
+use ludus_core::model::{Identity, LinkedIdentities, Provider};
 use ludus_core::store::{StoreError, StoreResult};
 use uuid::Uuid;
 
@@ -72,6 +72,11 @@ pub(super) async fn link_identity(
                     "a username is not an identity that can be linked".into(),
                 )));
             }
+            Identity::Social(provider, social_id) => {
+                // The column's unique index refuses an id another user holds.
+                let sql = format!("UPDATE users SET {} = $2 WHERE id = $1", provider.column());
+                tx.execute(&sql, &[&user, &social_id]).await?;
+            }
         }
         tx.commit().await?;
         Ok(())
@@ -90,9 +95,8 @@ pub(super) async fn unlink_identity(
         let tx = conn.client.transaction().await?;
         let Some(row) = tx
             .query_opt(
-                "SELECT email, custom_id,
-                        coalesce(facebook_id, google_id, gamecenter_id, steam_id,
-                                 facebook_instant_game_id, apple_id) IS NOT NULL
+                "SELECT email, custom_id, apple_id, facebook_id, facebook_instant_game_id,
+                        gamecenter_id, google_id, steam_id
                  FROM users WHERE id = $1 FOR UPDATE",
                 &[&user],
             )
@@ -106,11 +110,17 @@ pub(super) async fn unlink_identity(
             .iter()
             .map(|r| r.try_get(0))
             .collect::<Result<Vec<String>, _>>()?;
+        let mut social = Vec::new();
+        for (i, provider) in Provider::ALL.into_iter().enumerate() {
+            if let Some(linked) = row.try_get::<_, Option<String>>(2 + i)? {
+                social.push((provider, linked));
+            }
+        }
         let linked = LinkedIdentities {
             email: row.try_get(0)?,
             custom_id: row.try_get(1)?,
             devices,
-            social: row.try_get(2)?,
+            social,
         };
         if !linked.may_unlink(identity) {
             return Ok(false);
@@ -135,6 +145,13 @@ pub(super) async fn unlink_identity(
                 .await?
             }
             Identity::Username(_) => return Ok(false),
+            Identity::Social(provider, _) => {
+                let sql = format!(
+                    "UPDATE users SET {} = NULL WHERE id = $1",
+                    provider.column()
+                );
+                tx.execute(&sql, &[&user]).await?
+            }
         };
         tx.execute(
             "UPDATE users SET update_time = $2 WHERE id = $1",

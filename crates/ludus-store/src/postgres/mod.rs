@@ -287,6 +287,18 @@ impl Store for PgStore {
                 }
             }
             Identity::Username(name) => self.auth(Stmt::FindByUsername, name).await,
+            Identity::Social(provider, id) => {
+                let sql = format!(
+                    "SELECT u.id, u.username, u.password, u.disable_time FROM users u WHERE u.{} = $1",
+                    provider.column()
+                );
+                with_retry("find user", || async {
+                    let conn = self.pool.get().await?;
+                    let row = conn.client.query_opt(&sql, &[id]).await?;
+                    Ok(row.as_ref().map(auth_from_row).transpose()?)
+                })
+                .await
+            }
         }
     }
 
@@ -295,6 +307,23 @@ impl Store for PgStore {
     }
 
     async fn create_user(&self, user: NewUser) -> StoreResult<()> {
+        if let Identity::Social(provider, id) = &user.identity {
+            // Platform sign-ups are rare next to device ones: one plain
+            // statement, outside the registration batches.
+            let sql = format!(
+                "INSERT INTO users (id, username, {}, create_time, update_time)
+                 VALUES ($1, $2, $3, $4, $4)",
+                provider.column()
+            );
+            return with_retry("register user", || async {
+                let conn = self.pool.get().await?;
+                conn.client
+                    .execute(&sql, &[&user.id, &user.username, id, &user.create_time])
+                    .await?;
+                Ok(())
+            })
+            .await;
+        }
         self.registrar.register(user).await
     }
 

@@ -315,7 +315,8 @@ async fn commit(pool: &Pool, batch: &[Pending]) -> Result<Vec<Outcome>, Failure>
                 Identity::Device(d) => clash("d", d),
                 Identity::Email(e) => clash("e", e),
                 Identity::Custom(c) => clash("c", c),
-                Identity::Username(_) => false,
+                // Platform sign-ups never come through the batches.
+                Identity::Username(_) | Identity::Social(..) => false,
             };
             if identity_taken {
                 Outcome::Done(Err(StoreError::IdentityTaken))

@@ -2,7 +2,7 @@
 //! writer inside its savepoint, so the identities read to decide an unlink
 //! are the ones the unlink changes: no other write can come between.
 
-use ludus_core::model::{Identity, LinkedIdentities};
+use ludus_core::model::{Identity, LinkedIdentities, Provider};
 use ludus_core::store::{StoreError, StoreResult};
 use rusqlite::{Connection, OptionalExtension as _, params};
 use uuid::Uuid;
@@ -56,6 +56,12 @@ pub(super) fn link_identity(
                 "a username is not an identity that can be linked".into(),
             ));
         }
+        Identity::Social(provider, social_id) => {
+            let sql = format!("UPDATE users SET {} = ?2 WHERE id = ?1", provider.column());
+            conn.prepare_cached(&sql)
+                .and_then(|mut stmt| stmt.execute(params![id, social_id]))
+                .map_err(map_err)?;
+        }
     }
     Ok(())
 }
@@ -69,18 +75,23 @@ pub(super) fn unlink_identity(
     let id = IdText::new(user);
     let Some(mut linked) = conn
         .prepare_cached(
-            "SELECT email, custom_id,
-                    coalesce(facebook_id, google_id, gamecenter_id, steam_id,
-                             facebook_instant_game_id, apple_id) IS NOT NULL
+            "SELECT email, custom_id, apple_id, facebook_id, facebook_instant_game_id,
+                    gamecenter_id, google_id, steam_id
              FROM users WHERE id = ?1",
         )
         .and_then(|mut stmt| {
             stmt.query_row([&id], |r| {
+                let mut social = Vec::new();
+                for (i, provider) in Provider::ALL.into_iter().enumerate() {
+                    if let Some(linked) = r.get::<_, Option<String>>(2 + i)? {
+                        social.push((provider, linked));
+                    }
+                }
                 Ok(LinkedIdentities {
                     email: r.get(0)?,
                     custom_id: r.get(1)?,
                     devices: Vec::new(),
-                    social: r.get(2)?,
+                    social,
                 })
             })
             .optional()
@@ -110,6 +121,12 @@ pub(super) fn unlink_identity(
             .prepare_cached("UPDATE users SET email = NULL, password = NULL WHERE id = ?1")
             .and_then(|mut stmt| stmt.execute([&id])),
         Identity::Username(_) => return Ok(false),
+        Identity::Social(provider, _) => conn
+            .prepare_cached(&format!(
+                "UPDATE users SET {} = NULL WHERE id = ?1",
+                provider.column()
+            ))
+            .and_then(|mut stmt| stmt.execute([&id])),
     };
     result.map_err(map_err)?;
     conn.prepare_cached("UPDATE users SET update_time = ?2 WHERE id = ?1")

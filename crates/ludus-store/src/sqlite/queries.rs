@@ -160,6 +160,17 @@ pub(super) fn find_by_identity(
     conn: &Connection,
     identity: &Identity,
 ) -> StoreResult<Option<UserAuth>> {
+    if let Identity::Social(provider, id) = identity {
+        let sql = format!(
+            "SELECT u.id, u.username, u.password, u.disable_time FROM users u WHERE u.{} = ?1",
+            provider.column()
+        );
+        let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
+        return stmt
+            .query_row([id.as_str()], auth_from_row)
+            .optional()
+            .map_err(map_err);
+    }
     let (sql, key) = match identity {
         Identity::Device(id) => (
             auth_select!("user_device d JOIN users u ON u.id = d.user_id WHERE d.id = ?1"),
@@ -174,6 +185,7 @@ pub(super) fn find_by_identity(
             auth_select!("users u WHERE u.username = ?1"),
             Cow::Borrowed(name.as_str()),
         ),
+        Identity::Social(..) => unreachable!("answered above"),
     };
     let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
     stmt.query_row([key.as_ref()], auth_from_row)
@@ -197,7 +209,7 @@ pub(super) fn create_user(conn: &Connection, user: &NewUser) -> StoreResult<()> 
     let (email, custom_id) = match &user.identity {
         Identity::Email(email) => (Some(lower(email)), None),
         Identity::Custom(custom) => (None, Some(custom.as_str())),
-        Identity::Device(_) | Identity::Username(_) => (None, None),
+        Identity::Device(_) | Identity::Username(_) | Identity::Social(..) => (None, None),
     };
     let mut insert = conn
         .prepare_cached(
@@ -226,6 +238,14 @@ pub(super) fn create_user(conn: &Connection, user: &NewUser) -> StoreResult<()> 
             .prepare_cached("INSERT INTO user_device (id, user_id) VALUES (?1, ?2)")
             .map_err(map_err)?;
         insert.execute(params![device, id]).map_err(map_err)?;
+    }
+    if let Identity::Social(provider, social_id) = &user.identity {
+        // Inside the writer's savepoint with the insert above: a taken id
+        // undoes the whole registration.
+        let sql = format!("UPDATE users SET {} = ?2 WHERE id = ?1", provider.column());
+        conn.prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.execute(params![id, social_id]))
+            .map_err(map_err)?;
     }
     Ok(())
 }

@@ -1,0 +1,17 @@
+//! Platform sign-in (Apple, Google, Facebook, Facebook Instant Games, Game
+//! Center, Steam): pure verification of what each platform signs (`jwt`,
+//! `gamecenter`, `instant`) and the `SocialVerifier` that fetches and caches
+//! the platforms' keys and answers through one small HTTP seam
+//! ([`SocialHttp`]) that the server implements.
+
+pub mod gamecenter;
+pub mod instant;
+pub mod jwt;
+mod verifier;
+
+pub use gamecenter::GameCenterProof;
+pub use verifier::{
+    AppleSettings, BaseUrl, GameCenterSettings, GoogleSettings, InstantGameSettings,
+    LimitedLoginSettings, SocialCredential, SocialHttp, SocialSettings, SocialVerifier,
+    SteamSettings, TimeoutMs, Verified,
+};

@@ -1,0 +1,689 @@
+//! Platform sign-in, linking and unlinking over REST against a stand-in for
+//! the platforms, started by the test on 127.0.0.1: it serves Apple's,
+//! Google's and Facebook's key sets, a Game Center certificate (a real X.509
+//! one, made here), Facebook's Graph `/me` and Steam's ticket check. Tokens
+//! are signed with RSA keys generated here; the server's own code checks
+//! them. Each provider signs in (create false and true), links, unlinks and
+//! refuses forged, expired and wrong-audience (or wrong-host) proofs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use rsa::pkcs8::EncodePrivateKey as _;
+use rsa::traits::PublicKeyParts as _;
+use rsa::{Pkcs1v15Sign, RsaPrivateKey};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+use crate::both_backends;
+use crate::support::{Backend, TestServer, assert_error, token, user_id};
+
+both_backends!(
+    every_platform_signs_in_links_and_unlinks,
+    forged_expired_and_foreign_proofs_are_refused,
+    platforms_that_fail_or_hang_are_named,
+    lua_platform_functions_with_nakamas_arguments,
+);
+
+const BUNDLE: &str = "com.ludus.game";
+const GOOGLE_CLIENT: &str = "ludus-client.apps.googleusercontent.com";
+const FB_APP: &str = "4242";
+const FBIG_SECRET: &str = "instant-secret";
+const STEAM_KEY: &str = "steam-publisher-key";
+const STEAM_APP: i64 = 480;
+const GC_KEY_PATH: &str = "/public-key/gc-prod-9.cer";
+
+/// The platforms' signing keys, made once per test.
+struct Keys {
+    signer: RsaPrivateKey,
+    forger: RsaPrivateKey,
+    /// DER of a certificate for `signer`'s key (Game Center).
+    certificate: Vec<u8>,
+}
+
+fn keys() -> Arc<Keys> {
+    let mut rng = rsa::rand_core::OsRng;
+    let signer = RsaPrivateKey::new(&mut rng, 2048).unwrap();
+    let forger = RsaPrivateKey::new(&mut rng, 2048).unwrap();
+    let pem = signer.to_pkcs8_pem(rsa::pkcs8::LineEnding::LF).unwrap();
+    let key = rcgen::KeyPair::from_pkcs8_pem_and_sign_algo(&pem, &rcgen::PKCS_RSA_SHA256).unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["static.gc.apple.com".to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    Arc::new(Keys {
+        signer,
+        forger,
+        certificate: cert.der().to_vec(),
+    })
+}
+
+#[derive(Clone)]
+struct StandIn {
+    keys: Arc<Keys>,
+    key_fetches: Arc<AtomicUsize>,
+}
+
+fn jwks(key: &RsaPrivateKey) -> Value {
+    json!({"keys": [{
+        "kty": "RSA", "kid": "kid-1", "alg": "RS256", "use": "sig",
+        "n": URL_SAFE_NO_PAD.encode(key.n().to_bytes_be()),
+        "e": URL_SAFE_NO_PAD.encode(key.e().to_bytes_be()),
+    }]})
+}
+
+/// Starts the stand-in; answers its base URL.
+async fn stand_in(state: StandIn) -> String {
+    async fn keys(State(s): State<StandIn>) -> axum::Json<Value> {
+        s.key_fetches.fetch_add(1, Ordering::SeqCst);
+        axum::Json(jwks(&s.keys.signer))
+    }
+    async fn certificate(State(s): State<StandIn>) -> Vec<u8> {
+        s.keys.certificate.clone()
+    }
+    async fn graph_me(Query(q): Query<Vec<(String, String)>>) -> axum::response::Response {
+        let token = q
+            .iter()
+            .find(|(k, _)| k == "access_token")
+            .map(|(_, v)| v.as_str());
+        let fields = q
+            .iter()
+            .find(|(k, _)| k == "fields")
+            .map(|(_, v)| v.as_str());
+        assert_eq!(fields, Some("id,name,email,picture"));
+        match token.and_then(|t| t.strip_prefix("fb-token:")) {
+            Some(id) => axum::Json(json!({"id": id, "name": "Fay"})).into_response(),
+            None if token == Some("garbage") => "<html>oops</html>".into_response(),
+            None => (
+                axum::http::StatusCode::BAD_REQUEST,
+                axum::Json(json!({"error": {"message": "Invalid OAuth access token"}})),
+            )
+                .into_response(),
+        }
+    }
+    async fn steam(Query(q): Query<Vec<(String, String)>>) -> axum::response::Response {
+        let get = |name: &str| q.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        if get("key").as_deref() != Some(STEAM_KEY) || get("appid") != Some(STEAM_APP.to_string()) {
+            return (axum::http::StatusCode::FORBIDDEN, "bad key").into_response();
+        }
+        let ticket = get("ticket").unwrap_or_default();
+        if ticket == "garbage" {
+            return "not json".into_response();
+        }
+        match ticket.strip_prefix("ticket:") {
+            Some(id) => axum::Json(json!({"response": {"params": {
+                "result": "OK", "steamid": id, "ownersteamid": id,
+                "vacbanned": false, "publisherbanned": false}}}))
+            .into_response(),
+            None => axum::Json(json!({"response": {"error": {
+                "errorcode": 101, "errordesc": "Invalid ticket"}}}))
+            .into_response(),
+        }
+    }
+    async fn hang() -> &'static str {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        "late"
+    }
+    let app = Router::new()
+        .route("/auth/keys", get(keys))
+        .route("/oauth2/v3/certs", get(keys))
+        .route("/.well-known/oauth/openid/jwks/", get(keys))
+        .route(GC_KEY_PATH, get(certificate))
+        .route("/v22.0/me", get(graph_me))
+        .route("/ISteamUserAuth/AuthenticateUserTicket/v1/", get(steam))
+        .route("/hang/auth/keys", get(hang))
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+async fn start(b: Backend, keys: &Arc<Keys>) -> (TestServer, Arc<AtomicUsize>) {
+    start_tweaked(b, keys, |_| {}).await
+}
+
+async fn start_tweaked(
+    b: Backend,
+    keys: &Arc<Keys>,
+    tweak: impl FnOnce(&mut ludus_server::Config),
+) -> (TestServer, Arc<AtomicUsize>) {
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let base = stand_in(StandIn {
+        keys: keys.clone(),
+        key_fetches: fetches.clone(),
+    })
+    .await;
+    let t = TestServer::start_with(b, |c| {
+        let s = &mut c.social;
+        s.apple.bundle_id = BUNDLE.into();
+        s.apple.base_url = base.clone();
+        s.google.base_url = base.clone();
+        s.google.client_ids = vec![GOOGLE_CLIENT.into()];
+        s.facebook.base_url = base.clone();
+        s.facebook_limited_login.base_url = base.clone();
+        s.facebook_limited_login.app_id = FB_APP.into();
+        s.facebook_instant_game.app_secret = FBIG_SECRET.into();
+        s.gamecenter.base_url = base.clone();
+        s.steam.base_url = base.clone();
+        s.steam.publisher_key = STEAM_KEY.into();
+        s.steam.app_id = STEAM_APP;
+        s.timeout_ms.0 = 500;
+        tweak(c);
+    })
+    .await;
+    (t, fetches)
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn id_token(key: &RsaPrivateKey, iss: &str, aud: &str, sub: &str, exp: i64) -> String {
+    let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"RS256","kid":"kid-1","typ":"JWT"}"#);
+    let claims = json!({"iss": iss, "aud": aud, "sub": sub, "exp": exp, "iat": now(),
+        "email": "player@example.com"});
+    let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
+    let digest = Sha256::digest(format!("{header}.{payload}"));
+    let sig = key.sign(Pkcs1v15Sign::new::<Sha256>(), &digest).unwrap();
+    format!("{header}.{payload}.{}", URL_SAFE_NO_PAD.encode(sig))
+}
+
+fn instant_info(player: &str, secret: &str) -> String {
+    let payload = URL_SAFE_NO_PAD.encode(
+        json!({"algorithm": "HMAC-SHA256", "issued_at": now(), "player_id": player,
+            "request_payload": ""})
+        .to_string(),
+    );
+    use hmac_sign::sign;
+    format!("{}.{payload}", sign(secret.as_bytes(), payload.as_bytes()))
+}
+
+/// HMAC-SHA256 written out from its definition (RFC 2104), so the test
+/// does not share the server's HMAC code.
+mod hmac_sign {
+    use base64::Engine as _;
+    use sha2::{Digest as _, Sha256};
+    pub(super) fn sign(key: &[u8], message: &[u8]) -> String {
+        let mut k = [0u8; 64];
+        k[..key.len()].copy_from_slice(key);
+        let inner: Vec<u8> = k.iter().map(|b| b ^ 0x36).collect();
+        let outer: Vec<u8> = k.iter().map(|b| b ^ 0x5c).collect();
+        let inner = Sha256::new()
+            .chain_update(&inner)
+            .chain_update(message)
+            .finalize();
+        let mac = Sha256::new()
+            .chain_update(&outer)
+            .chain_update(inner)
+            .finalize();
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac)
+    }
+}
+
+fn gamecenter(key: &RsaPrivateKey, player: &str, url: &str, timestamp_ms: i64) -> Value {
+    let salt = b"pinch of salt";
+    let mut payload = player.as_bytes().to_vec();
+    payload.extend(BUNDLE.as_bytes());
+    payload.extend((timestamp_ms as u64).to_be_bytes());
+    payload.extend(salt);
+    let sig = key
+        .sign(Pkcs1v15Sign::new::<Sha256>(), &Sha256::digest(&payload))
+        .unwrap();
+    json!({"player_id": player, "bundle_id": BUNDLE, "timestamp_seconds": timestamp_ms.to_string(),
+        "salt": STANDARD.encode(salt), "signature": STANDARD.encode(sig), "public_key_url": url})
+}
+
+const GC_URL: &str = "https://static.gc.apple.com/public-key/gc-prod-9.cer";
+
+/// Makes a good proof for a platform id.
+type Proof<'a> = Box<dyn Fn(&str) -> Value + 'a>;
+
+/// `(path name, account field, a good proof for an id)` of every platform.
+fn platforms(keys: &Keys) -> Vec<(&'static str, &'static str, Proof<'_>)> {
+    let exp = now() + 600;
+    vec![
+        (
+            "apple",
+            "apple_id",
+            Box::new(
+                move |id| json!({"token": id_token(&keys.signer, "https://appleid.apple.com", BUNDLE, id, exp)}),
+            ),
+        ),
+        (
+            "google",
+            "google_id",
+            Box::new(
+                move |id| json!({"token": id_token(&keys.signer, "https://accounts.google.com", GOOGLE_CLIENT, id, exp)}),
+            ),
+        ),
+        (
+            "facebook",
+            "facebook_id",
+            Box::new(|id| json!({"token": format!("fb-token:{id}")})),
+        ),
+        (
+            "facebookinstantgame",
+            "facebook_instant_game_id",
+            Box::new(|id| json!({"signed_player_info": instant_info(id, FBIG_SECRET)})),
+        ),
+        (
+            "gamecenter",
+            "gamecenter_id",
+            Box::new(move |id| gamecenter(&keys.signer, id, GC_URL, now() * 1000)),
+        ),
+        (
+            "steam",
+            "steam_id",
+            Box::new(|id| json!({"token": format!("ticket:{id}")})),
+        ),
+    ]
+}
+
+async fn every_platform_signs_in_links_and_unlinks(b: Backend) {
+    let keys = keys();
+    let (t, fetches) = start(b, &keys).await;
+    for (name, field, proof) in platforms(&keys) {
+        let path = format!("/v2/account/authenticate/{name}");
+        let first = format!("{name}-player-1");
+        // create=false finds no one.
+        let r = t
+            .post_key(&format!("{path}?create=false"), proof(&first))
+            .await;
+        assert_error(&r, 404, 5);
+        // Sign-up, then sign-in to the same account.
+        let r = t
+            .post_key(&format!("{path}?username={name}user"), proof(&first))
+            .await;
+        assert_eq!(r.status, 200, "{name}: {}", r.body);
+        assert_eq!(r.body["created"], true, "{name}");
+        let owner = r.body.clone();
+        let r = t
+            .post_key(&format!("{path}?create=false"), proof(&first))
+            .await;
+        assert_eq!(r.status, 200, "{name}: {}", r.body);
+        assert_eq!(r.body.get("created"), None, "{name}: created is false");
+        assert_eq!(user_id(&r.body), user_id(&owner));
+        let account = t.get_bearer("/v2/account", &token(&owner)).await;
+        assert_eq!(account.body["user"][field], first.as_str(), "{name}");
+        assert_eq!(account.body["user"]["username"], format!("{name}user"));
+        // Apple's email comes with the sign-up, as in Nakama; only Apple's.
+        let email = (name == "apple").then_some("player@example.com");
+        assert_eq!(account.body["email"].as_str(), email, "{name}");
+
+        // Another account cannot link an id that is taken.
+        let other = t.device_session(&format!("{name}-linker-device")).await;
+        let link = format!("/v2/account/link/{name}");
+        let r = t.post_bearer(&link, &token(&other), proof(&first)).await;
+        assert_error(&r, 409, 6);
+        // It links one of its own, which then signs in to it.
+        let second = format!("{name}-player-2");
+        let r = t.post_bearer(&link, &token(&other), proof(&second)).await;
+        assert_eq!(r.status, 200, "{name} link: {}", r.body);
+        let r = t
+            .post_key(&format!("{path}?create=false"), proof(&second))
+            .await;
+        assert_eq!(user_id(&r.body), user_id(&other), "{name}");
+        let account = t.get_bearer("/v2/account", &token(&other)).await;
+        assert_eq!(account.body["user"][field], second.as_str(), "{name}");
+
+        // The owner's platform id is its only way in: it stays. Apple's
+        // owner also has the token's email, which counts as a link (as in
+        // Nakama), so its Apple id may go.
+        let unlink = format!("/v2/account/unlink/{name}");
+        let r = t.post_bearer(&unlink, &token(&owner), proof(&first)).await;
+        if name == "apple" {
+            assert_eq!(r.status, 200, "{}", r.body);
+        } else {
+            assert_error(&r, 403, 7);
+        }
+        // Unlinking someone else's id does nothing.
+        let r = t.post_bearer(&unlink, &token(&other), proof(&first)).await;
+        assert_error(&r, 403, 7);
+        // The linker keeps its device, so its platform id goes.
+        let r = t.post_bearer(&unlink, &token(&other), proof(&second)).await;
+        assert_eq!(r.status, 200, "{name} unlink: {}", r.body);
+        let account = t.get_bearer("/v2/account", &token(&other)).await;
+        assert_eq!(account.body["user"].get(field), None, "{name}");
+        let r = t
+            .post_key(&format!("{path}?create=false"), proof(&second))
+            .await;
+        assert_error(&r, 404, 5);
+    }
+    // Apple, Google and Facebook Limited Login share one stand-in: each
+    // fetched its keys once and used its cache after.
+    assert_eq!(fetches.load(Ordering::SeqCst), 2, "apple and google keys");
+}
+
+async fn forged_expired_and_foreign_proofs_are_refused(b: Backend) {
+    let keys = keys();
+    let (t, _) = start(b, &keys).await;
+    let exp = now() + 600;
+    let apple = "https://appleid.apple.com";
+    let google = "https://accounts.google.com";
+    let fb = "https://www.facebook.com";
+    let refused: Vec<(&str, Value)> = vec![
+        (
+            "apple",
+            json!({"token": id_token(&keys.forger, apple, BUNDLE, "a", exp)}),
+        ),
+        (
+            "apple",
+            json!({"token": id_token(&keys.signer, apple, BUNDLE, "a", now() - 5)}),
+        ),
+        (
+            "apple",
+            json!({"token": id_token(&keys.signer, apple, "com.other", "a", exp)}),
+        ),
+        (
+            "apple",
+            json!({"token": id_token(&keys.signer, google, BUNDLE, "a", exp)}),
+        ),
+        (
+            "google",
+            json!({"token": id_token(&keys.forger, google, GOOGLE_CLIENT, "g", exp)}),
+        ),
+        (
+            "google",
+            json!({"token": id_token(&keys.signer, google, GOOGLE_CLIENT, "g", now() - 5)}),
+        ),
+        (
+            "google",
+            json!({"token": id_token(&keys.signer, google, "other-client", "g", exp)}),
+        ),
+        (
+            "facebook",
+            json!({"token": id_token(&keys.forger, fb, FB_APP, "f", exp)}),
+        ),
+        (
+            "facebook",
+            json!({"token": id_token(&keys.signer, fb, FB_APP, "f", now() - 5)}),
+        ),
+        (
+            "facebook",
+            json!({"token": id_token(&keys.signer, fb, "9999", "f", exp)}),
+        ),
+        ("facebook", json!({"token": "not-a-facebook-token"})),
+        (
+            "facebookinstantgame",
+            json!({"signed_player_info": instant_info("p", "wrong")}),
+        ),
+        (
+            "facebookinstantgame",
+            json!({"signed_player_info": "no-dot"}),
+        ),
+        (
+            "gamecenter",
+            gamecenter(&keys.forger, "G:1", GC_URL, now() * 1000),
+        ),
+        (
+            "gamecenter",
+            gamecenter(
+                &keys.signer,
+                "G:1",
+                "https://evil.example.com/public-key/gc-prod-9.cer",
+                now() * 1000,
+            ),
+        ),
+        (
+            "gamecenter",
+            gamecenter(
+                &keys.signer,
+                "G:1",
+                "http://static.gc.apple.com/public-key/gc-prod-9.cer",
+                now() * 1000,
+            ),
+        ),
+        (
+            "gamecenter",
+            gamecenter(
+                &keys.signer,
+                "G:1",
+                "https://127.0.0.1/public-key/gc-prod-9.cer",
+                now() * 1000,
+            ),
+        ),
+        (
+            "gamecenter",
+            gamecenter(&keys.signer, "G:1", GC_URL, (now() - 3 * 86_400) * 1000),
+        ),
+        ("steam", json!({"token": "bad-ticket"})),
+    ];
+    for (name, proof) in refused {
+        let r = t
+            .post_key(&format!("/v2/account/authenticate/{name}"), proof.clone())
+            .await;
+        let message = assert_error(&r, 401, 16);
+        let provider = if name == "facebookinstantgame" {
+            "facebook instant game"
+        } else {
+            name
+        };
+        assert!(
+            message.starts_with(&format!("could not authenticate {provider} profile")),
+            "{name}: {message}"
+        );
+    }
+    // A good Limited Login token signs in (the Graph API is not asked).
+    let good = id_token(&keys.signer, fb, FB_APP, "fb-limited-1", exp);
+    let r = t
+        .post_key("/v2/account/authenticate/facebook", json!({"token": good}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let account = t.get_bearer("/v2/account", &token(&r.body)).await;
+    assert_eq!(account.body["user"]["facebook_id"], "fb-limited-1");
+    // Required fields, as Nakama names them.
+    let r = t
+        .post_key("/v2/account/authenticate/apple", json!({}))
+        .await;
+    assert_eq!(assert_error(&r, 400, 3), "apple id token is required");
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/gamecenter",
+            json!({"player_id": "p"}),
+        )
+        .await;
+    assert_eq!(assert_error(&r, 400, 3), "gamecenter bundle id is required");
+}
+
+async fn platforms_that_fail_or_hang_are_named(b: Backend) {
+    let keys = keys();
+    let (t, _) = start(b, &keys).await;
+    // Garbage answers.
+    for (name, proof, says) in [
+        (
+            "facebook",
+            json!({"token": "garbage"}),
+            "facebook profile answer is not json",
+        ),
+        (
+            "steam",
+            json!({"token": "garbage"}),
+            "steam answer is not json",
+        ),
+    ] {
+        let r = t
+            .post_key(&format!("/v2/account/authenticate/{name}"), proof)
+            .await;
+        let message = assert_error(&r, 401, 16);
+        assert!(message.ends_with(says), "{name}: {message}");
+    }
+    // A platform that does not answer in time, and one that is not there.
+    let hang = stand_in(StandIn {
+        keys: keys.clone(),
+        key_fetches: Arc::new(AtomicUsize::new(0)),
+    })
+    .await;
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    drop(t);
+    for (base_url, says) in [
+        (format!("{hang}/hang"), "no answer within"),
+        (closed, "unreachable"),
+    ] {
+        let t = TestServer::start_with(b, |c| {
+            c.social.apple.bundle_id = BUNDLE.into();
+            c.social.apple.base_url = base_url.clone();
+            c.social.timeout_ms.0 = 300;
+        })
+        .await;
+        let started = std::time::Instant::now();
+        let token = id_token(
+            &keys.signer,
+            "https://appleid.apple.com",
+            BUNDLE,
+            "a",
+            now() + 60,
+        );
+        let r = t
+            .post_key("/v2/account/authenticate/apple", json!({"token": token}))
+            .await;
+        let message = assert_error(&r, 401, 16);
+        assert!(message.contains(says), "{message}");
+        assert!(message.contains("apple keys"), "{message}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+    // Not configured: Nakama's FailedPrecondition.
+    let t = TestServer::start(b).await;
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/steam",
+            json!({"token": "ticket:1"}),
+        )
+        .await;
+    assert_error(&r, 400, 9);
+}
+
+async fn lua_platform_functions_with_nakamas_arguments(b: Backend) {
+    let keys = keys();
+    let (t, _) = start_tweaked(b, &keys, |c| {
+        crate::rpc::lua_config(c);
+        c.runtime.max_rpc_payload_bytes = 1 << 16;
+    })
+    .await;
+    let exp = now() + 600;
+    let apple = |id: &str| id_token(&keys.signer, "https://appleid.apple.com", BUNDLE, id, exp);
+    let google = |id: &str| {
+        id_token(
+            &keys.signer,
+            "https://accounts.google.com",
+            GOOGLE_CLIENT,
+            id,
+            exp,
+        )
+    };
+    let proofs = json!({
+        "apple": apple("lua-apple-1"),
+        "apple2": apple("lua-apple-2"),
+        "google": google("lua-google-1"),
+        "google2": google("lua-google-2"),
+        "forged": id_token(&keys.forger, "https://accounts.google.com", GOOGLE_CLIENT, "x", exp),
+        "facebook": "fb-token:lua-fb-1",
+        "facebook2": "fb-token:lua-fb-2",
+        "instant": instant_info("lua-ig-1", FBIG_SECRET),
+        "instant2": instant_info("lua-ig-2", FBIG_SECRET),
+        "gamecenter": gamecenter(&keys.signer, "G:lua-1", GC_URL, now() * 1000),
+        "gamecenter2": gamecenter(&keys.signer, "G:lua-2", GC_URL, now() * 1000),
+        "steam": "ticket:7656119001",
+        "steam2": "ticket:7656119002",
+        "steam_unknown": "ticket:7656119003",
+    });
+    // Lua numbers for Game Center's timestamp, as modules pass them.
+    let mut proofs = proofs;
+    for gc in ["gamecenter", "gamecenter2"] {
+        let ts: i64 = proofs[gc]["timestamp_seconds"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        proofs[gc]["timestamp_seconds"] = json!(ts);
+    }
+    let s = t.device_session("lua-platform-device").await;
+    let r = t
+        .post_bearer(
+            "/v2/rpc/lua_platforms",
+            &token(&s),
+            json!(proofs.to_string()),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    for call in [
+        "apple_new",
+        "google_new",
+        "facebook_new",
+        "instant_new",
+        "gamecenter_new",
+        "steam_new",
+    ] {
+        assert_eq!(out[call]["created"], true, "{call}: {out}");
+    }
+    assert_eq!(out["apple_new"]["username"], "luaapple");
+    assert_eq!(out["apple_again"]["created"], false, "{out}");
+    assert_eq!(out["apple_again"]["user_id"], out["apple_new"]["user_id"]);
+    let text = |call: &str| out[call].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("steam_no_create").contains("user account not found"),
+        "{out}"
+    );
+    assert!(
+        text("google_forged").contains("could not authenticate google"),
+        "{out}"
+    );
+    assert!(
+        text("link_taken").contains("error linking: apple id is already in use"),
+        "{out}"
+    );
+    assert!(
+        text("unlink_forged").contains("error unlinking: could not authenticate"),
+        "{out}"
+    );
+    for call in [
+        "link_apple",
+        "link_google",
+        "link_facebook",
+        "link_instant",
+        "link_gamecenter",
+        "link_steam",
+        "unlink_apple",
+        "unlink_google",
+        "unlink_facebook",
+        "unlink_instant",
+        "unlink_gamecenter",
+    ] {
+        assert!(out[call].is_object(), "{call}: {out}");
+    }
+    // Only Steam stays linked to the caller; the platform sign-ups have their ids.
+    let account = t.get_bearer("/v2/account", &token(&s)).await;
+    let user = &account.body["user"];
+    assert_eq!(user["steam_id"], "7656119002", "{user}");
+    for field in [
+        "apple_id",
+        "google_id",
+        "facebook_id",
+        "facebook_instant_game_id",
+        "gamecenter_id",
+    ] {
+        assert_eq!(user.get(field), None, "{field}: {user}");
+    }
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/gamecenter?create=false",
+            gamecenter(&keys.signer, "G:lua-1", GC_URL, now() * 1000),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(json!(user_id(&r.body)), out["gamecenter_new"]["user_id"]);
+}
