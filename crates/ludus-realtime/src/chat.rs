@@ -113,6 +113,13 @@ pub fn message_to_wire(m: &ChannelMessage, persistent: bool) -> api::ChannelMess
     }
 }
 
+/// What a module does to a stored message ([`Chat::update_as`],
+/// [`Chat::remove_as`]).
+enum Edit {
+    Update(String),
+    Remove,
+}
+
 fn ack_of(m: &ChannelMessage, persistent: bool) -> ChannelMessageAck {
     let n = names(&m.channel);
     ChannelMessageAck {
@@ -431,37 +438,10 @@ impl Chat {
         username: String,
         persist: bool,
     ) -> Result<ChannelMessageAck, RtError> {
-        let id = Uuid::parse_str(message_id)
-            .map_err(|_| RtError::bad_input("invalid message id, expected a uuid"))?;
-        let key = parse_channel(channel_id)?;
         check_content(&content)?;
-        let now = now_us();
-        let mut message = ChannelMessage {
-            id,
-            channel: key,
-            code: CODE_CHAT_UPDATE,
-            sender_id: sender,
-            username,
-            content,
-            create_time_us: now,
-            update_time_us: now,
-        };
-        if persist {
-            let stored = self
-                .store
-                .update_channel_message(&message.channel, id, sender, &message.content, now)
-                .await
-                .map_err(|error| {
-                    tracing::error!(%error, "cannot update chat message");
-                    RtError::internal(
-                        "could not persist message update to channel history, try again",
-                    )
-                })?
-                .ok_or_else(|| RtError::bad_input("channel message not found"))?;
-            message.create_time_us = stored.create_time_us;
-        }
-        self.push_message(&message, persist);
-        Ok(ack_of(&message, persist))
+        let edit = Edit::Update(content);
+        self.edit_as(channel_id, message_id, edit, sender, username, persist)
+            .await
     }
 
     /// A message removed by the server's modules (`nk.channel_message_remove`),
@@ -474,30 +454,61 @@ impl Chat {
         username: String,
         persist: bool,
     ) -> Result<ChannelMessageAck, RtError> {
+        self.edit_as(
+            channel_id,
+            message_id,
+            Edit::Remove,
+            sender,
+            username,
+            persist,
+        )
+        .await
+    }
+
+    /// The one path of a module's update or removal: the pushed message, and
+    /// the stored one changed first when `persist` (an unknown id or another
+    /// sender's message is refused and nothing is pushed).
+    async fn edit_as(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        edit: Edit,
+        sender: Uuid,
+        username: String,
+        persist: bool,
+    ) -> Result<ChannelMessageAck, RtError> {
         let id = Uuid::parse_str(message_id)
             .map_err(|_| RtError::bad_input("invalid message id, expected a uuid"))?;
         let key = parse_channel(channel_id)?;
         let now = now_us();
+        let (code, content) = match edit {
+            Edit::Update(content) => (CODE_CHAT_UPDATE, content),
+            Edit::Remove => (CODE_CHAT_REMOVE, "{}".to_owned()),
+        };
         let mut message = ChannelMessage {
             id,
             channel: key,
-            code: CODE_CHAT_REMOVE,
+            code,
             sender_id: sender,
             username,
-            content: "{}".to_owned(),
+            content,
             create_time_us: now,
             update_time_us: now,
         };
         if persist {
-            let stored = self
-                .store
-                .delete_channel_message(&message.channel, id, sender)
-                .await
+            let stored = if code == CODE_CHAT_UPDATE {
+                self.store
+                    .update_channel_message(&message.channel, id, sender, &message.content, now)
+                    .await
+            } else {
+                self.store
+                    .delete_channel_message(&message.channel, id, sender)
+                    .await
+            };
+            let stored = stored
                 .map_err(|error| {
-                    tracing::error!(%error, "cannot remove chat message");
-                    RtError::internal(
-                        "could not persist message removal to channel history, try again",
-                    )
+                    tracing::error!(%error, code, "cannot change chat message");
+                    RtError::internal("could not persist the change to channel history, try again")
                 })?
                 .ok_or_else(|| RtError::bad_input("channel message not found"))?;
             message.create_time_us = stored.create_time_us;
