@@ -4,9 +4,9 @@
 
 as_pg() { if [ "$EUID" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# A free port whose predecessor is free too (Nakama's gRPC port is socket.port - 1).
+# A free port whose predecessor is free too: Nakama's and Ludus's gRPC port
+# is socket.port - 1.
+free_port() { free_pair; }
 free_pair() {
   python3 - <<'PY'
 import socket

@@ -8,6 +8,7 @@ mod convert;
 mod digits;
 mod error;
 mod extract;
+mod grpc;
 mod lane;
 pub mod logging;
 pub mod matchmaker;

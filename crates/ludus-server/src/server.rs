@@ -51,6 +51,8 @@ pub struct RunningServer {
     leaderboard_schedules: JoinHandle<()>,
     /// The Prometheus exporter (`metrics.prometheus_port`); ends on `stop`.
     exporter: Option<JoinHandle<()>>,
+    /// The gRPC listener (`socket.grpc`) and its address; ends on `stop`.
+    grpc: Option<(SocketAddr, JoinHandle<()>)>,
     /// This node's links to the cluster bus (`cluster.redis`), if any.
     cluster: Option<ludus_realtime::cluster::ClusterHandle>,
     state: AppState,
@@ -232,6 +234,29 @@ pub async fn start_with(
         }
         None => None,
     };
+    let grpc = match state.config.socket.grpc {
+        true => {
+            // Nakama's layout: gRPC just below the REST port.
+            let port = state.config.socket.port.saturating_sub(1);
+            let addr = format!("{}:{port}", state.config.socket.address);
+            let listener = TcpListener::bind(&addr)
+                .await
+                .map_err(|source| StartError::Bind { addr, source })?;
+            let grpc_addr = listener.local_addr().map_err(|source| StartError::Bind {
+                addr: format!("{}:{port}", state.config.socket.address),
+                source,
+            })?;
+            tracing::info!(addr = %grpc_addr, "serving the gRPC API");
+            let task = tokio::spawn(crate::grpc::serve(
+                listener,
+                app.clone(),
+                state.config.socket.max_request_size_bytes,
+                stopped.clone(),
+            ));
+            Some((grpc_addr, task))
+        }
+        false => None,
+    };
     let handshake_timeout = Duration::from_millis(state.config.socket.handshake_timeout_ms);
     // With debug events on, every request goes through the router's access
     // log rather than the lane.
@@ -249,6 +274,7 @@ pub async fn start_with(
         matchmaker,
         leaderboard_schedules,
         exporter,
+        grpc,
         cluster,
         state,
     })
@@ -289,6 +315,11 @@ impl RunningServer {
         self.local_addr
     }
 
+    /// Where the gRPC API listens, when `socket.grpc` is on.
+    pub fn grpc_addr(&self) -> Option<SocketAddr> {
+        self.grpc.as_ref().map(|(addr, _)| *addr)
+    }
+
     /// Stops accepting, lets in-flight requests finish (up to a grace period)
     /// and closes the database.
     pub async fn shutdown(self) {
@@ -309,6 +340,9 @@ impl RunningServer {
         }
         if let Some(exporter) = self.exporter {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, exporter).await;
+        }
+        if let Some((_, grpc)) = self.grpc {
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, grpc).await;
         }
         // Matches get their match_terminate while their players are still there.
         self.state

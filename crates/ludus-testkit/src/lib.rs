@@ -21,12 +21,22 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// Environment variable naming an existing server to create test databases on.
 pub const POSTGRES_URL_ENV: &str = "LUDUS_TEST_POSTGRES_URL";
 
-/// A TCP port on 127.0.0.1 that was free a moment ago.
+/// A TCP port on 127.0.0.1 that was free a moment ago, and whose predecessor
+/// was free too: a server started on it also binds its gRPC API on
+/// `socket.port - 1`.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .unwrap_or_else(|e| panic!("cannot bind a free port on 127.0.0.1: {e}"))
+    let mut last = None;
+    for _ in 0..100 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|addr| addr.port())
+            .unwrap_or_else(|e| panic!("cannot bind a free port on 127.0.0.1: {e}"));
+        if port > 1 && TcpListener::bind(("127.0.0.1", port - 1)).is_ok() {
+            return port;
+        }
+        last = Some(port);
+    }
+    panic!("no free port with a free predecessor on 127.0.0.1 (last tried {last:?})")
 }
 
 /// The URL of the PostgreSQL server tests use, without a database name:

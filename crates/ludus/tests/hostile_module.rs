@@ -33,12 +33,18 @@ impl Drop for Server {
     }
 }
 
+/// A free port whose predecessor is free too (the server's gRPC port).
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if port > 1 && TcpListener::bind(("127.0.0.1", port - 1)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// POSTs to `/v2/rpc/{id}` with the HTTP key; answers status and body.

@@ -194,6 +194,8 @@ pub struct SocketConfig {
     /// more are refused with an `error` envelope. The socket keeps writing
     /// pushes and reading pongs while requests wait.
     pub max_pending_requests: usize,
+    /// Serve Nakama's gRPC API on `port - 1`, as Nakama does.
+    pub grpc: bool,
 }
 
 impl Default for SocketConfig {
@@ -213,6 +215,7 @@ impl Default for SocketConfig {
             ws_idle_timeout_ms: 0,
             max_connections: 200_000,
             max_pending_requests: 16,
+            grpc: true,
         }
     }
 }

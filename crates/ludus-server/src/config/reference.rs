@@ -96,6 +96,10 @@ const MEANINGS: &[(&str, &str)] = &[
         "requests one socket may have waiting behind the one being served (served in order; pushes, pings and pongs keep flowing meanwhile); more are refused with an `error` envelope",
     ),
     (
+        "socket.grpc",
+        "serve Nakama's gRPC API (`nakama.api.Nakama`, cleartext HTTP/2) on `socket.port - 1`, as Nakama does; on an ephemeral port when `socket.port` is `0`",
+    ),
+    (
         "database.address",
         "empty: SQLite in `data_dir`; else a PostgreSQL address",
     ),

@@ -38,6 +38,8 @@ macro_rules! both_backends {
 pub(crate) struct TestServer {
     server: Option<RunningServer>,
     pub base: String,
+    /// Where the gRPC API listens (`socket.grpc`).
+    pub grpc: Option<std::net::SocketAddr>,
     pub http: reqwest::Client,
     pub config: Config,
     _dir: tempfile::TempDir,
@@ -88,6 +90,7 @@ impl TestServer {
             .unwrap();
         let base = format!("http://{}", server.local_addr());
         TestServer {
+            grpc: server.grpc_addr(),
             server: Some(server),
             base,
             http: reqwest::Client::new(),
@@ -101,6 +104,7 @@ impl TestServer {
         self.server.take().unwrap().shutdown().await;
         let server = ludus_server::start(self.config.clone()).await.unwrap();
         self.base = format!("http://{}", server.local_addr());
+        self.grpc = server.grpc_addr();
         self.server = Some(server);
     }
 
