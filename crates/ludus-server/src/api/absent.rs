@@ -23,7 +23,7 @@ use MethodFilter as M;
 
 /// `(method, path, message)` of every route of Nakama's `apigrpc.proto`
 /// that Ludus does not serve.
-pub(super) const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
+pub(crate) const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
     // Friends.
     (M::POST, "/v2/friend/facebook", FRIEND_IMPORT),
     (M::POST, "/v2/friend/steam", FRIEND_IMPORT),

@@ -2,7 +2,7 @@
 //! through (access log, CORS, gzip request bodies, body limit, timeout,
 //! no-store caching).
 
-mod absent;
+pub(crate) mod absent;
 pub(crate) mod access_log;
 mod account;
 mod authenticate;

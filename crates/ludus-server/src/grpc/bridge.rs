@@ -35,9 +35,17 @@ pub(crate) fn rest_request(method: &Method, message: &[u8]) -> Result<RestReques
         .paths
         .iter()
         .find(|path| params(path).all(|name| is_set(fields.get(name))))
-        .or(method.paths.last())
-        .copied()
-        .unwrap_or("/");
+        .copied();
+    // REST has no route for an empty path segment; say which field is missing
+    // rather than answer "no such path".
+    let Some(template) = template else {
+        let shortest = method.paths.last().copied().unwrap_or("/");
+        let missing = params(shortest).find(|name| !is_set(fields.get(*name)));
+        return Err((
+            INVALID_ARGUMENT,
+            format!("{} must be set", missing.unwrap_or("a path field")),
+        ));
+    };
     let mut path = String::with_capacity(template.len() + 32);
     let mut rest = template;
     while let Some(open) = rest.find('{') {
@@ -258,6 +266,13 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_path_field_is_named() {
+        let message = api::DeleteGroupRequest::default().encode_to_vec();
+        let err = rest_request(find("DeleteGroup").unwrap(), &message).unwrap_err();
+        assert_eq!(err, (INVALID_ARGUMENT, "group_id must be set".to_owned()));
+    }
+
+    #[test]
     fn rpc_payload_is_a_json_string_body() {
         let r = request(
             "RpcFunc",
@@ -309,5 +324,57 @@ mod tests {
         for m in crate::grpc::methods::METHODS {
             assert!(m.paths.iter().all(|p| p.starts_with('/')), "{}", m.name);
         }
+    }
+
+    /// The per-API metrics name each request by a hand-written matcher
+    /// (`api::names`); it must agree with Nakama's bindings for every route
+    /// served, and hold a slot for exactly the names it answers.
+    #[test]
+    fn metric_names_agree_with_the_method_table() {
+        use crate::api::absent::ABSENT_ROUTES;
+        use crate::api::names::{API_NAMES, Called, api_of};
+        use crate::grpc::methods::METHODS;
+        let mut wrong = Vec::new();
+        let mut answered = Vec::new();
+        for m in METHODS {
+            let verb = match m.verb {
+                Verb::Get => axum::http::Method::GET,
+                Verb::Post => axum::http::Method::POST,
+                Verb::Put => axum::http::Method::PUT,
+                Verb::Delete => axum::http::Method::DELETE,
+            };
+            for template in m.paths {
+                let concrete: String = template
+                    .split('/')
+                    .map(|seg| if seg.starts_with('{') { "x1" } else { seg })
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let got = api_of(&verb, &concrete);
+                if let Some(Called::Api(name)) = got {
+                    answered.push(name);
+                }
+                let absent = ABSENT_ROUTES.iter().any(|(filter, path, _)| {
+                    path == template
+                        && axum::routing::MethodFilter::try_from(verb.clone())
+                            .is_ok_and(|f| filter.or(f) == *filter)
+                });
+                let want = match m.name {
+                    "RpcFunc" => Some(Called::Rpc("x1")),
+                    name => Some(Called::Api(name)),
+                };
+                if !absent && got != want {
+                    wrong.push(format!("{verb} {concrete}: {got:?}, want {want:?}"));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+        answered.sort_unstable();
+        answered.dedup();
+        let mut names = API_NAMES.to_vec();
+        names.sort_unstable();
+        assert_eq!(
+            answered, names,
+            "API_NAMES must be exactly the names answered"
+        );
     }
 }

@@ -15,7 +15,87 @@ use tonic::transport::Channel;
 use crate::both_backends;
 use crate::support::{Backend, TestServer, token, user_id};
 
-both_backends!(grpc_answers_as_rest_does, grpc_errors_carry_nakamas_codes,);
+both_backends!(
+    grpc_answers_as_rest_does,
+    grpc_errors_carry_nakamas_codes,
+    every_served_call_runs_its_before_hook,
+);
+
+/// Every method of `nakama.api.Nakama` with a before hook in Nakama whose
+/// route Ludus serves, and whether it signs in with the server key.
+const HOOKED: &[(&str, bool)] = &[
+    ("AddFriends", false),
+    ("AddGroupUsers", false),
+    ("SessionRefresh", true),
+    ("SessionLogout", false),
+    ("AuthenticateApple", true),
+    ("AuthenticateCustom", true),
+    ("AuthenticateDevice", true),
+    ("AuthenticateEmail", true),
+    ("AuthenticateFacebook", true),
+    ("AuthenticateFacebookInstantGame", true),
+    ("AuthenticateGameCenter", true),
+    ("AuthenticateGoogle", true),
+    ("AuthenticateSteam", true),
+    ("BanGroupUsers", false),
+    ("BlockFriends", false),
+    ("CreateGroup", false),
+    ("DeleteAccount", false),
+    ("DeleteFriends", false),
+    ("DeleteGroup", false),
+    ("DeleteLeaderboardRecord", false),
+    ("DeleteNotifications", false),
+    ("DeleteTournamentRecord", false),
+    ("DeleteStorageObjects", false),
+    ("GetAccount", false),
+    ("GetUsers", false),
+    ("GetMatchmakerStats", false),
+    ("JoinGroup", false),
+    ("JoinTournament", false),
+    ("KickGroupUsers", false),
+    ("LeaveGroup", false),
+    ("LinkApple", false),
+    ("LinkCustom", false),
+    ("LinkDevice", false),
+    ("LinkEmail", false),
+    ("LinkFacebook", false),
+    ("LinkFacebookInstantGame", false),
+    ("LinkGameCenter", false),
+    ("LinkGoogle", false),
+    ("LinkSteam", false),
+    ("ListChannelMessages", false),
+    ("ListFriends", false),
+    ("ListFriendsOfFriends", false),
+    ("ListGroups", false),
+    ("ListGroupUsers", false),
+    ("ListLeaderboardRecords", false),
+    ("ListLeaderboardRecordsAroundOwner", false),
+    ("ListMatches", false),
+    ("ListParties", false),
+    ("ListNotifications", false),
+    ("ListStorageObjects", false),
+    ("ListTournaments", false),
+    ("ListTournamentRecords", false),
+    ("ListTournamentRecordsAroundOwner", false),
+    ("ListUserGroups", false),
+    ("PromoteGroupUsers", false),
+    ("DemoteGroupUsers", false),
+    ("ReadStorageObjects", false),
+    ("UnlinkApple", false),
+    ("UnlinkCustom", false),
+    ("UnlinkDevice", false),
+    ("UnlinkEmail", false),
+    ("UnlinkFacebook", false),
+    ("UnlinkFacebookInstantGame", false),
+    ("UnlinkGameCenter", false),
+    ("UnlinkGoogle", false),
+    ("UnlinkSteam", false),
+    ("UpdateAccount", false),
+    ("UpdateGroup", false),
+    ("WriteLeaderboardRecord", false),
+    ("WriteStorageObjects", false),
+    ("WriteTournamentRecord", false),
+];
 
 async fn channel(server: &TestServer) -> Channel {
     let addr = server.grpc.expect("gRPC is on by default");
@@ -297,4 +377,147 @@ async fn grpc_errors_carry_nakamas_codes(backend: Backend) {
     let account = server.get_bearer("/v2/account", &token(&session)).await;
     assert_eq!(account.status, 200);
     assert_eq!(account.body["user"]["id"], user_id(&session));
+}
+
+const LET_IN: &str = "hooks-let-me-in-0001";
+
+/// Each call reaches its before hook (registered under Nakama's method name)
+/// with the request as sent, here an empty one, and the hook's error is the
+/// caller's answer: nothing runs between the transport and the hook that
+/// could refuse the call first, on either transport.
+async fn every_served_call_runs_its_before_hook(backend: Backend) {
+    let native = HOOKED
+        .iter()
+        .fold(ludus_server::NativeModule::new(), |native, (name, _)| {
+            let name = (*name).to_owned();
+            native.before(&name.clone(), move |_call, request| {
+                let name = name.clone();
+                async move {
+                    // The test's own sign-in goes through.
+                    if request.to_string().contains(LET_IN) {
+                        return Ok(Some(request));
+                    }
+                    Err(ludus_server::RuntimeError::new(
+                        ludus_core::Code::FailedPrecondition,
+                        format!("hooked {name}"),
+                    ))
+                }
+            })
+        });
+    let server = TestServer::start_native(backend, native, |_| {}).await;
+    let ch = channel(&server).await;
+    let session = server.device_session(LET_IN).await;
+    let bearer = format!("Bearer {}", token(&session));
+    let mut missed = Vec::new();
+    for (name, with_key) in HOOKED {
+        let auth = if *with_key {
+            server_key()
+        } else {
+            bearer.clone()
+        };
+        let status = hooked_call(&ch, name, &auth).await;
+        if status.code() != Code::FailedPrecondition || status.message() != format!("hooked {name}")
+        {
+            missed.push(format!("{name}: {:?} {}", status.code(), status.message()));
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "calls that did not reach their hook: {missed:#?}"
+    );
+}
+
+/// Calls `name` with an empty request, but for the path fields its route
+/// needs; answers the error status.
+async fn hooked_call(ch: &Channel, name: &str, auth: &str) -> tonic::Status {
+    let auth = Some(auth);
+    let id = || "x1".to_owned();
+    let result: Result<Empty, tonic::Status> = match name {
+        // The path's one id is field 1 of each of these requests.
+        "DeleteGroup" | "AddGroupUsers" | "BanGroupUsers" | "JoinGroup" | "JoinTournament"
+        | "KickGroupUsers" | "LeaveGroup" | "ListGroupUsers" | "ListUserGroups"
+        | "PromoteGroupUsers" | "DemoteGroupUsers" => {
+            call(ch, name, api::DeleteGroupRequest { group_id: id() }, auth).await
+        }
+
+        "UpdateGroup" => {
+            let request = api::UpdateGroupRequest {
+                group_id: id(),
+                ..Default::default()
+            };
+            call(ch, name, request, auth).await
+        }
+        "DeleteLeaderboardRecord" => {
+            let request = api::DeleteLeaderboardRecordRequest {
+                leaderboard_id: id(),
+            };
+            call(ch, name, request, auth).await
+        }
+        "DeleteTournamentRecord" => {
+            let request = api::DeleteTournamentRecordRequest {
+                tournament_id: id(),
+            };
+            call(ch, name, request, auth).await
+        }
+        "ListChannelMessages" => {
+            let request = api::ListChannelMessagesRequest {
+                channel_id: id(),
+                ..Default::default()
+            };
+            call(ch, name, request, auth).await
+        }
+        "WriteLeaderboardRecord" => {
+            let request = api::WriteLeaderboardRecordRequest {
+                leaderboard_id: id(),
+                record: None,
+            };
+            call(ch, name, request, auth).await
+        }
+        "WriteTournamentRecord" => {
+            let request = api::WriteTournamentRecordRequest {
+                tournament_id: id(),
+                record: None,
+            };
+            call(ch, name, request, auth).await
+        }
+        "ListLeaderboardRecords" => {
+            let request = api::ListLeaderboardRecordsRequest {
+                leaderboard_id: id(),
+                ..Default::default()
+            };
+            call(ch, name, request, auth).await
+        }
+        "ListLeaderboardRecordsAroundOwner" => {
+            let request = api::ListLeaderboardRecordsAroundOwnerRequest {
+                leaderboard_id: id(),
+                owner_id: id(),
+                ..Default::default()
+            };
+            call(ch, name, request, auth).await
+        }
+        "ListStorageObjects" => {
+            let request = api::ListStorageObjectsRequest {
+                collection: id(),
+                ..Default::default()
+            };
+            call(ch, name, request, auth).await
+        }
+        "ListTournamentRecords" => {
+            let request = api::ListTournamentRecordsRequest {
+                tournament_id: id(),
+                ..Default::default()
+            };
+            call(ch, name, request, auth).await
+        }
+        "ListTournamentRecordsAroundOwner" => {
+            let request = api::ListTournamentRecordsAroundOwnerRequest {
+                tournament_id: id(),
+                owner_id: id(),
+                ..Default::default()
+            };
+            call(ch, name, request, auth).await
+        }
+        _ => call(ch, name, Empty {}, auth).await,
+    };
+    result.unwrap_err()
 }
