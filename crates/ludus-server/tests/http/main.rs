@@ -5,6 +5,7 @@ mod support;
 
 mod absent;
 mod account;
+mod after_hooks;
 mod authenticate;
 mod grpc;
 mod hooks;
