@@ -21,7 +21,7 @@ mod settings;
 
 pub use context::{CallContext, ExecutionMode, Headers};
 pub use error::{LoadError, RuntimeError};
-pub use lua::UnknownNkReference;
+pub use lua::{LuaCheck, UnknownNkReference, check_lua_modules};
 pub use ludus_core::Code;
 /// The match handler interface, for native match handlers.
 pub use ludus_realtime::matches;

@@ -1,5 +1,6 @@
 //! The `ludus` command line (clap): `serve` (the default), `migrate
-//! up|status`, `bench`, `version` and `help`, each with `--help`. Everything
+//! up|status`, `bench`, `check`, `healthcheck`, `version` and `help`, each
+//! with `--help`. Everything
 //! after the command is `--config FILE` or `--section.key value`
 //! configuration, handed as it is to the config loader. Binaries built on
 //! the library run the same command line with their native module.
@@ -52,6 +53,10 @@ enum Command {
         #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
         args: Vec<String>,
     },
+    /// Check a configuration and the runtime modules without serving
+    Check(ConfigFlags),
+    /// Exit 0 when a server answers its health check (for containers)
+    Healthcheck(ConfigFlags),
     /// Print the version
     Version,
     /// Show this help and every config key with its default
@@ -122,6 +127,8 @@ fn run(cli: Cli, native: NativeModule) -> anyhow::Result<()> {
             anyhow::ensure!(ludus_bench::main(&args) == 0, "bench failed");
             Ok(())
         }
+        Some(Command::Check(config)) => check(&config.flags),
+        Some(Command::Healthcheck(config)) => healthcheck(&config.flags),
         Some(Command::Version) => {
             println!("ludus {}", env!("CARGO_PKG_VERSION"));
             Ok(())
@@ -166,6 +173,83 @@ fn load_config(args: &[String]) -> anyhow::Result<Config> {
     }
     let flags = parse_flags(&others)?;
     Ok(Config::load(file.as_deref(), std::env::vars(), &flags)?)
+}
+
+/// `ludus check`: the configuration loads (every key known, every value
+/// valid) and every module under `runtime.path` compiles; nothing runs and
+/// nothing listens, as Nakama's `check`.
+fn check(args: &[String]) -> anyhow::Result<()> {
+    let config = load_config(args)?;
+    let path = std::path::Path::new(&config.runtime.path);
+    let lua = ludus_runtime::check_lua_modules(path)?;
+    for error in &lua.errors {
+        eprintln!("ludus check: {error}");
+    }
+    anyhow::ensure!(
+        lua.errors.is_empty(),
+        "{} of {} lua modules in {} do not compile",
+        lua.errors.len(),
+        lua.modules.len(),
+        path.display()
+    );
+    println!(
+        "ludus check: configuration ok; {} lua modules in {} compile",
+        lua.modules.len(),
+        path.display()
+    );
+    Ok(())
+}
+
+/// `ludus healthcheck [PORT] [--config FILE] [--section.key VALUE ...]`:
+/// `GET /healthcheck` on the configured address and port (a bare first
+/// argument is the port, as Nakama's `healthcheck PORT`); exits 0 on 200.
+fn healthcheck(args: &[String]) -> anyhow::Result<()> {
+    use std::io::{Read as _, Write as _};
+    use std::net::{TcpStream, ToSocketAddrs as _};
+    use std::time::Duration;
+
+    let (port, rest) = match args.first().map(|a| a.parse::<u16>()) {
+        Some(Ok(port)) => (Some(port), &args[1..]),
+        _ => (None, args),
+    };
+    let config = load_config(rest)?;
+    let port = port.unwrap_or(config.socket.port);
+    // A server listening on every interface is asked on loopback.
+    let host = match config.socket.address.as_str() {
+        "" | "0.0.0.0" => "127.0.0.1",
+        "::" | "[::]" => "::1",
+        other => other,
+    };
+    let timeout = Duration::from_secs(5);
+    let addr = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve {host}:{port}"))?
+        .next()
+        .with_context(|| format!("no address for {host}:{port}"))?;
+    let mut stream = TcpStream::connect_timeout(&addr, timeout)
+        .with_context(|| format!("healthcheck failed: cannot connect to {addr}"))?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    write!(
+        stream,
+        "GET /healthcheck HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut head = [0u8; 64];
+    let mut read = 0;
+    while read < 12 {
+        match stream.read(&mut head[read..])? {
+            0 => break,
+            n => read += n,
+        }
+    }
+    let status = String::from_utf8_lossy(&head[..read]);
+    let status = status.lines().next().unwrap_or_default();
+    anyhow::ensure!(
+        status.starts_with("HTTP/1.1 200"),
+        "healthcheck failed: {addr} answered {status:?}"
+    );
+    println!("ludus healthcheck: ok ({addr})");
+    Ok(())
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

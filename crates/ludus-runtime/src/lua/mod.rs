@@ -8,6 +8,7 @@
 //! as in Nakama.
 
 mod call_state;
+mod check;
 mod convert;
 mod ctx;
 mod lazy;
@@ -42,6 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::Value;
 
 pub(crate) use call_state::Registered;
+pub use check::{LuaCheck, check_lua_modules};
 pub(crate) use modules::discover;
 pub(crate) use nk_storage_index::FILTER_PREFIX;
 pub(crate) use shared::LuaShared;

@@ -29,6 +29,8 @@ fn help_answers_for_every_command() {
         ("serve --help", "--section.key VALUE"),
         ("migrate --help", "status"),
         ("migrate up --help", "--config FILE"),
+        ("check --help", "--config FILE"),
+        ("healthcheck --help", "--config FILE"),
         ("bench --help", "fanout"),
         ("bench echo --help", "--in-flight"),
         ("bench match --help", "--interval-ms"),
@@ -144,11 +146,7 @@ fn the_access_log_follows_the_level_set_at_start() {
 
     for (level, logged) in [("debug", true), ("info", false)] {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = ludus_testkit::free_port();
         let mut child = Command::new(env!("CARGO_BIN_EXE_ludus"))
             .args(["--logger.level", level, "--logger.format", "json"])
             .args(["--socket.port", &port.to_string()])
@@ -190,4 +188,73 @@ fn the_access_log_follows_the_level_set_at_start() {
             assert!(lines[0].contains("\"status\":200"), "{}", lines[0]);
         }
     }
+}
+
+/// `ludus check` loads the configuration and compiles every module without
+/// running any, naming what is wrong; Nakama's `check` does the same.
+#[test]
+fn check_validates_configuration_and_modules_without_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let modules = dir.path().join("modules");
+    std::fs::create_dir(&modules).unwrap();
+    // Running this module would fail; checking it must not.
+    std::fs::write(modules.join("main.lua"), "error('ran at check')\n").unwrap();
+    let path = modules.to_string_lossy();
+    let out = ludus(&format!("check --runtime.path {path}"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("1 lua modules"), "{}", stdout(&out));
+
+    std::fs::write(modules.join("broken.lua"), "local ok = 1\nlocal = 2\n").unwrap();
+    let out = ludus(&format!("check --runtime.path {path}"));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("broken.lua:2:"), "{err}");
+    assert!(err.contains("1 of 2 lua modules"), "{err}");
+
+    let out = ludus(&format!("check --runtime.path {path} --socket.nope 1"));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("socket.nope"), "{}", stderr(&out));
+}
+
+/// `ludus healthcheck` exits 0 while a server answers and 1 when none does,
+/// for container health checks.
+#[test]
+fn healthcheck_exit_code_follows_the_server() {
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let port = ludus_testkit::free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ludus"))
+        .args(["--socket.port", &port.to_string(), "--logger.level", "warn"])
+        .arg("--data_dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the ludus binary runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = ludus(&format!("healthcheck {port}"));
+        if out.status.success() {
+            assert!(stdout(&out).contains("ok"), "{}", stdout(&out));
+            break;
+        }
+        assert!(Instant::now() < deadline, "never healthy: {}", stderr(&out));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The port also comes from the configuration.
+    assert!(
+        ludus(&format!("healthcheck --socket.port {port}"))
+            .status
+            .success()
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = ludus(&format!("healthcheck {port}"));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("healthcheck failed"),
+        "{}",
+        stderr(&out)
+    );
 }
