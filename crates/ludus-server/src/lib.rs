@@ -10,6 +10,7 @@ mod error;
 mod extract;
 mod grpc;
 mod lane;
+mod log_file;
 pub mod logging;
 pub mod matchmaker;
 pub mod metrics;

@@ -261,7 +261,8 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn serve(args: &[String], native: NativeModule) -> anyhow::Result<()> {
     let config = load_config(args)?;
-    ludus_server::logging::init(&config.logger);
+    ludus_server::logging::init(&config.logger)
+        .with_context(|| format!("cannot open logger.file {}", config.logger.file))?;
     config.warn_ignored_keys();
     tracing::info!(version = env!("CARGO_PKG_VERSION"), data_dir = %config.data_dir.display(), "starting ludus");
     runtime()?.block_on(async move {
@@ -273,7 +274,8 @@ fn serve(args: &[String], native: NativeModule) -> anyhow::Result<()> {
 
 fn migrate(sub: &str, args: &[String]) -> anyhow::Result<()> {
     let config = load_config(args)?;
-    ludus_server::logging::init(&config.logger);
+    ludus_server::logging::init(&config.logger)
+        .with_context(|| format!("cannot open logger.file {}", config.logger.file))?;
     let address = config.database.address().to_owned();
     runtime()?.block_on(async move {
         if sub == "up" {

@@ -115,6 +115,19 @@ pub struct LoggerConfig {
     pub level: String,
     /// `text` for people, `json` for log collectors.
     pub format: String,
+    /// Log to standard output (as well as to `file` when set).
+    pub stdout: bool,
+    /// Log to this file too (appended to, created when missing).
+    pub file: String,
+    /// Rotate `file` past `max_size` megabytes.
+    pub rotation: bool,
+    pub max_size: u64,
+    /// Days a rotated file is kept; 0 for any age.
+    pub max_age: u64,
+    /// Rotated files kept; 0 for all.
+    pub max_backups: usize,
+    /// Gzip rotated files.
+    pub compress: bool,
 }
 
 impl Default for LoggerConfig {
@@ -122,6 +135,13 @@ impl Default for LoggerConfig {
         LoggerConfig {
             level: "info".into(),
             format: "text".into(),
+            stdout: true,
+            file: String::new(),
+            rotation: false,
+            max_size: 100,
+            max_age: 0,
+            max_backups: 0,
+            compress: false,
         }
     }
 }
@@ -398,6 +418,12 @@ impl Config {
         }
         if !["text", "json"].contains(&self.logger.format.as_str()) {
             return bad("logger.format", "must be text or json");
+        }
+        if self.logger.rotation && self.logger.max_size == 0 {
+            return bad(
+                "logger.max_size",
+                "must be at least 1 (megabytes) with logger.rotation",
+            );
         }
         if self.session.encryption_key.is_empty() {
             return bad("session.encryption_key", "must not be empty");
@@ -850,7 +876,6 @@ mod tests {
                 "console.mfa.admin_account_enabled",
                 "console.port",
                 "leaderboard.callback_queue_size",
-                "logger.stdout",
                 "socket.protocol",
                 "socket.response_headers",
             ]

@@ -17,6 +17,28 @@ const MEANINGS: &[(&str, &str)] = &[
     ("logger.level", "`debug`, `info`, `warn` or `error`"),
     ("logger.format", "`text` or `json`"),
     (
+        "logger.stdout",
+        "log to standard output (as well as to `logger.file` when set)",
+    ),
+    (
+        "logger.file",
+        "also log to this file, appended to; empty for none",
+    ),
+    (
+        "logger.rotation",
+        "rotate `logger.file` past `logger.max_size`: it is renamed `name-<UTC time>.ext` and a new one begun, as Nakama's",
+    ),
+    (
+        "logger.max_size",
+        "megabytes of `logger.file` before it is rotated",
+    ),
+    (
+        "logger.max_age",
+        "days a rotated file is kept; `0` for any age",
+    ),
+    ("logger.max_backups", "rotated files kept; `0` for all"),
+    ("logger.compress", "gzip rotated files"),
+    (
         "session.encryption_key",
         "HS256 key of session tokens (change it in production)",
     ),

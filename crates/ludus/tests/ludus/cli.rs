@@ -258,3 +258,58 @@ fn healthcheck_exit_code_follows_the_server() {
         stderr(&out)
     );
 }
+
+/// `logger.file` receives the log; with `logger.stdout: false` standard
+/// output stays empty (Nakama's keys). Rotation has unit tests of its own.
+#[test]
+fn logs_go_to_the_file_and_not_to_stdout_when_asked() {
+    use std::io::Read as _;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("ludus.log");
+    let port = ludus_testkit::free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ludus"))
+        .args([
+            "--socket.port",
+            &port.to_string(),
+            "--logger.format",
+            "json",
+        ])
+        .args(["--logger.stdout", "false", "--logger.file"])
+        .arg(&log)
+        .arg("--data_dir")
+        .arg(dir.path())
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the ludus binary runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ludus(&format!("healthcheck {port}")).status.success() {
+        assert!(Instant::now() < deadline, "the server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(out.is_empty(), "stdout: {out}");
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert!(written.contains("listening for clients"), "{written}");
+    assert!(written.lines().all(|l| l.starts_with('{')), "{written}");
+
+    // A file that cannot be opened stops start-up, naming it.
+    let out = ludus(&format!(
+        "--logger.file {}/no/such/dir/x.log --data_dir {}",
+        dir.path().display(),
+        dir.path().display()
+    ));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("logger.file"), "{}", stderr(&out));
+}
