@@ -24,7 +24,8 @@ both_backends!(
     lua_match_bad_input_and_failures,
     native_match_lifecycle,
     relayed_match_with_filters,
-    match_listing_over_http
+    match_listing_over_http,
+    shutdown_ends_matches_and_finishes_requests
 );
 
 async fn lua_server(backend: Backend) -> TestServer {
@@ -429,6 +430,10 @@ impl MatchHandler for NativeEcho {
 
 fn native_module() -> NativeModule {
     NativeModule::new()
+        .rpc("slow_native", |_call, payload| async move {
+            tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+            Ok(payload)
+        })
         .match_handler("native_echo", |_call| NativeEcho { players: 0 })
         .rpc("native_create", |call, payload| async move {
             let params: Value = serde_json::from_str(&payload).unwrap_or(Value::Null);
@@ -756,4 +761,50 @@ async fn bench_match_module_with_ten_players(backend: Backend) {
                 .all(|e| !matches!(&e.message, Some(Message::MatchData(d)) if d.op_code == 1))
         );
     }
+}
+
+/// A graceful shutdown (Nakama's `shutdown_grace_sec`): a request in flight
+/// is answered, each authoritative match gets its `match_terminate` with the
+/// grace period while its players are still there, and then every socket is
+/// closed with 1012 (service restart).
+async fn shutdown_ends_matches_and_finishes_requests(backend: Backend) {
+    let mut server = lua_server(backend).await;
+    let (token, ..) = user(&server, "shutdown-match-a").await;
+    let mut a = WsClient::connect(&server, &token, Fmt::Json).await;
+    let id = create(&mut a, "match_test", json!({"mode": "last"})).await;
+    join(&mut a, &id, &[]).await;
+    let _hello = data(&mut a, 100).await;
+
+    let url = server.url("/v2/rpc/slow_native?http_key=defaulthttpkey&unwrap");
+    let slow = tokio::spawn(async move {
+        let r = reqwest::Client::new()
+            .post(url)
+            .body("kept")
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    });
+    // The request is in the server before shutdown starts.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let closed = tokio::spawn(async move { a.closed().await });
+    server.restart().await;
+
+    assert_eq!(slow.await.unwrap(), (200, "kept".to_owned()));
+    let (code, before) = closed.await.unwrap();
+    assert_eq!(
+        code,
+        Some(tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode::Restart)
+    );
+    let grace = server.config.shutdown_grace_sec;
+    let terminated = before.iter().any(|e| match &e.message {
+        Some(Message::MatchData(d)) => {
+            d.op_code == 99 && d.data == format!("terminating {grace}").as_bytes()
+        }
+        _ => false,
+    });
+    assert!(
+        terminated,
+        "match_terminate's broadcast before the close: {before:?}"
+    );
 }
