@@ -6,6 +6,7 @@ mod support;
 mod absent;
 mod account;
 mod authenticate;
+mod console;
 mod hooks;
 mod https_request;
 mod lane;

@@ -38,6 +38,8 @@ macro_rules! both_backends {
 pub(crate) struct TestServer {
     server: Option<RunningServer>,
     pub base: String,
+    /// The admin console's base URL.
+    pub console: String,
     pub http: reqwest::Client,
     pub config: Config,
     _dir: tempfile::TempDir,
@@ -72,6 +74,8 @@ impl TestServer {
             ..Config::default()
         };
         config.socket.port = 0;
+        // The console on a free port too, so tests run side by side.
+        config.console.port = 0;
         config.logger.level = "warn".into();
         // Fast hashing keeps the email tests quick; cost 10 is exercised elsewhere.
         config.session.bcrypt_cost = 4;
@@ -87,9 +91,11 @@ impl TestServer {
             .await
             .unwrap();
         let base = format!("http://{}", server.local_addr());
+        let console = format!("http://{}", server.console_addr());
         TestServer {
             server: Some(server),
             base,
+            console,
             http: reqwest::Client::new(),
             config,
             _dir: dir,
@@ -101,6 +107,7 @@ impl TestServer {
         self.server.take().unwrap().shutdown().await;
         let server = ludus_server::start(self.config.clone()).await.unwrap();
         self.base = format!("http://{}", server.local_addr());
+        self.console = format!("http://{}", server.console_addr());
         self.server = Some(server);
     }
 
