@@ -48,11 +48,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     (M::POST, "/v2/console/group/{group_id}/add", "AddGroupUsers"),
     (
         M::POST,
-        "/v2/console/account/{account_id}/ban",
-        "BanAccount",
-    ),
-    (
-        M::POST,
         "/v2/console/api/endpoints/{method}",
         "CallApiEndpoint",
     ),
@@ -62,11 +57,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "CallRpcEndpoint",
     ),
     (M::DELETE, "/v2/console/all", "DeleteAllData"),
-    (
-        M::DELETE,
-        "/v2/console/account/{account_id}",
-        "DeleteAccount",
-    ),
     (M::DELETE, "/v2/console/message", "DeleteChannelMessages"),
     (
         M::DELETE,
@@ -128,20 +118,9 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     ),
     (M::POST, "/v2/console/account", "ImportAccountFull"),
     (M::GET, "/v2/console/group/{group_id}/export", "ExportGroup"),
-    (M::GET, "/v2/console/account/{account_id}", "GetAccount"),
     (M::GET, "/v2/console/config", "GetConfig"),
-    (
-        M::GET,
-        "/v2/console/account/{account_id}/friend",
-        "GetFriends",
-    ),
     (M::GET, "/v2/console/group/{group_id}", "GetGroup"),
     (M::GET, "/v2/console/group/{group_id}/member", "GetMembers"),
-    (
-        M::GET,
-        "/v2/console/account/{account_id}/group",
-        "GetGroups",
-    ),
     (M::GET, "/v2/console/leaderboard/{id}", "GetLeaderboard"),
     (M::GET, "/v2/console/match/{id}/state", "GetMatchState"),
     (M::GET, "/v2/console/runtime", "GetRuntime"),
@@ -184,7 +163,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/storage/collections",
         "ListStorageCollections",
     ),
-    (M::GET, "/v2/console/account", "ListAccounts"),
     (M::GET, "/v2/console/channel", "ListChannelMessages"),
     (M::GET, "/v2/console/group", "ListGroups"),
     (M::GET, "/v2/console/notification", "ListNotifications"),
@@ -205,11 +183,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         M::POST,
         "/v2/console/user/{username}/mfa/reset",
         "ResetUserMfa",
-    ),
-    (
-        M::POST,
-        "/v2/console/account/{account_id}/unban",
-        "UnbanAccount",
     ),
     (
         M::POST,

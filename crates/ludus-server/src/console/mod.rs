@@ -10,6 +10,7 @@
 //! Nakama's console calls Ludus does not serve yet answer 501 (`absent.rs`).
 
 mod absent;
+mod accounts;
 mod auth;
 mod users;
 
@@ -58,6 +59,7 @@ pub(crate) fn router(state: ConsoleState) -> Router {
         state: state.clone(),
     };
     users::routes(&mut routes);
+    accounts::routes(&mut routes);
     let routed = absent::routes(routes.router)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

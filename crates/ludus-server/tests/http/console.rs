@@ -7,7 +7,7 @@ use ludus_core::console::ConsoleClaims;
 use serde_json::{Value, json};
 
 use crate::both_backends;
-use crate::support::{Backend, Reply, TestServer, assert_error, claims};
+use crate::support::{Backend, Reply, TestServer, assert_error, claims, token, user_id};
 
 both_backends!(
     root_signs_in_with_nakamas_claims,
@@ -20,6 +20,9 @@ both_backends!(
     every_user_call_checks_the_acl,
     bad_user_input_answers_4xx,
     unserved_console_calls_answer_501,
+    accounts_list_get_ban_unban_and_delete,
+    account_friends_and_groups,
+    account_calls_check_the_acl_and_ids,
     default_password_is_refused_on_a_public_interface,
 );
 
@@ -669,7 +672,7 @@ async fn unserved_console_calls_answer_501(b: Backend) {
     let t = TestServer::start(b).await;
     let root = root_token(&t).await;
     for (method, path, name) in [
-        ("GET", "/v2/console/account", "ListAccounts"),
+        ("GET", "/v2/console/config", "GetConfig"),
         ("DELETE", "/v2/console/all", "DeleteAllData"),
         (
             "POST",
@@ -727,4 +730,277 @@ fn config_error(flags: &[(String, String)]) -> String {
         Ok(_) => panic!("the configuration was accepted"),
         Err(e) => e.to_string(),
     }
+}
+
+async fn accounts_list_get_ban_unban_and_delete(b: Backend) {
+    let t = TestServer::start(b).await;
+    let root = root_token(&t).await;
+    let alice = t.device_session("console-alice-device").await;
+    let bob = t.device_session("console-bob-device").await;
+    let (alice_id, bob_id) = (user_id(&alice), user_id(&bob));
+    let r = t
+        .put_bearer("/v2/account", &token(&alice), json!({"username": "alice"}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // Every account, in id order; then filtered by id and by username.
+    let r = call(&t, "GET", "/v2/console/account", &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut ids: Vec<&str> = r.body["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2, "{}", r.body);
+    assert_eq!(r.body["next_cursor"], "");
+    ids.sort();
+    let mut expected = vec![alice_id.as_str(), bob_id.as_str()];
+    expected.sort();
+    assert_eq!(ids, expected);
+    for filter in [alice_id.as_str(), "alice"] {
+        let path = format!("/v2/console/account?filter={filter}");
+        let r = call(&t, "GET", &path, &root, json!({})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body["users"].as_array().unwrap().len(), 1, "{}", r.body);
+        assert_eq!(r.body["users"][0]["username"], "alice");
+    }
+    let r = call(
+        &t,
+        "GET",
+        "/v2/console/account?filter=nobody",
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.body["users"], json!([]));
+    let r = call(
+        &t,
+        "GET",
+        "/v2/console/account?cursor=junk",
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_error(&r, 400, 3);
+    // One account, with its devices and no ban.
+    let path = format!("/v2/console/account/{alice_id}");
+    let r = call(&t, "GET", &path, &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["account"]["user"]["username"], "alice");
+    assert_eq!(
+        r.body["account"]["devices"][0]["id"],
+        "console-alice-device"
+    );
+    assert_eq!(r.body["disable_time"], Value::Null);
+    // Banned: the session stops working, sign-in is refused.
+    let r = call(&t, "POST", &format!("{path}/ban"), &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_error(&t.get_bearer("/v2/account", &token(&alice)).await, 401, 16);
+    let again = t
+        .post_key(
+            "/v2/account/authenticate/device",
+            json!({"id": "console-alice-device"}),
+        )
+        .await;
+    assert_error(&again, 403, 7);
+    let r = call(&t, "GET", &path, &root, json!({})).await;
+    assert!(
+        r.body["disable_time"].as_str().unwrap().ends_with('Z'),
+        "{}",
+        r.body
+    );
+    // Unbanned: it signs in again.
+    let r = call(&t, "POST", &format!("{path}/unban"), &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let again = t
+        .post_key(
+            "/v2/account/authenticate/device",
+            json!({"id": "console-alice-device"}),
+        )
+        .await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    // Deleted: gone, its session with it; bob stays.
+    let r = call(&t, "DELETE", &path, &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_error(&call(&t, "GET", &path, &root, json!({})).await, 404, 5);
+    // Its session reaches no account: revoked (401) once the deletion's
+    // second has passed, not found (404) within it.
+    let r = t.get_bearer("/v2/account", &token(&again.body)).await;
+    assert!(matches!(r.status, 401 | 404), "{}", r.body);
+    assert_error(&call(&t, "DELETE", &path, &root, json!({})).await, 404, 5);
+    let r = call(&t, "GET", "/v2/console/account", &root, json!({})).await;
+    assert_eq!(r.body["users"].as_array().unwrap().len(), 1);
+    assert_eq!(r.body["users"][0]["id"], bob_id.as_str());
+}
+
+async fn account_friends_and_groups(b: Backend) {
+    let t = TestServer::start(b).await;
+    let root = root_token(&t).await;
+    let alice = t.device_session("console-friend-a").await;
+    let bob = t.device_session("console-friend-b").await;
+    let (alice_id, bob_id) = (user_id(&alice), user_id(&bob));
+    let r = t
+        .post_bearer(
+            &format!("/v2/friend?ids={bob_id}"),
+            &token(&alice),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = t
+        .post_bearer(
+            "/v2/group",
+            &token(&alice),
+            json!({"name": "console-guild"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(
+        &t,
+        "GET",
+        &format!("/v2/console/account/{alice_id}/friend"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["friends"][0]["user"]["id"], bob_id.as_str());
+    // Alice sent the invite: state 1 (invite sent).
+    assert_eq!(r.body["friends"][0]["state"], 1);
+    let r = call(
+        &t,
+        "GET",
+        &format!("/v2/console/account/{alice_id}/group"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["user_groups"][0]["group"]["name"], "console-guild");
+    // Superadmin: state 0, omitted as protojson omits zeros.
+    assert!(
+        r.body["user_groups"][0]["state"].as_i64().unwrap_or(0) == 0,
+        "{}",
+        r.body
+    );
+    let r = call(
+        &t,
+        "GET",
+        &format!("/v2/console/account/{bob_id}/group"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body.get("user_groups").is_none_or(|g| g == &json!([])),
+        "{}",
+        r.body
+    );
+}
+
+async fn account_calls_check_the_acl_and_ids(b: Backend) {
+    let t = TestServer::start(b).await;
+    let root = root_token(&t).await;
+    let alice = t.device_session("console-acl-device").await;
+    let alice_id = user_id(&alice);
+    let reader = add_user(
+        &t,
+        &root,
+        "reader",
+        json!({"ACCOUNT": perm(true, false, false)}),
+    )
+    .await;
+    let users_only = add_user(&t, &root, "users", json!({"USER": perm(true, true, true)})).await;
+    let path = format!("/v2/console/account/{alice_id}");
+    for (token, method, path, allowed, resource) in [
+        (reader.as_str(), "GET", path.clone(), true, ""),
+        (
+            reader.as_str(),
+            "GET",
+            "/v2/console/account".to_owned(),
+            true,
+            "",
+        ),
+        (
+            reader.as_str(),
+            "POST",
+            format!("{path}/ban"),
+            false,
+            "ACCOUNT",
+        ),
+        (
+            reader.as_str(),
+            "POST",
+            format!("{path}/unban"),
+            false,
+            "ACCOUNT",
+        ),
+        (reader.as_str(), "DELETE", path.clone(), false, "ACCOUNT"),
+        (
+            reader.as_str(),
+            "GET",
+            format!("{path}/friend"),
+            false,
+            "ACCOUNT_FRIENDS",
+        ),
+        (
+            reader.as_str(),
+            "GET",
+            format!("{path}/group"),
+            false,
+            "ACCOUNT_GROUPS",
+        ),
+        (users_only.as_str(), "GET", path.clone(), false, "ACCOUNT"),
+        (
+            users_only.as_str(),
+            "GET",
+            "/v2/console/account".to_owned(),
+            false,
+            "ACCOUNT",
+        ),
+    ] {
+        let r = call(&t, method, &path, token, json!({})).await;
+        if allowed {
+            assert_eq!(r.status, 200, "{method} {path}: {}", r.body);
+        } else {
+            let msg = assert_error(&r, 403, 7);
+            assert!(msg.contains(&format!("permission on {resource},")), "{msg}");
+        }
+    }
+    // The ban was refused: alice still works.
+    assert_eq!(
+        t.get_bearer("/v2/account", &token(&alice)).await.status,
+        200
+    );
+    for bad in ["not-a-uuid", "00000000-0000-0000-0000-000000000000"] {
+        let r = call(
+            &t,
+            "GET",
+            &format!("/v2/console/account/{bad}"),
+            &root,
+            json!({}),
+        )
+        .await;
+        assert_error(&r, 400, 3);
+        let r = call(
+            &t,
+            "POST",
+            &format!("/v2/console/account/{bad}/ban"),
+            &root,
+            json!({}),
+        )
+        .await;
+        assert_error(&r, 400, 3);
+    }
+    let missing = uuid::Uuid::new_v4();
+    let r = call(
+        &t,
+        "POST",
+        &format!("/v2/console/account/{missing}/ban"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_error(&r, 404, 5);
 }
