@@ -737,6 +737,12 @@ impl AccountService {
         Ok(users)
     }
 
+    /// Up to `limit` users after `after`, in id order (the console's
+    /// account listing).
+    pub async fn users_page(&self, after: Uuid, limit: usize) -> Result<Vec<User>, ApiError> {
+        Ok(self.store.users_after(after, limit).await?)
+    }
+
     pub async fn users(&self, ids: &[String], usernames: &[String]) -> Result<Vec<User>, ApiError> {
         if ids.len() + usernames.len() > MAX_USERS_LOOKUP {
             return Err(ApiError::invalid(format!(

@@ -9,6 +9,9 @@
 pub mod accounts;
 pub mod chat;
 pub mod chat_service;
+pub mod console;
+pub mod console_acl;
+pub mod console_service;
 pub mod error;
 pub mod friend;
 pub mod group;

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use crate::chat::{ChannelKey, ChannelMessage, MessageBound};
+use crate::console::{ConsoleUser, ConsoleUserAuth, ConsoleUserChange};
 use crate::error::{ApiError, Code};
 use crate::friend::{
     FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
@@ -34,6 +35,9 @@ pub enum StoreError {
     IdentityTaken,
     #[error("not found")]
     NotFound,
+    /// A console user's username or email belongs to another console user.
+    #[error("console username or email already exists")]
+    ConsoleUserTaken,
     /// The database could not be reached or is shutting down.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -64,6 +68,10 @@ impl From<StoreError> for ApiError {
                 "this identity is linked to another account",
             ),
             S::NotFound => ApiError::not_found("user account not found"),
+            S::ConsoleUserTaken => ApiError::new(
+                Code::FailedPrecondition,
+                "a console user with this username or email already exists, choose another",
+            ),
             S::Unavailable(msg) => {
                 tracing::error!(error = %msg, "storage unavailable");
                 ApiError::new(Code::Unavailable, "storage is unavailable, try again later")
@@ -117,6 +125,13 @@ pub struct RankedScore {
     pub score: i64,
     pub subscore: i64,
     pub num_score: i32,
+}
+
+/// How a console user is found: by id, or by username or email.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsoleUserKey {
+    Id(Uuid),
+    Name(String),
 }
 
 /// A tournament join, resolved against the tournament's current period.
@@ -501,6 +516,29 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<bool>;
 
     /// Finishes pending writes and closes connections.
+    /// Adds a console user; when its username exists, sets that user's ACL
+    /// and MFA flag instead (Nakama's `AddUser`). Answers the stored user;
+    /// `ConsoleUserTaken` when the email is another user's.
+    async fn console_user_put(&self, user: &ConsoleUser) -> StoreResult<ConsoleUser>;
+
+    /// A console user with its password hash, by id or by username or email.
+    async fn console_user_get(&self, key: &ConsoleUserKey) -> StoreResult<Option<ConsoleUserAuth>>;
+
+    /// Every console user but the root user (the nil id), by username.
+    async fn console_users(&self) -> StoreResult<Vec<ConsoleUser>>;
+
+    /// Changes one console user at `now_ms`; `None` when there is no such
+    /// user (or, for a password with `unchanged_since`, it changed since).
+    async fn console_user_change(
+        &self,
+        key: &ConsoleUserKey,
+        change: &ConsoleUserChange,
+        now_ms: i64,
+    ) -> StoreResult<Option<ConsoleUser>>;
+
+    /// Deletes a console user by username; whether it existed.
+    async fn console_user_delete(&self, username: &str) -> StoreResult<bool>;
+
     async fn close(&self);
 }
 

@@ -39,6 +39,7 @@ async fn example_binary_serves_native_rpcs_and_hooks() {
         Command::new(env!("CARGO_BIN_EXE_ludus-example-native"))
             .args(["--data_dir", dir.path().to_str().unwrap()])
             .args(["--socket.port", &port.to_string()])
+            .args(["--console.port", "0"])
             .args(["--logger.level", "warn"])
             .stdout(Stdio::null())
             .spawn()

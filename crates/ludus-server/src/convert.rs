@@ -196,3 +196,20 @@ pub(crate) fn tournament(t: ludus_core::leaderboard_service::TournamentView) -> 
         join_required: d.join_required,
     }
 }
+
+/// A user's groups with the user's role in each.
+pub(crate) fn user_group_list(page: ludus_core::group::UserGroupPage) -> api::UserGroupList {
+    api::UserGroupList {
+        user_groups: page
+            .groups
+            .into_iter()
+            .map(|g| api::user_group_list::UserGroup {
+                group: Some(group(g.group)),
+                state: Some(ludus_proto::pbjson_types::Int32Value {
+                    value: g.role as i32,
+                }),
+            })
+            .collect(),
+        cursor: page.cursor.unwrap_or_default(),
+    }
+}

@@ -78,7 +78,7 @@ impl FromRequestParts<AppState> for Session {
     }
 }
 
-fn strip_scheme<'a>(value: &'a str, scheme: &str) -> Option<&'a str> {
+pub(crate) fn strip_scheme<'a>(value: &'a str, scheme: &str) -> Option<&'a str> {
     let (s, rest) = value.split_once(' ')?;
     s.eq_ignore_ascii_case(scheme).then_some(rest)
 }

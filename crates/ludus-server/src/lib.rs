@@ -4,6 +4,7 @@
 
 mod api;
 pub mod config;
+mod console;
 mod convert;
 mod digits;
 mod error;

@@ -53,6 +53,9 @@ pub struct RunningServer {
     exporter: Option<JoinHandle<()>>,
     /// The gRPC listener (`socket.grpc`) and its address; ends on `stop`.
     grpc: Option<(SocketAddr, JoinHandle<()>)>,
+    /// The admin console's listener (`console.port`); ends on `stop`.
+    console_addr: SocketAddr,
+    console: JoinHandle<()>,
     /// This node's links to the cluster bus (`cluster.redis`), if any.
     cluster: Option<ludus_realtime::cluster::ClusterHandle>,
     state: AppState,
@@ -258,6 +261,7 @@ pub async fn start_with(
         false => None,
     };
     let handshake_timeout = Duration::from_millis(state.config.socket.handshake_timeout_ms);
+    let (console_addr, console) = start_console(&state, handshake_timeout, stopped.clone()).await?;
     // With debug events on, every request goes through the router's access
     // log rather than the lane.
     let lane = (!tracing::enabled!(tracing::Level::DEBUG))
@@ -275,9 +279,55 @@ pub async fn start_with(
         leaderboard_schedules,
         exporter,
         grpc,
+        console_addr,
+        console,
         cluster,
         state,
     })
+}
+
+/// Binds the admin console's listener and serves its router there. Nakama's
+/// public defaults of the root user are refused by the configuration unless
+/// the console listens on a loopback interface; there they are warned about.
+async fn start_console(
+    state: &AppState,
+    handshake_timeout: Duration,
+    stopped: watch::Receiver<bool>,
+) -> Result<(SocketAddr, JoinHandle<()>), StartError> {
+    let config = &state.config.console;
+    let addr = format!("{}:{}", config.address(&state.config.socket), config.port);
+    let listener = TcpListener::bind(&addr)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: addr.clone(),
+            source,
+        })?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| StartError::Bind { addr, source })?;
+    for key in config.insecure_defaults() {
+        tracing::warn!(
+            param = key,
+            "INSECURE: the console accepts Nakama's public default for this key; anyone who can reach {local} can sign in as the root console user; set your own before exposing it"
+        );
+    }
+    let service = ludus_core::console_service::ConsoleService::new(
+        state.accounts.store().clone(),
+        state.config.console_settings(),
+    );
+    let app = crate::console::router(crate::console::ConsoleState {
+        app: state.clone(),
+        console: Arc::new(service),
+    });
+    tracing::info!(addr = %local, "serving the admin console");
+    let task = tokio::spawn(crate::serve::serve(
+        listener,
+        app,
+        None,
+        handshake_timeout,
+        stopped,
+    ));
+    Ok((local, task))
 }
 
 /// This node's revocations, for the other nodes of its cluster.
@@ -320,6 +370,11 @@ impl RunningServer {
         self.grpc.as_ref().map(|(addr, _)| *addr)
     }
 
+    /// Where the admin console listens.
+    pub fn console_addr(&self) -> SocketAddr {
+        self.console_addr
+    }
+
     /// Stops accepting, lets in-flight requests finish (up to a grace period)
     /// and closes the database.
     pub async fn shutdown(self) {
@@ -344,6 +399,7 @@ impl RunningServer {
         if let Some((_, grpc)) = self.grpc {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, grpc).await;
         }
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.console).await;
         // Matches get their match_terminate while their players are still there.
         self.state
             .sockets

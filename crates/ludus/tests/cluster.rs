@@ -37,6 +37,7 @@ async fn start_node(name: &str, data: &Path, database: &str, redis: &[String]) -
         .arg("--data_dir")
         .arg(data.join(name))
         .args(["--socket.port", &port.to_string()])
+        .args(["--console.port", "0"])
         .args(["--database.address", database])
         .args(["--session.single_socket", "true"])
         .args(["--cluster.lease_ms", &LEASE_MS.to_string()])
@@ -263,6 +264,7 @@ async fn three_nodes_share_presence_messages_and_survive_faults() {
         .arg("--data_dir")
         .arg(dir.path().join("dup"))
         .args(["--socket.port", &ludus_testkit::free_port().to_string()])
+        .args(["--console.port", "0"])
         .args(["--database.address", &database])
         .args(["--cluster.redis", &urls[0]])
         .args([

@@ -27,6 +27,7 @@ async fn serve(data_dir: &Path, database: Option<&str>) -> (Child, SocketAddr) {
         .arg(data_dir)
         .arg("--socket.port")
         .arg(port.to_string())
+        .args(["--console.port", "0"])
         .arg("--logger.level")
         .arg("error")
         .kill_on_drop(true);

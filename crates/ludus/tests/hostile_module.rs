@@ -94,6 +94,7 @@ fn start(dir: &std::path::Path, flags: &[&str]) -> (Server, u16) {
                 .arg("--runtime.path")
                 .arg(&modules)
                 .args(["--socket.port", &port.to_string(), "--logger.level", "warn"])
+                .args(["--console.port", "0"])
                 .args(flags)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

@@ -300,19 +300,7 @@ pub(super) async fn list_user_groups(
             &req.cursor,
         )
         .await?;
-    let list = api::UserGroupList {
-        user_groups: page
-            .groups
-            .into_iter()
-            .map(|g| api::user_group_list::UserGroup {
-                group: Some(convert::group(g.group)),
-                state: Some(ludus_proto::pbjson_types::Int32Value {
-                    value: g.role as i32,
-                }),
-            })
-            .collect(),
-        cursor: page.cursor.unwrap_or_default(),
-    };
+    let list = convert::user_group_list(page);
     runtime::after(&state, API, Some(&caller), client, &list, &req).await;
     Ok(json(&list))
 }

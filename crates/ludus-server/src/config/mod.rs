@@ -51,6 +51,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// Platform sign-in (`social.*`, Nakama's section, plus our base URLs).
     pub social: ludus_core::social_auth::SocialSettings,
+    /// The admin console's listener and its root user (Nakama's section).
+    pub console: ConsoleConfig,
     /// Keys of Nakama's that the file or flags set and Ludus ignores, for
     /// [`Config::warn_ignored_keys`].
     #[serde(skip)]
@@ -74,6 +76,7 @@ impl Default for Config {
             cluster: ludus_realtime::cluster::ClusterConfig::default(),
             metrics: MetricsConfig::default(),
             social: ludus_core::social_auth::SocialSettings::default(),
+            console: ConsoleConfig::default(),
             ignored_keys: Vec::new(),
         }
     }
@@ -105,6 +108,76 @@ impl Default for MetricsConfig {
             custom_prefix: "custom".into(),
             custom_scope_limit: 10_000,
         }
+    }
+}
+
+/// Nakama's `console` section (the keys Ludus serves), plus the lockout
+/// after failed sign-ins, which Nakama fixes in its code.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConsoleConfig {
+    /// Port of the console API; 0 picks a free port.
+    pub port: u16,
+    /// Interface of the console; empty for `socket.address`.
+    pub address: String,
+    /// Largest request body of the console.
+    pub max_message_size_bytes: usize,
+    /// Longest a console request may take before it is answered 504.
+    pub read_timeout_ms: u64,
+    /// The root console user: an admin no console call can change.
+    pub username: String,
+    pub password: String,
+    /// Lifetime of console session tokens and invitation codes.
+    pub token_expiry_sec: i64,
+    /// HS256 key of console tokens.
+    pub signing_key: String,
+    /// Failed sign-ins within `lockout_sec` that lock a console user.
+    pub max_failed_sign_ins: u32,
+    /// How long a locked console user must wait, and the window failures
+    /// are counted in.
+    pub lockout_sec: i64,
+}
+
+/// Nakama's insecure defaults of the console's root user and key.
+pub const DEFAULT_CONSOLE_PASSWORD: &str = "password";
+pub const DEFAULT_CONSOLE_SIGNING_KEY: &str = "defaultsigningkey";
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        ConsoleConfig {
+            port: 7351,
+            address: String::new(),
+            max_message_size_bytes: 4_194_304,
+            read_timeout_ms: 10_000,
+            username: "admin".into(),
+            password: DEFAULT_CONSOLE_PASSWORD.into(),
+            token_expiry_sec: 86_400,
+            signing_key: DEFAULT_CONSOLE_SIGNING_KEY.into(),
+            max_failed_sign_ins: 5,
+            lockout_sec: 60,
+        }
+    }
+}
+
+impl ConsoleConfig {
+    /// The interface the console listens on.
+    pub fn address<'a>(&'a self, socket: &'a SocketConfig) -> &'a str {
+        match self.address.is_empty() {
+            true => &socket.address,
+            false => &self.address,
+        }
+    }
+
+    /// The keys still at Nakama's public defaults.
+    pub fn insecure_defaults(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.password == DEFAULT_CONSOLE_PASSWORD {
+            out.push("console.password");
+        }
+        if self.signing_key == DEFAULT_CONSOLE_SIGNING_KEY {
+            out.push("console.signing_key");
+        }
+        out
     }
 }
 
@@ -437,6 +510,7 @@ impl Config {
                 "must differ from session.encryption_key, or refresh tokens would work as session tokens",
             );
         }
+        self.validate_console()?;
         if self.session.token_expiry_sec <= 0 {
             return bad("session.token_expiry_sec", "must be at least 1");
         }
@@ -556,6 +630,75 @@ impl Config {
                 (k, v)
             })
             .collect()
+    }
+
+    /// The console's rules. The default password is refused on an interface
+    /// other hosts reach (CVE-2022-2321 is a Nakama console signed into with
+    /// its defaults); on a loopback interface start-up warns.
+    fn validate_console(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, message: String| {
+            Err(ConfigError::BadValue {
+                key: key.into(),
+                message,
+            })
+        };
+        let c = &self.console;
+        if ludus_core::console::username(&c.username).is_err() {
+            return bad(
+                "console.username",
+                "must be 3-20 letters, digits, `_` or `.`, starting and ending with a letter or digit".into(),
+            );
+        }
+        if c.password.is_empty() {
+            return bad("console.password", "must not be empty".into());
+        }
+        if c.signing_key.is_empty() {
+            return bad("console.signing_key", "must not be empty".into());
+        }
+        if c.token_expiry_sec <= 0 {
+            return bad("console.token_expiry_sec", "must be at least 1".into());
+        }
+        if c.max_failed_sign_ins == 0 {
+            return bad("console.max_failed_sign_ins", "must be at least 1".into());
+        }
+        if c.lockout_sec <= 0 {
+            return bad("console.lockout_sec", "must be at least 1".into());
+        }
+        if c.max_message_size_bytes == 0 {
+            return bad(
+                "console.max_message_size_bytes",
+                "must be at least 1".into(),
+            );
+        }
+        if c.read_timeout_ms == 0 {
+            return bad("console.read_timeout_ms", "must be at least 1".into());
+        }
+        let address = c.address(&self.socket);
+        let loopback = address
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+            || address == "localhost";
+        if !loopback && let Some(key) = c.insecure_defaults().first() {
+            return bad(
+                key,
+                format!(
+                    "is Nakama's public default while the console listens on {address}: set your own, or listen on 127.0.0.1"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    pub fn console_settings(&self) -> ludus_core::console_service::ConsoleSettings {
+        ludus_core::console_service::ConsoleSettings {
+            username: self.console.username.clone(),
+            password: self.console.password.clone(),
+            signing_key: self.console.signing_key.clone(),
+            token_expiry_sec: self.console.token_expiry_sec,
+            bcrypt_cost: self.session.bcrypt_cost,
+            max_failed_sign_ins: self.console.max_failed_sign_ins,
+            lockout_sec: self.console.lockout_sec,
+        }
     }
 
     pub fn session_settings(&self) -> ludus_core::accounts::SessionSettings {
@@ -874,7 +1017,6 @@ mod tests {
             [
                 "config",
                 "console.mfa.admin_account_enabled",
-                "console.port",
                 "leaderboard.callback_queue_size",
                 "socket.protocol",
                 "socket.response_headers",

@@ -186,6 +186,46 @@ const MEANINGS: &[(&str, &str)] = &[
         "the most series modules may create; past it a new name or tag set is refused, counted (`metrics_collection_errors_count{err=\"scope_limit\"}`) and logged; 0 means no limit",
     ),
     (
+        "console.port",
+        "port of the admin console API ([operations.md](operations.md)); `0` picks a free port",
+    ),
+    (
+        "console.address",
+        "interface of the console; empty for `socket.address`",
+    ),
+    (
+        "console.max_message_size_bytes",
+        "largest console request body; larger gets 413",
+    ),
+    (
+        "console.read_timeout_ms",
+        "longest a console request may run before it is answered 504",
+    ),
+    (
+        "console.username",
+        "the root console user, an admin no console call can change or delete",
+    ),
+    (
+        "console.password",
+        "the root console user's password; Nakama's default `password` is refused unless the console listens on a loopback interface (change it in production)",
+    ),
+    (
+        "console.token_expiry_sec",
+        "lifetime of console session tokens and of invitation and password reset codes",
+    ),
+    (
+        "console.signing_key",
+        "HS256 key of console tokens; Nakama's default is refused unless the console listens on a loopback interface (change it in production)",
+    ),
+    (
+        "console.max_failed_sign_ins",
+        "failed console sign-ins within `console.lockout_sec` that lock the console user (Nakama: 5)",
+    ),
+    (
+        "console.lockout_sec",
+        "how long a locked console user waits, and the window its failed sign-ins are counted in (Nakama: 60)",
+    ),
+    (
         "cluster.redis",
         "Redis addresses of the cluster bus (repeat the flag or give a comma list); several are shards, each stream on the one a consistent hash of its key picks; empty: a single node. A cluster needs PostgreSQL (on SQLite it is refused at start) and a unique `name` per node",
     ),
@@ -498,7 +538,8 @@ mod tests {
         assert!(page.contains("| `database.address` | empty |"), "{page}");
         // A Nakama key Ludus ignores is listed; one of Ludus's keys is not.
         let ignored = &page[page.find("## Nakama keys").unwrap()..];
-        assert!(ignored.contains("`console.port`"));
+        assert!(ignored.contains("`console.mfa.admin_account_enabled`"));
+        assert!(!ignored.contains("`console.port`"));
         assert!(!ignored.contains("`socket.port`"));
     }
 }

@@ -122,6 +122,7 @@ async fn bad_http_ca_file_stops_start_up() {
             ..ludus_server::Config::default()
         };
         config.socket.port = 0;
+        config.console.port = 0;
         config.runtime.http_ca_file = path.display().to_string();
         let error = match ludus_server::start(config).await {
             Ok(_) => panic!("a server started with http_ca_file {}", path.display()),

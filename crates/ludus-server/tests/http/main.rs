@@ -7,6 +7,7 @@ mod absent;
 mod account;
 mod after_hooks;
 mod authenticate;
+mod console;
 mod grpc;
 mod hooks;
 mod https_request;

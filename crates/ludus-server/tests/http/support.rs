@@ -40,6 +40,8 @@ pub(crate) struct TestServer {
     pub base: String,
     /// Where the gRPC API listens (`socket.grpc`).
     pub grpc: Option<std::net::SocketAddr>,
+    /// The admin console's base URL.
+    pub console: String,
     pub http: reqwest::Client,
     pub config: Config,
     _dir: tempfile::TempDir,
@@ -74,6 +76,8 @@ impl TestServer {
             ..Config::default()
         };
         config.socket.port = 0;
+        // The console on a free port too, so tests run side by side.
+        config.console.port = 0;
         config.logger.level = "warn".into();
         // Fast hashing keeps the email tests quick; cost 10 is exercised elsewhere.
         config.session.bcrypt_cost = 4;
@@ -89,10 +93,12 @@ impl TestServer {
             .await
             .unwrap();
         let base = format!("http://{}", server.local_addr());
+        let console = format!("http://{}", server.console_addr());
         TestServer {
             grpc: server.grpc_addr(),
             server: Some(server),
             base,
+            console,
             http: reqwest::Client::new(),
             config,
             _dir: dir,
@@ -105,6 +111,7 @@ impl TestServer {
         let server = ludus_server::start(self.config.clone()).await.unwrap();
         self.base = format!("http://{}", server.local_addr());
         self.grpc = server.grpc_addr();
+        self.console = format!("http://{}", server.console_addr());
         self.server = Some(server);
     }
 

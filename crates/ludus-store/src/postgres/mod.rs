@@ -10,6 +10,7 @@
 mod analyze;
 mod batches;
 mod chat;
+mod console;
 mod errors;
 mod leaderboard;
 mod links;
@@ -30,6 +31,7 @@ mod wallets;
 
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
+use ludus_core::console::{ConsoleUser, ConsoleUserAuth, ConsoleUserChange};
 use ludus_core::friend::{
     FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
 };
@@ -45,8 +47,8 @@ use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
 use ludus_core::storage::{Access, ListQuery, ObjectId, StorageObject};
 use ludus_core::store::{
-    JoinOutcome, RankedScore, ScheduleKind, SqlRow, SqlValue, Store, StoreError, StoreResult,
-    TournamentJoin,
+    ConsoleUserKey, JoinOutcome, RankedScore, ScheduleKind, SqlRow, SqlValue, Store, StoreError,
+    StoreResult, TournamentJoin,
 };
 use ludus_core::token::TokenKind;
 use ludus_core::wallet::{LedgerBound, LedgerEntry};
@@ -1206,6 +1208,51 @@ impl Store for PgStore {
                 .execute(leaderboard::schedule_sql(kind), &[&id, &period])
                 .await?;
             Ok(n == 1)
+        })
+        .await
+    }
+
+    async fn console_user_put(&self, user: &ConsoleUser) -> StoreResult<ConsoleUser> {
+        with_retry("add console user", || async {
+            let conn = self.pool.get().await?;
+            console::put(&conn.client, user).await
+        })
+        .await
+    }
+
+    async fn console_user_get(&self, key: &ConsoleUserKey) -> StoreResult<Option<ConsoleUserAuth>> {
+        with_retry("get console user", || async {
+            let conn = self.pool.get().await?;
+            console::get(&conn.client, key).await
+        })
+        .await
+    }
+
+    async fn console_users(&self) -> StoreResult<Vec<ConsoleUser>> {
+        with_retry("list console users", || async {
+            let conn = self.pool.get().await?;
+            console::list(&conn.client).await
+        })
+        .await
+    }
+
+    async fn console_user_change(
+        &self,
+        key: &ConsoleUserKey,
+        change: &ConsoleUserChange,
+        now_ms: i64,
+    ) -> StoreResult<Option<ConsoleUser>> {
+        with_retry("change console user", || async {
+            let conn = self.pool.get().await?;
+            console::change(&conn.client, key, change, now_ms).await
+        })
+        .await
+    }
+
+    async fn console_user_delete(&self, username: &str) -> StoreResult<bool> {
+        with_retry("delete console user", || async {
+            let conn = self.pool.get().await?;
+            console::delete(&conn.client, username).await
         })
         .await
     }

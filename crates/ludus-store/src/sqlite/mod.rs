@@ -6,6 +6,7 @@
 mod chat;
 mod checkpointer;
 mod connection;
+mod console;
 mod leaderboard;
 mod links;
 mod module_sql;
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
+use ludus_core::console::{ConsoleUser, ConsoleUserAuth, ConsoleUserChange};
 use ludus_core::friend::{
     FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
 };
@@ -32,7 +34,8 @@ use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
 use ludus_core::storage::{ListQuery, ObjectId, StorageObject};
 use ludus_core::store::{
-    JoinOutcome, RankedScore, ScheduleKind, SqlRow, SqlValue, Store, StoreResult, TournamentJoin,
+    ConsoleUserKey, JoinOutcome, RankedScore, ScheduleKind, SqlRow, SqlValue, Store, StoreResult,
+    TournamentJoin,
 };
 use ludus_core::token::TokenKind;
 use ludus_core::wallet::{LedgerBound, LedgerEntry};
@@ -671,6 +674,43 @@ impl Store for SqliteStore {
         let id = id.to_owned();
         self.writer
             .write(move |conn| leaderboard::schedule_fired(conn, &id, kind, period))
+            .await
+    }
+
+    async fn console_user_put(&self, user: &ConsoleUser) -> StoreResult<ConsoleUser> {
+        let user = user.clone();
+        self.writer
+            .write(move |conn| console::put(conn, &user))
+            .await
+    }
+
+    async fn console_user_get(&self, key: &ConsoleUserKey) -> StoreResult<Option<ConsoleUserAuth>> {
+        let key = key.clone();
+        self.readers
+            .read(move |conn| console::get(conn, &key))
+            .await
+    }
+
+    async fn console_users(&self) -> StoreResult<Vec<ConsoleUser>> {
+        self.readers.read(console::list).await
+    }
+
+    async fn console_user_change(
+        &self,
+        key: &ConsoleUserKey,
+        change: &ConsoleUserChange,
+        now_ms: i64,
+    ) -> StoreResult<Option<ConsoleUser>> {
+        let (key, change) = (key.clone(), change.clone());
+        self.writer
+            .write(move |conn| console::change(conn, &key, &change, now_ms))
+            .await
+    }
+
+    async fn console_user_delete(&self, username: &str) -> StoreResult<bool> {
+        let username = username.to_owned();
+        self.writer
+            .write(move |conn| console::delete(conn, &username))
             .await
     }
 

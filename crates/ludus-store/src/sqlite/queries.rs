@@ -127,6 +127,9 @@ pub(super) fn map_err(e: rusqlite::Error) -> StoreError {
                 .and_then(|m| m.strip_prefix("UNIQUE constraint failed: "))
             {
                 Some("users.username") => StoreError::UsernameTaken,
+                Some("console_users.username" | "console_users.email") => {
+                    StoreError::ConsoleUserTaken
+                }
                 Some("groups.name") => {
                     StoreError::Group(ludus_core::group::GroupRefusal::NameInUse)
                 }

@@ -5,6 +5,7 @@
 
 pub(crate) mod accounts;
 pub(crate) mod chat;
+pub(crate) mod console;
 pub(crate) mod identity;
 pub(crate) mod leaderboard;
 pub(crate) mod lifecycle;
@@ -40,6 +41,7 @@ pub(crate) fn all_migrations() -> Vec<MigrationInfo> {
         (9, "ledger_user_index_slim"),
         (10, "ledger_recent"),
         (11, "ledger_key_by_trigger"),
+        (12, "console_users"),
     ]
     .into_iter()
     .map(|(version, name)| MigrationInfo { version, name })
@@ -191,6 +193,8 @@ macro_rules! store_test_suite {
             revocations::revoking_twice_keeps_the_later_expiry,
             revocations::session_cutoffs_keep_the_latest_and_outlive_the_user,
             revocations::bans_set_disable_time_and_revoke_in_one_go,
+            console::console_users_add_find_list_and_delete,
+            console::console_user_changes_move_the_token_cutoff,
             chat::messages_page_both_ways_by_time_then_id,
             chat::only_the_sender_updates_or_removes_a_message,
             chat::notifications_list_delete_and_go_with_their_user,

@@ -27,6 +27,7 @@ async fn server_with(
         ..Config::default()
     };
     config.runtime.path = modules.into();
+    config.console.port = 0;
     tweak(&mut config);
     (ludus_server::start(config).await.unwrap(), dir)
 }

@@ -150,6 +150,7 @@ fn the_access_log_follows_the_level_set_at_start() {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ludus"))
             .args(["--logger.level", level, "--logger.format", "json"])
             .args(["--socket.port", &port.to_string()])
+            .args(["--console.port", "0"])
             .arg("--data_dir")
             .arg(dir.path())
             .env_remove("RUST_LOG")

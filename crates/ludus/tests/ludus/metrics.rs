@@ -90,6 +90,7 @@ fn a_real_prometheus_scrapes_nakamas_series() {
     let _ludus = Killed(
         Command::new(env!("CARGO_BIN_EXE_ludus"))
             .args(["--socket.port", &api.to_string()])
+            .args(["--console.port", "0"])
             .args(["--metrics.prometheus_port", &metrics.to_string()])
             .args(["--name", "metrics-node"])
             .arg("--data_dir")
