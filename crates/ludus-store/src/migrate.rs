@@ -70,6 +70,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "ledger_key_by_trigger",
         sql: include_str!("../migrations/sqlite/0011_ledger_key_by_trigger.sql"),
     },
+    Migration {
+        version: 12,
+        name: "purchases",
+        sql: include_str!("../migrations/sqlite/0012_purchases.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -127,6 +132,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 11,
         name: "ledger_key_by_trigger",
         sql: include_str!("../migrations/postgres/0011_ledger_key_by_trigger.sql"),
+    },
+    Migration {
+        version: 12,
+        name: "purchases",
+        sql: include_str!("../migrations/postgres/0012_purchases.sql"),
     },
 ];
 

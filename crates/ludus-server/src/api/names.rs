@@ -63,6 +63,14 @@ pub(crate) const API_NAMES: &[&str] = &[
     "GetMatchmakerStats",
     "ListMatches",
     "Event",
+    "ValidatePurchaseApple",
+    "ValidatePurchaseGoogle",
+    "ValidatePurchaseHuawei",
+    "ValidatePurchaseFacebookInstant",
+    "ValidateSubscriptionApple",
+    "ValidateSubscriptionGoogle",
+    "ListSubscriptions",
+    "GetSubscription",
 ];
 
 /// What a request is, for the metrics.
@@ -174,6 +182,21 @@ pub(crate) fn api_of<'a>(method: &Method, path: &'a str) -> Option<Called<'a>> {
         [Some("matchmaker"), Some("stats"), None, ..] if get => "GetMatchmakerStats",
         [Some("match"), None, ..] if get => "ListMatches",
         [Some("event"), None, ..] if post => "Event",
+        [Some("iap"), Some("purchase"), Some(store), None, ..] if post => match store {
+            "apple" => "ValidatePurchaseApple",
+            "google" => "ValidatePurchaseGoogle",
+            "huawei" => "ValidatePurchaseHuawei",
+            "facebookinstant" => "ValidatePurchaseFacebookInstant",
+            _ => return None,
+        },
+        [Some("iap"), Some("subscription"), None, ..] if post => "ListSubscriptions",
+        [Some("iap"), Some("subscription"), Some("apple"), None, ..] if post => {
+            "ValidateSubscriptionApple"
+        }
+        [Some("iap"), Some("subscription"), Some("google"), None, ..] if post => {
+            "ValidateSubscriptionGoogle"
+        }
+        [Some("iap"), Some("subscription"), Some(_), None, ..] if get => "GetSubscription",
         _ => return None,
     };
     Some(Called::Api(name))
@@ -286,6 +309,14 @@ mod tests {
             (Method::GET, "/v2/matchmaker/stats"),
             (Method::GET, "/v2/match"),
             (Method::POST, "/v2/event"),
+            (Method::POST, "/v2/iap/purchase/apple"),
+            (Method::POST, "/v2/iap/purchase/google"),
+            (Method::POST, "/v2/iap/purchase/huawei"),
+            (Method::POST, "/v2/iap/purchase/facebookinstant"),
+            (Method::POST, "/v2/iap/subscription/apple"),
+            (Method::POST, "/v2/iap/subscription/google"),
+            (Method::POST, "/v2/iap/subscription"),
+            (Method::GET, "/v2/iap/subscription/p"),
         ];
         let mut answered: Vec<&str> = paths
             .iter()

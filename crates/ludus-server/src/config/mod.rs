@@ -51,6 +51,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// Platform sign-in (`social.*`, Nakama's section, plus our base URLs).
     pub social: ludus_core::social_auth::SocialSettings,
+    /// Purchase validation (`iap.*`, Nakama's section, plus our base URLs).
+    pub iap: ludus_core::purchase::IapSettings,
     /// Keys of Nakama's that the file or flags set and Ludus ignores, for
     /// [`Config::warn_ignored_keys`].
     #[serde(skip)]
@@ -74,6 +76,7 @@ impl Default for Config {
             cluster: ludus_realtime::cluster::ClusterConfig::default(),
             metrics: MetricsConfig::default(),
             social: ludus_core::social_auth::SocialSettings::default(),
+            iap: ludus_core::purchase::IapSettings::default(),
             ignored_keys: Vec::new(),
         }
     }
