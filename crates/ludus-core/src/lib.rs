@@ -22,6 +22,7 @@ pub mod model;
 pub mod multi_update;
 pub mod notification;
 pub mod notification_service;
+pub mod purchase;
 pub mod query;
 pub mod rank_index;
 pub mod revocation;
@@ -50,6 +51,11 @@ pub fn unix_now() -> i64 {
 /// Microseconds since the UNIX epoch (stored times of messages).
 pub fn unix_now_us() -> i64 {
     since_epoch().as_micros() as i64
+}
+
+/// Milliseconds since the UNIX epoch (purchase and subscription times).
+pub fn unix_now_ms() -> i64 {
+    since_epoch().as_millis() as i64
 }
 
 /// Nanoseconds since the UNIX epoch (matchmaker ticket times, as Nakama).

@@ -23,6 +23,7 @@ use crate::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutco
 use crate::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use crate::multi_update::{MultiUpdate, MultiUpdateResult};
 use crate::notification::Notification;
+use crate::purchase::{IapListQuery, Purchase, Subscription};
 use crate::storage::{ListQuery, ObjectId, Rejection, StorageObject};
 use crate::token::TokenKind;
 use crate::wallet::{LedgerBound, LedgerEntry};
@@ -538,6 +539,42 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deletes a console user by username; whether it existed.
     async fn console_user_delete(&self, username: &str) -> StoreResult<bool>;
+
+    /// Stores validated purchases, in one transaction. A transaction id
+    /// already stored keeps its owner, product and times; it only gains a
+    /// refund time (when the new one has one) and a new update time, and
+    /// comes back with `seen_before`. Answers every purchase as stored.
+    async fn purchases_upsert(
+        &self,
+        purchases: Vec<Purchase>,
+        now_ms: i64,
+    ) -> StoreResult<Vec<Purchase>>;
+
+    /// The stored purchase of a transaction id.
+    async fn purchase_get(&self, transaction_id: &str) -> StoreResult<Option<Purchase>>;
+
+    /// Stored purchases, newest purchase first, after the query's cursor.
+    async fn purchases_list(&self, query: &IapListQuery) -> StoreResult<Vec<Purchase>>;
+
+    /// Stores validated subscriptions, in one transaction. An original
+    /// transaction id already stored keeps its owner and purchase time and
+    /// takes the new product, expiry, update time, and the new responses and
+    /// refund time where they are set. Answers every subscription as stored.
+    async fn subscriptions_upsert(
+        &self,
+        subscriptions: Vec<Subscription>,
+        now_ms: i64,
+    ) -> StoreResult<Vec<Subscription>>;
+
+    /// A user's stored subscription to a product, the latest to expire.
+    async fn subscription_get(
+        &self,
+        user: Uuid,
+        product_id: &str,
+    ) -> StoreResult<Option<Subscription>>;
+
+    /// Stored subscriptions, newest purchase first, after the cursor.
+    async fn subscriptions_list(&self, query: &IapListQuery) -> StoreResult<Vec<Subscription>>;
 
     async fn close(&self);
 }

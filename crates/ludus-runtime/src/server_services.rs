@@ -42,6 +42,7 @@ pub struct ServerServices {
     social: Arc<SocialService>,
     leaderboards: Arc<LeaderboardService>,
     realtime: Arc<Realtime>,
+    purchases: Arc<ludus_core::purchase::PurchaseService>,
     http: Arc<dyn HttpClient>,
     sql_max_rows: usize,
 }
@@ -56,12 +57,16 @@ impl std::fmt::Debug for ServerServices {
 
 impl ServerServices {
     /// `sql_max_rows` bounds `nk.sql_query` (`runtime.sql_max_rows`).
+    /// Every service is built before the runtime, in dependency order, and
+    /// handed over here whole.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         accounts: Arc<AccountService>,
         storage: Arc<StorageService>,
         social: Arc<SocialService>,
         leaderboards: Arc<LeaderboardService>,
         realtime: Arc<Realtime>,
+        purchases: Arc<ludus_core::purchase::PurchaseService>,
         http: Arc<dyn HttpClient>,
         sql_max_rows: usize,
     ) -> ServerServices {
@@ -71,6 +76,7 @@ impl ServerServices {
             social,
             leaderboards,
             realtime,
+            purchases,
             http,
             sql_max_rows,
         }
@@ -497,6 +503,10 @@ impl RuntimeServices for ServerServices {
 
     fn social(&self) -> Result<&SocialService, ApiError> {
         Ok(&self.social)
+    }
+
+    fn purchases(&self) -> Result<&ludus_core::purchase::PurchaseService, ApiError> {
+        Ok(&self.purchases)
     }
 
     async fn storage_read(&self, ids: Vec<ObjectId>) -> Result<Vec<StorageObject>, ApiError> {

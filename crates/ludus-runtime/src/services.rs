@@ -141,6 +141,16 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_social())
     }
 
+    /// Purchase and subscription validation (`nk.purchase_*`,
+    /// `nk.subscription_*` and their native equivalents): the server's one
+    /// `ludus_core::purchase::PurchaseService`.
+    fn purchases(&self) -> Result<&ludus_core::purchase::PurchaseService, ApiError> {
+        Err(ApiError::new(
+            ludus_core::Code::Unimplemented,
+            "purchase validation is not available to modules here",
+        ))
+    }
+
     /// Deletes an account (`nk.account_delete_id`): its data goes and every
     /// session it had is revoked, as `DELETE /v2/account`.
     async fn account_delete(&self, user_id: Uuid) -> Result<(), ApiError> {

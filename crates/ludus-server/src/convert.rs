@@ -213,3 +213,55 @@ pub(crate) fn user_group_list(page: ludus_core::group::UserGroupPage) -> api::Us
         cursor: page.cursor.unwrap_or_default(),
     }
 }
+
+fn optional_millis(ms: i64) -> Option<Timestamp> {
+    (ms != 0).then(|| Timestamp::from_unix_millis(ms))
+}
+
+/// A validated purchase; times not stored yet (validation without
+/// persisting) or unset (no refund) are left out.
+pub(crate) fn purchase(p: &ludus_core::purchase::Purchase) -> api::ValidatedPurchase {
+    api::ValidatedPurchase {
+        user_id: if p.user_id.is_nil() {
+            String::new()
+        } else {
+            p.user_id.to_string()
+        },
+        product_id: p.product_id.clone(),
+        transaction_id: p.transaction_id.clone(),
+        store: p.store.code(),
+        purchase_time: Some(Timestamp::from_unix_millis(p.purchase_time_ms)),
+        create_time: optional_millis(p.create_time_ms),
+        update_time: optional_millis(p.update_time_ms),
+        refund_time: optional_millis(p.refund_time_ms),
+        provider_response: p.raw_response.clone(),
+        environment: p.environment.code(),
+        seen_before: p.seen_before,
+    }
+}
+
+/// A validated subscription, `active` as of `now_ms`.
+pub(crate) fn subscription(
+    s: &ludus_core::purchase::Subscription,
+    now_ms: i64,
+) -> api::ValidatedSubscription {
+    api::ValidatedSubscription {
+        user_id: if s.user_id.is_nil() {
+            String::new()
+        } else {
+            s.user_id.to_string()
+        },
+        product_id: s.product_id.clone(),
+        original_transaction_id: s.original_transaction_id.clone(),
+        store: s.store.code(),
+        purchase_time: Some(Timestamp::from_unix_millis(s.purchase_time_ms)),
+        create_time: optional_millis(s.create_time_ms),
+        update_time: optional_millis(s.update_time_ms),
+        environment: s.environment.code(),
+        expiry_time: Some(Timestamp::from_unix_millis(s.expire_time_ms)),
+        refund_time: optional_millis(s.refund_time_ms),
+        provider_response: s.raw_response.clone(),
+        provider_notification: s.raw_notification.clone(),
+        active: s.active(now_ms),
+    }
+}

@@ -92,10 +92,17 @@ pub async fn start_with(
     };
     let social_http = crate::runtime::HyperClient::new(&config.runtime)
         .map_err(|e| StartError::Runtime(ludus_runtime::LoadError::Setup(e)))?;
+    let social_http: Arc<dyn ludus_core::social_auth::SocialHttp> = Arc::new(social_http);
     let social = ludus_core::social_auth::SocialVerifier::new(
         config.social.clone(),
-        Some(Arc::new(social_http)),
+        Some(social_http.clone()),
     );
+    // Purchase validation asks the stores through the same client.
+    let purchases = Arc::new(ludus_core::purchase::PurchaseService::new(
+        config.iap.clone(),
+        store.clone(),
+        Some(social_http),
+    ));
     let mut accounts = AccountService::new(store, config.session_settings())
         .await?
         .with_social(Arc::new(social));
@@ -166,6 +173,7 @@ pub async fn start_with(
             social.clone(),
             leaderboards.clone(),
             realtime.clone(),
+            purchases.clone(),
             native,
         )
         .await?,
@@ -197,6 +205,7 @@ pub async fn start_with(
         storage,
         social,
         leaderboards,
+        purchases,
         accounts,
         sockets,
         runtime,

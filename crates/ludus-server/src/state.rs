@@ -40,6 +40,8 @@ pub struct Services {
     /// Friends and groups.
     pub social: Arc<SocialService>,
     pub leaderboards: Arc<LeaderboardService>,
+    /// In-app purchases and subscriptions.
+    pub purchases: Arc<ludus_core::purchase::PurchaseService>,
     /// Realtime sockets (`/ws`).
     pub sockets: Arc<crate::socket::Sockets>,
     /// Lua and native modules: RPCs and hooks (`state.runtime.rpc(ctx, id, payload)`).

@@ -75,6 +75,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "console_users",
         sql: include_str!("../migrations/sqlite/0012_console_users.sql"),
     },
+    Migration {
+        version: 13,
+        name: "purchases",
+        sql: include_str!("../migrations/sqlite/0013_purchases.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -137,6 +142,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 12,
         name: "console_users",
         sql: include_str!("../migrations/postgres/0012_console_users.sql"),
+    },
+    Migration {
+        version: 13,
+        name: "purchases",
+        sql: include_str!("../migrations/postgres/0013_purchases.sql"),
     },
 ];
 

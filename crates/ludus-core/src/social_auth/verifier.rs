@@ -19,12 +19,24 @@ use crate::error::{ApiError, Code};
 use crate::model::Provider;
 use crate::unix_now;
 
-/// The server's outgoing HTTP, as platform sign-in needs it: one GET.
+/// The server's outgoing HTTP, as platform sign-in and purchase validation
+/// need it.
 #[async_trait]
 pub trait SocialHttp: Send + Sync + 'static {
     /// Fetches `url` within `timeout`; answers the status and body, or why
     /// no answer came.
     async fn get(&self, url: &str, timeout: Duration) -> Result<(u16, Vec<u8>), String>;
+
+    /// Sends one request (`method` with `headers` and `body`) within
+    /// `timeout`; answers as [`SocialHttp::get`].
+    async fn send(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(u16, Vec<u8>), String>;
 }
 
 /// Keys under `social` (Nakama's names, and a `base_url` of ours per
@@ -579,6 +591,17 @@ mod tests {
         async fn get(&self, _: &str, _: Duration) -> Result<(u16, Vec<u8>), String> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Err("connection refused".into())
+        }
+
+        async fn send(
+            &self,
+            _: &str,
+            url: &str,
+            _: &[(&str, &str)],
+            _: Vec<u8>,
+            timeout: Duration,
+        ) -> Result<(u16, Vec<u8>), String> {
+            self.get(url, timeout).await
         }
     }
 

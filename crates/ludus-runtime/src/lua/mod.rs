@@ -22,6 +22,7 @@ mod nk_inbox;
 pub(crate) mod nk_leaderboard;
 mod nk_match;
 mod nk_party;
+mod nk_purchase;
 mod nk_realtime;
 mod nk_server;
 mod nk_social;

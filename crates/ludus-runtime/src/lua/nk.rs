@@ -42,7 +42,7 @@ pub(super) fn install(
 type Group = fn(&Lua, &Arc<LuaShared>, &Table, &Table) -> mlua::Result<()>;
 
 /// The groups made on first use, by index.
-const LAZY_GROUPS: [Group; 17] = [
+const LAZY_GROUPS: [Group; 18] = [
     |lua, shared, callbacks, nk| install_registrations(lua, shared, callbacks, nk),
     |lua, _, _, nk| install_logger(lua, nk),
     |lua, shared, _, nk| install_misc(lua, shared, nk),
@@ -60,6 +60,7 @@ const LAZY_GROUPS: [Group; 17] = [
     |lua, shared, _, nk| super::nk_account::install(lua, shared, nk),
     |lua, shared, _, nk| super::nk_inbox::install(lua, shared, nk),
     |lua, shared, _, nk| super::nk_social_auth::install(lua, shared, nk),
+    |lua, shared, _, nk| super::nk_purchase::install(lua, shared, nk),
 ];
 
 // `install_lazy_groups` keeps one bit per group in a `u32`.

@@ -16,8 +16,8 @@ use crate::state::AppState;
 const FRIEND_IMPORT: &str =
     "importing facebook or steam friends is not available in this server yet";
 const EVENTS: &str = "events are not available in this server yet";
-const PURCHASES: &str = "purchase validation is not available in this server yet";
-const SUBSCRIPTIONS: &str = "subscriptions are not available in this server yet";
+const SAMSUNG: &str =
+    "samsung galaxy store purchase validation is not available in this server yet";
 
 use MethodFilter as M;
 
@@ -27,17 +27,9 @@ pub(crate) const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
     // Friends.
     (M::POST, "/v2/friend/facebook", FRIEND_IMPORT),
     (M::POST, "/v2/friend/steam", FRIEND_IMPORT),
-    // Events, purchases and subscriptions.
+    // Events and Samsung purchases.
     (M::POST, "/v2/event", EVENTS),
-    (M::POST, "/v2/iap/purchase/apple", PURCHASES),
-    (M::POST, "/v2/iap/purchase/facebookinstant", PURCHASES),
-    (M::POST, "/v2/iap/purchase/google", PURCHASES),
-    (M::POST, "/v2/iap/purchase/huawei", PURCHASES),
-    (M::POST, "/v2/iap/purchase/samsung", PURCHASES),
-    (M::POST, "/v2/iap/subscription", SUBSCRIPTIONS),
-    (M::POST, "/v2/iap/subscription/apple", SUBSCRIPTIONS),
-    (M::POST, "/v2/iap/subscription/google", SUBSCRIPTIONS),
-    (M::GET, "/v2/iap/subscription/{product_id}", SUBSCRIPTIONS),
+    (M::POST, "/v2/iap/purchase/samsung", SAMSUNG),
 ];
 
 /// Adds a 501 route for every row of [`ABSENT_ROUTES`].

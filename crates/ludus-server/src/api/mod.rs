@@ -16,6 +16,7 @@ mod matchmaker;
 pub(crate) mod names;
 mod notification;
 mod party;
+mod purchase;
 pub(crate) mod rpc;
 mod session;
 mod social_auth;
@@ -121,6 +122,26 @@ pub(crate) fn router(state: AppState) -> Router {
             get(storage::list_user),
         )
         .route("/v2/channel/{channel_id}", get(channel::history))
+        .route("/v2/iap/purchase/apple", post(purchase::apple))
+        .route("/v2/iap/purchase/google", post(purchase::google))
+        .route("/v2/iap/purchase/huawei", post(purchase::huawei))
+        .route(
+            "/v2/iap/purchase/facebookinstant",
+            post(purchase::facebook_instant),
+        )
+        .route("/v2/iap/subscription", post(purchase::list_subscriptions))
+        .route(
+            "/v2/iap/subscription/apple",
+            post(purchase::subscription_apple),
+        )
+        .route(
+            "/v2/iap/subscription/google",
+            post(purchase::subscription_google),
+        )
+        .route(
+            "/v2/iap/subscription/{product_id}",
+            get(purchase::get_subscription),
+        )
         .route(
             "/v2/notification",
             get(notification::list).delete(notification::delete),

@@ -81,6 +81,14 @@ pub(crate) const API_NAMES: &[&str] = &[
     "GetMatchmakerStats",
     "ListMatches",
     "Event",
+    "ValidatePurchaseApple",
+    "ValidatePurchaseGoogle",
+    "ValidatePurchaseHuawei",
+    "ValidatePurchaseFacebookInstant",
+    "ValidateSubscriptionApple",
+    "ValidateSubscriptionGoogle",
+    "ListSubscriptions",
+    "GetSubscription",
 ];
 
 /// What a request is, for the metrics.
@@ -210,6 +218,21 @@ pub(crate) fn api_of<'a>(method: &Method, path: &'a str) -> Option<Called<'a>> {
         [Some("matchmaker"), Some("stats"), None, ..] if get => "GetMatchmakerStats",
         [Some("match"), None, ..] if get => "ListMatches",
         [Some("event"), None, ..] if post => "Event",
+        [Some("iap"), Some("purchase"), Some(store), None, ..] if post => match store {
+            "apple" => "ValidatePurchaseApple",
+            "google" => "ValidatePurchaseGoogle",
+            "huawei" => "ValidatePurchaseHuawei",
+            "facebookinstant" => "ValidatePurchaseFacebookInstant",
+            _ => return None,
+        },
+        [Some("iap"), Some("subscription"), None, ..] if post => "ListSubscriptions",
+        [Some("iap"), Some("subscription"), Some("apple"), None, ..] if post => {
+            "ValidateSubscriptionApple"
+        }
+        [Some("iap"), Some("subscription"), Some("google"), None, ..] if post => {
+            "ValidateSubscriptionGoogle"
+        }
+        [Some("iap"), Some("subscription"), Some(_), None, ..] if get => "GetSubscription",
         _ => return None,
     };
     Some(Called::Api(name))

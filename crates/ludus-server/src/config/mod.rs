@@ -53,6 +53,8 @@ pub struct Config {
     pub social: ludus_core::social_auth::SocialSettings,
     /// The admin console's listener and its root user (Nakama's section).
     pub console: ConsoleConfig,
+    /// Purchase validation (`iap.*`, Nakama's section, plus our base URLs).
+    pub iap: ludus_core::purchase::IapSettings,
     /// Keys of Nakama's that the file or flags set and Ludus ignores, for
     /// [`Config::warn_ignored_keys`].
     #[serde(skip)]
@@ -77,6 +79,7 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             social: ludus_core::social_auth::SocialSettings::default(),
             console: ConsoleConfig::default(),
+            iap: ludus_core::purchase::IapSettings::default(),
             ignored_keys: Vec::new(),
         }
     }

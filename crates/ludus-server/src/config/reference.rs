@@ -355,6 +355,66 @@ const MEANINGS: &[(&str, &str)] = &[
         "Ludus only: longest wait for a platform's answer (keys, Graph API, Steam) before sign-in fails",
     ),
     (
+        "iap.apple.shared_password",
+        "the app's App Store shared secret, sent with every receipt to `verifyReceipt`; empty turns Apple validation off",
+    ),
+    (
+        "iap.apple.base_url",
+        "Ludus only, for tests and proxies: Apple's production receipt service (`{base_url}/verifyReceipt`); empty is `https://buy.itunes.apple.com`",
+    ),
+    (
+        "iap.apple.sandbox_base_url",
+        "Ludus only, for tests and proxies: where a sandbox receipt is sent again (status 21007); empty is `https://sandbox.itunes.apple.com`",
+    ),
+    (
+        "iap.google.client_email",
+        "the Google service account that reads purchases (`client_email` of its JSON key); with the private key it turns Google validation on",
+    ),
+    (
+        "iap.google.private_key",
+        "the service account's PKCS#8 PEM private key (`private_key` of its JSON key), which signs its OAuth2 assertion",
+    ),
+    (
+        "iap.google.base_url",
+        "Ludus only, for tests and proxies: the Android Publisher API; empty is `https://androidpublisher.googleapis.com`",
+    ),
+    (
+        "iap.google.oauth_base_url",
+        "Ludus only, for tests and proxies: Google's token endpoint (`{oauth_base_url}/o/oauth2/token`); empty is `https://accounts.google.com`",
+    ),
+    (
+        "iap.huawei.public_key",
+        "the app's IAP public key from AppGallery Connect (base64 DER), which checks each purchase's signature locally",
+    ),
+    (
+        "iap.huawei.client_id",
+        "the app's OAuth client id for Huawei's order service",
+    ),
+    (
+        "iap.huawei.client_secret",
+        "the app's OAuth client secret; with the id and public key it turns Huawei validation on",
+    ),
+    (
+        "iap.huawei.base_url",
+        "Ludus only, for tests and proxies: Huawei's order service; empty picks Huawei's site by the purchase's account flag",
+    ),
+    (
+        "iap.huawei.oauth_base_url",
+        "Ludus only, for tests and proxies: Huawei's token endpoint (`{oauth_base_url}/oauth2/v3/token`); empty is `https://oauth-login.cloud.huawei.com`",
+    ),
+    (
+        "iap.facebook_instant.app_secret",
+        "the app secret that signs Facebook Instant Games payments; empty turns that validation off",
+    ),
+    (
+        "iap.timeout_ms",
+        "Ludus only: longest wait for a store's answer (receipt check or token) before validation fails with 503",
+    ),
+    (
+        "iap.max_list_limit",
+        "Ludus only: most rows one purchase or subscription listing may ask for",
+    ),
+    (
         "party.max_size",
         "largest party; `party_create` asking for more is refused, `max_size` 0 gets this size; also bounds each party's pending join requests",
     ),

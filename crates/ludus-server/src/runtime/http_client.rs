@@ -151,8 +151,8 @@ async fn exchange(client: HttpsClient, request: HttpRequest) -> Result<HttpRespo
     }
 }
 
-/// Platform sign-in's requests (Apple's and Google's keys, Steam, …) go
-/// through the same client, with the same limits.
+/// Platform sign-in's requests (Apple's and Google's keys, Steam, …) and
+/// purchase validation's go through the same client, with the same limits.
 #[async_trait::async_trait]
 impl ludus_core::social_auth::SocialHttp for HyperClient {
     async fn get(&self, url: &str, timeout: std::time::Duration) -> Result<(u16, Vec<u8>), String> {
@@ -161,6 +161,30 @@ impl ludus_core::social_auth::SocialHttp for HyperClient {
             url: url.to_owned(),
             headers: Vec::new(),
             body: Vec::new(),
+            timeout,
+        };
+        exchange(self.client.clone(), request)
+            .await
+            .map(|r| (r.status, r.body))
+            .map_err(|e| e.message.into_owned())
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+        timeout: std::time::Duration,
+    ) -> Result<(u16, Vec<u8>), String> {
+        let request = HttpRequest {
+            method: method.to_owned(),
+            url: url.to_owned(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            body,
             timeout,
         };
         exchange(self.client.clone(), request)

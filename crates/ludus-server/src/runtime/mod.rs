@@ -41,6 +41,7 @@ fn vms_per_thread_for(backend: &str) -> usize {
 
 /// Loads the modules and registers the native module; a module that fails
 /// to load stops start-up.
+#[allow(clippy::too_many_arguments)]
 pub async fn start(
     config: &Config,
     accounts: Arc<AccountService>,
@@ -48,6 +49,7 @@ pub async fn start(
     social: Arc<ludus_core::social_service::SocialService>,
     leaderboards: Arc<LeaderboardService>,
     realtime: Arc<Realtime>,
+    purchases: Arc<ludus_core::purchase::PurchaseService>,
     native: NativeModule,
 ) -> Result<Runtime, LoadError> {
     let rc = &config.runtime;
@@ -80,6 +82,7 @@ pub async fn start(
         social,
         leaderboards,
         realtime,
+        purchases,
         Arc::new(http),
         rc.sql_max_rows,
     );
@@ -124,14 +127,21 @@ fn config_view(config: &Config) -> serde_json::Value {
             "http_key": config.runtime.http_key,
         },
         "iap": {
-            "apple": { "shared_password": "", "notifications_endpoint_id": "" },
-            "google": {
-                "client_email": "",
-                "private_key": "",
+            "apple": {
+                "shared_password": config.iap.apple.shared_password,
                 "notifications_endpoint_id": "",
             },
-            "huawei": { "public_key": "", "client_id": "", "client_secret": "" },
-            "facebook_instant": { "app_secret": "" },
+            "google": {
+                "client_email": config.iap.google.client_email,
+                "private_key": config.iap.google.private_key,
+                "notifications_endpoint_id": "",
+            },
+            "huawei": {
+                "public_key": config.iap.huawei.public_key,
+                "client_id": config.iap.huawei.client_id,
+                "client_secret": config.iap.huawei.client_secret,
+            },
+            "facebook_instant": { "app_secret": config.iap.facebook_instant.app_secret },
             "samsung": { "package_name": "" },
         },
         "google_auth": { "credentials_json": "" },

@@ -95,6 +95,14 @@ const HOOKED: &[(&str, bool)] = &[
     ("WriteLeaderboardRecord", false),
     ("WriteStorageObjects", false),
     ("WriteTournamentRecord", false),
+    ("ValidatePurchaseApple", false),
+    ("ValidatePurchaseGoogle", false),
+    ("ValidatePurchaseHuawei", false),
+    ("ValidatePurchaseFacebookInstant", false),
+    ("ValidateSubscriptionApple", false),
+    ("ValidateSubscriptionGoogle", false),
+    ("GetSubscription", false),
+    ("ListSubscriptions", false),
 ];
 
 async fn channel(server: &TestServer) -> Channel {
@@ -436,7 +444,7 @@ async fn hooked_call(ch: &Channel, name: &str, auth: &str) -> tonic::Status {
         // The path's one id is field 1 of each of these requests.
         "DeleteGroup" | "AddGroupUsers" | "BanGroupUsers" | "JoinGroup" | "JoinTournament"
         | "KickGroupUsers" | "LeaveGroup" | "ListGroupUsers" | "ListUserGroups"
-        | "PromoteGroupUsers" | "DemoteGroupUsers" => {
+        | "PromoteGroupUsers" | "DemoteGroupUsers" | "GetSubscription" => {
             call(ch, name, api::DeleteGroupRequest { group_id: id() }, auth).await
         }
 

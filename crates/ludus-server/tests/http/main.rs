@@ -19,6 +19,7 @@ mod lua_social;
 mod lua_storage;
 mod platform_sign_in;
 mod protocol;
+mod purchases;
 mod rpc;
 mod session;
 mod social;

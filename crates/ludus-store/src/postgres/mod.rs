@@ -20,6 +20,7 @@ mod object_reads;
 mod object_writes;
 mod pool;
 mod profiles;
+mod purchases;
 mod register;
 mod schema;
 mod social;
@@ -45,6 +46,7 @@ use ludus_core::model::{
 };
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::purchase::{IapListQuery, Purchase, Subscription};
 use ludus_core::storage::{Access, ListQuery, ObjectId, StorageObject};
 use ludus_core::store::{
     ConsoleUserKey, JoinOutcome, RankedScore, ScheduleKind, SqlRow, SqlValue, Store, StoreError,
@@ -711,6 +713,42 @@ impl Store for PgStore {
                 .await?)
         })
         .await
+    }
+
+    async fn purchases_upsert(
+        &self,
+        purchases: Vec<Purchase>,
+        now_ms: i64,
+    ) -> StoreResult<Vec<Purchase>> {
+        purchases::upsert_purchases(&self.pool, &purchases, now_ms).await
+    }
+
+    async fn purchase_get(&self, transaction_id: &str) -> StoreResult<Option<Purchase>> {
+        purchases::get_purchase(&self.pool, transaction_id).await
+    }
+
+    async fn purchases_list(&self, query: &IapListQuery) -> StoreResult<Vec<Purchase>> {
+        purchases::list_purchases(&self.pool, query).await
+    }
+
+    async fn subscriptions_upsert(
+        &self,
+        subscriptions: Vec<Subscription>,
+        now_ms: i64,
+    ) -> StoreResult<Vec<Subscription>> {
+        purchases::upsert_subscriptions(&self.pool, &subscriptions, now_ms).await
+    }
+
+    async fn subscription_get(
+        &self,
+        user: Uuid,
+        product_id: &str,
+    ) -> StoreResult<Option<Subscription>> {
+        purchases::get_subscription(&self.pool, user, product_id).await
+    }
+
+    async fn subscriptions_list(&self, query: &IapListQuery) -> StoreResult<Vec<Subscription>> {
+        purchases::list_subscriptions(&self.pool, query).await
     }
 
     async fn sql_exec(&self, sql: &str, params: Vec<SqlValue>) -> StoreResult<u64> {

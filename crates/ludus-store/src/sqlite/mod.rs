@@ -10,6 +10,7 @@ mod console;
 mod leaderboard;
 mod links;
 mod module_sql;
+mod purchases;
 mod queries;
 mod readers;
 mod social;
@@ -32,6 +33,7 @@ use ludus_core::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, Write
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::Notification;
+use ludus_core::purchase::{IapListQuery, Purchase, Subscription};
 use ludus_core::storage::{ListQuery, ObjectId, StorageObject};
 use ludus_core::store::{
     ConsoleUserKey, JoinOutcome, RankedScore, ScheduleKind, SqlRow, SqlValue, Store, StoreResult,
@@ -332,6 +334,58 @@ impl Store for SqliteStore {
         let ids = ids.to_vec();
         self.writer
             .write(move |conn| chat::delete_notifications(conn, user, &ids))
+            .await
+    }
+
+    async fn purchases_upsert(
+        &self,
+        purchases: Vec<Purchase>,
+        now_ms: i64,
+    ) -> StoreResult<Vec<Purchase>> {
+        self.writer
+            .write(move |conn| purchases::upsert_purchases(conn, &purchases, now_ms))
+            .await
+    }
+
+    async fn purchase_get(&self, transaction_id: &str) -> StoreResult<Option<Purchase>> {
+        let id = transaction_id.to_owned();
+        self.readers
+            .read(move |conn| purchases::get_purchase(conn, &id))
+            .await
+    }
+
+    async fn purchases_list(&self, query: &IapListQuery) -> StoreResult<Vec<Purchase>> {
+        let query = query.clone();
+        self.readers
+            .read(move |conn| purchases::list_purchases(conn, &query))
+            .await
+    }
+
+    async fn subscriptions_upsert(
+        &self,
+        subscriptions: Vec<Subscription>,
+        now_ms: i64,
+    ) -> StoreResult<Vec<Subscription>> {
+        self.writer
+            .write(move |conn| purchases::upsert_subscriptions(conn, &subscriptions, now_ms))
+            .await
+    }
+
+    async fn subscription_get(
+        &self,
+        user: Uuid,
+        product_id: &str,
+    ) -> StoreResult<Option<Subscription>> {
+        let product = product_id.to_owned();
+        self.readers
+            .read(move |conn| purchases::get_subscription(conn, user, &product))
+            .await
+    }
+
+    async fn subscriptions_list(&self, query: &IapListQuery) -> StoreResult<Vec<Subscription>> {
+        let query = query.clone();
+        self.readers
+            .read(move |conn| purchases::list_subscriptions(conn, &query))
             .await
     }
 

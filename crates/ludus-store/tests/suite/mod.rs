@@ -11,6 +11,7 @@ pub(crate) mod leaderboard;
 pub(crate) mod lifecycle;
 pub(crate) mod links;
 pub(crate) mod module_sql;
+pub(crate) mod purchases;
 pub(crate) mod revocations;
 pub(crate) mod social;
 pub(crate) mod storage;
@@ -42,6 +43,7 @@ pub(crate) fn all_migrations() -> Vec<MigrationInfo> {
         (10, "ledger_recent"),
         (11, "ledger_key_by_trigger"),
         (12, "console_users"),
+        (13, "purchases"),
     ]
     .into_iter()
     .map(|(version, name)| MigrationInfo { version, name })
@@ -189,6 +191,9 @@ macro_rules! store_test_suite {
             users::get_users_by_ids_and_usernames_deduplicated,
             users::get_users_with_nothing_asked_is_empty,
             users::get_users_returns_public_fields,
+            purchases::a_transaction_is_kept_once_by_its_first_owner,
+            purchases::purchases_list_newest_first_by_user_and_page,
+            purchases::subscriptions_take_renewals_and_keep_their_owner,
             revocations::revoked_tokens_load_until_they_expire,
             revocations::revoking_twice_keeps_the_later_expiry,
             revocations::session_cutoffs_keep_the_latest_and_outlive_the_user,
