@@ -129,10 +129,7 @@ pub fn parse_group_id(id: &str) -> Result<Uuid, ApiError> {
 }
 
 fn json_object(field: &'static str, value: &str) -> Result<(), ApiError> {
-    match serde_json::from_str::<serde_json::Value>(value) {
-        Ok(serde_json::Value::Object(_)) => Ok(()),
-        _ => Err(ApiError::invalid(format!("{field} must be a json object"))),
-    }
+    crate::stored_json::check_object(value, field)
 }
 
 fn limit(value: Option<i32>, default: usize, max: usize) -> Result<usize, ApiError> {

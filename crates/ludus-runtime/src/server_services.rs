@@ -255,6 +255,9 @@ impl RuntimeServices for ServerServices {
     }
 
     async fn notifications_send(&self, notifications: Vec<Notification>) -> Result<(), ApiError> {
+        for n in &notifications {
+            n.check()?;
+        }
         self.realtime
             .notifier
             .notify(notifications)

@@ -7,6 +7,7 @@ mod absent;
 mod account;
 mod authenticate;
 mod hooks;
+mod hostile_json;
 mod https_request;
 mod lane;
 mod leaderboard;
