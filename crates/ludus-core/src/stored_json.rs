@@ -57,7 +57,7 @@ fn scan(text: &str) -> Result<(), Fault<'_>> {
         text,
         pos: 0,
     };
-    let outcome = scan.value(1).and_then(|()| {
+    scan.value(1).and_then(|()| {
         scan.skip_space();
         if scan.pos == scan.bytes.len() {
             Ok(())
@@ -66,8 +66,7 @@ fn scan(text: &str) -> Result<(), Fault<'_>> {
                 "unexpected text after the value",
             )))
         }
-    });
-    outcome
+    })
 }
 
 /// Checks a stored name (collection, key, leaderboard id, changeset key):

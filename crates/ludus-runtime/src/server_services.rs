@@ -236,6 +236,36 @@ impl RuntimeServices for ServerServices {
         Ok(())
     }
 
+    async fn notifications_get_id(
+        &self,
+        user_id: Option<Uuid>,
+        ids: Vec<Uuid>,
+    ) -> Result<Vec<Notification>, ApiError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self
+            .accounts
+            .store()
+            .notifications_by_id(user_id, &ids)
+            .await?)
+    }
+
+    async fn notifications_delete_id(
+        &self,
+        user_id: Option<Uuid>,
+        ids: Vec<Uuid>,
+    ) -> Result<(), ApiError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.accounts
+            .store()
+            .delete_notifications_by_id(user_id, &ids)
+            .await?;
+        Ok(())
+    }
+
     async fn channel_messages_list(
         &self,
         channel_id: String,

@@ -179,6 +179,28 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_realtime())
     }
 
+    /// Stored notifications by id, of `user_id` only when given, oldest
+    /// first; unknown ids are skipped (`nk.notifications_get_id`).
+    async fn notifications_get_id(
+        &self,
+        user_id: Option<Uuid>,
+        ids: Vec<Uuid>,
+    ) -> Result<Vec<Notification>, ApiError> {
+        let _ = (user_id, ids);
+        Err(no_realtime())
+    }
+
+    /// Deletes stored notifications by id, of `user_id` only when given;
+    /// unknown ids are ignored (`nk.notifications_delete_id`).
+    async fn notifications_delete_id(
+        &self,
+        user_id: Option<Uuid>,
+        ids: Vec<Uuid>,
+    ) -> Result<(), ApiError> {
+        let _ = (user_id, ids);
+        Err(no_realtime())
+    }
+
     /// A page of a channel's history, read as the server (every channel),
     /// of 1 to 100 messages (`nk.channel_messages_list`).
     async fn channel_messages_list(

@@ -18,7 +18,45 @@ use super::shared::LuaShared;
 /// Largest file `nk.file_read` reads (bigger ones are refused, not cut).
 const MAX_FILE_BYTES: u64 = 16 << 20;
 
+/// The calls of Nakama's Satori client, each of which fails here.
+const SATORI_FUNCTIONS: [&str; 14] = [
+    "authenticate",
+    "identity_delete",
+    "properties_get",
+    "properties_update",
+    "events_publish",
+    "server_events_publish",
+    "experiments_list",
+    "flags_list",
+    "flags_overrides_list",
+    "live_events_list",
+    "live_event_join",
+    "messages_list",
+    "message_update",
+    "message_delete",
+];
+
+/// What every Satori call answers: Ludus has no Satori client.
+const SATORI_NOT_CONFIGURED: &str = "satori is not configured: this server has no satori client, so remove the module's satori calls";
+
 pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    // `nk.get_satori()` answers a client, as Nakama does, so a module that
+    // takes it at load time still loads; each of its calls fails, saying why.
+    nk.set(
+        "get_satori",
+        lua.create_function(|lua, ()| {
+            let client = lua.create_table_with_capacity(0, SATORI_FUNCTIONS.len())?;
+            for name in SATORI_FUNCTIONS {
+                client.raw_set(
+                    name,
+                    lua.create_function(|_, _: mlua::MultiValue| -> mlua::Result<()> {
+                        Err(mlua::Error::runtime(SATORI_NOT_CONFIGURED))
+                    })?,
+                )?;
+            }
+            Ok(client)
+        })?,
+    )?;
     nk.set(
         "uuid_bytes_to_string",
         lua.create_function(|_, bytes: LuaString| {
