@@ -162,6 +162,7 @@ pub async fn start_with(
             leaderboards.clone(),
             realtime.clone(),
             native,
+            metrics.clone(),
         )
         .await?,
     );

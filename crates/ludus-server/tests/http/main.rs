@@ -13,6 +13,7 @@ mod lane;
 mod leaderboard;
 mod link;
 mod lua_inbox;
+mod lua_metrics;
 mod lua_social;
 mod lua_storage;
 mod platform_sign_in;
