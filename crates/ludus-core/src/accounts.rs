@@ -580,26 +580,7 @@ impl AccountService {
     }
 
     pub async fn update_account(&self, user: Uuid, update: AccountUpdate) -> Result<(), ApiError> {
-        if let Some(name) = &update.username {
-            validate::username(name)?;
-        }
-        let fields = [
-            ("display_name", &update.display_name, 255),
-            ("avatar_url", &update.avatar_url, 512),
-            ("lang_tag", &update.lang_tag, 18),
-            ("location", &update.location, 255),
-            ("timezone", &update.timezone, 255),
-        ];
-        for (name, value, max) in fields {
-            if let Some(v) = value {
-                validate::text_field(name, v, max)?;
-            }
-        }
-        if let Some(meta) = &update.metadata
-            && !serde_json::from_str::<serde_json::Value>(meta).is_ok_and(|v| v.is_object())
-        {
-            return Err(ApiError::invalid("metadata must be a JSON object"));
-        }
+        update.check()?;
         if update.is_empty() {
             return Ok(());
         }

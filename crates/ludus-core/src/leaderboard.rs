@@ -344,7 +344,7 @@ pub fn check_id(id: &str) -> Result<(), ApiError> {
             "invalid leaderboard id: it must be 1 to 128 bytes",
         ));
     }
-    Ok(())
+    crate::stored_json::check_name(id, "leaderboard id", MAX_ID_LEN)
 }
 
 /// Checks that metadata is a JSON object; empty means `{}`.
@@ -352,12 +352,8 @@ pub fn check_metadata(metadata: &str) -> Result<String, ApiError> {
     if metadata.is_empty() {
         return Ok("{}".into());
     }
-    match serde_json::from_str::<serde_json::Value>(metadata) {
-        Ok(serde_json::Value::Object(_)) => Ok(metadata.to_owned()),
-        _ => Err(ApiError::invalid(
-            "metadata value must be a JSON object, if provided",
-        )),
-    }
+    crate::stored_json::check_object(metadata, "metadata value")?;
+    Ok(metadata.to_owned())
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ pub mod storage;
 pub mod storage_index;
 pub mod storage_service;
 pub mod store;
+pub mod stored_json;
 pub mod token;
 pub mod validate;
 mod verified;

@@ -261,6 +261,31 @@ impl AccountUpdate {
     pub fn is_empty(&self) -> bool {
         self == &AccountUpdate::default()
     }
+
+    /// Nakama's limits on each field, and the stored-JSON rule on the
+    /// metadata: what every door that changes an account checks.
+    pub fn check(&self) -> Result<(), crate::error::ApiError> {
+        use crate::validate;
+        if let Some(name) = &self.username {
+            validate::username(name)?;
+        }
+        let fields = [
+            ("display_name", &self.display_name, 255),
+            ("avatar_url", &self.avatar_url, 512),
+            ("lang_tag", &self.lang_tag, 18),
+            ("location", &self.location, 255),
+            ("timezone", &self.timezone, 255),
+        ];
+        for (name, value, max) in fields {
+            if let Some(v) = value {
+                validate::text_field(name, v, max)?;
+            }
+        }
+        if let Some(meta) = &self.metadata {
+            crate::stored_json::check_object(meta, "metadata")?;
+        }
+        Ok(())
+    }
 }
 
 /// Revocations that are still in force, loaded at start-up.

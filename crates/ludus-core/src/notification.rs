@@ -41,3 +41,13 @@ pub struct Notification {
     pub create_time_us: i64,
     pub persistent: bool,
 }
+
+impl Notification {
+    /// What a module's notification must be to be stored and read back by
+    /// every reader: content a JSON object under the stored-JSON rule, and
+    /// a subject without NUL.
+    pub fn check(&self) -> Result<(), crate::error::ApiError> {
+        crate::stored_json::check_name(&self.subject, "notification subject", usize::MAX)?;
+        crate::stored_json::check_object(&self.content, "notification content")
+    }
+}

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::error::ApiError;
 use crate::friend::{
-    self, FriendBound, FriendOfFriendPage, FriendOp, FriendOutcome, FriendPage, FriendRef,
+    self, Friend, FriendBound, FriendOfFriendPage, FriendOp, FriendOutcome, FriendPage, FriendRef,
     FriendSink, FriendState,
 };
 use crate::group::{
@@ -129,10 +129,7 @@ pub fn parse_group_id(id: &str) -> Result<Uuid, ApiError> {
 }
 
 fn json_object(field: &'static str, value: &str) -> Result<(), ApiError> {
-    match serde_json::from_str::<serde_json::Value>(value) {
-        Ok(serde_json::Value::Object(_)) => Ok(()),
-        _ => Err(ApiError::invalid(format!("{field} must be a json object"))),
-    }
+    crate::stored_json::check_object(value, field)
 }
 
 fn limit(value: Option<i32>, default: usize, max: usize) -> Result<usize, ApiError> {
@@ -427,6 +424,33 @@ impl SocialService {
             _ => None,
         };
         Ok((page.sink, cursor))
+    }
+
+    /// The user's edges to those of `others` it has one with (any state),
+    /// as Nakama's `nk.users_get_friend_status` answers them, in listing
+    /// order. Reads the user's friend list page by page, stopping once
+    /// every one of `others` was found.
+    pub async fn friend_status(
+        &self,
+        user: Uuid,
+        others: &[Uuid],
+    ) -> Result<Vec<Friend>, ApiError> {
+        let mut wanted: std::collections::HashSet<Uuid> = others.iter().copied().collect();
+        let mut found = Vec::new();
+        let mut cursor = String::new();
+        while !wanted.is_empty() {
+            let page = self.list_friends(user, None, None, &cursor).await?;
+            for f in page.friends {
+                if wanted.remove(&f.user.id) {
+                    found.push(f);
+                }
+            }
+            match page.cursor {
+                Some(next) => cursor = next,
+                None => break,
+            }
+        }
+        Ok(found)
     }
 
     /// A page of the friends of the user's friends; `max` is the caller's

@@ -10,6 +10,7 @@ use md5::{Digest as _, Md5};
 use uuid::Uuid;
 
 use crate::error::{ApiError, Code};
+use crate::stored_json;
 
 /// Nakama's system user: owner of server-owned objects, sender of server
 /// chat messages. The migrations insert it.
@@ -434,7 +435,8 @@ fn names_must_be_set() -> ApiError {
     ApiError::invalid("invalid collection or key value supplied, they must be set")
 }
 
-/// Collection and key must be set and at most [`MAX_NAME_LEN`] characters.
+/// Collection and key must be set, at most [`MAX_NAME_LEN`] characters and
+/// free of NUL (the stored-names rule of [`crate::stored_json`]).
 pub fn check_names(collection: &str, key: &str) -> Result<(), ApiError> {
     if collection.is_empty() || key.is_empty() {
         return Err(names_must_be_set());
@@ -444,18 +446,14 @@ pub fn check_names(collection: &str, key: &str) -> Result<(), ApiError> {
             "collection and key must be at most {MAX_NAME_LEN} characters"
         )));
     }
-    Ok(())
+    stored_json::check_name(collection, "collection", MAX_NAME_LEN)?;
+    stored_json::check_name(key, "key", MAX_NAME_LEN)
 }
 
-/// Nakama accepts a value only if it is valid JSON whose first character is `{`.
+/// Nakama accepts a value only if it is a JSON object; Ludus also holds it
+/// to the rule every reader accepts ([`crate::stored_json`]).
 pub fn check_json_object(value: &str) -> Result<(), ApiError> {
-    let object = value.trim_start().starts_with('{')
-        && serde_json::from_str::<serde::de::IgnoredAny>(value).is_ok();
-    if object {
-        Ok(())
-    } else {
-        Err(ApiError::invalid("value must be a json object"))
-    }
+    stored_json::check_object(value, "value")
 }
 
 /// A user id as clients send it: empty for none, else a valid non-nil UUID.

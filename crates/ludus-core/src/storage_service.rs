@@ -17,6 +17,7 @@ use crate::storage::{
 };
 use crate::storage_index::StorageIndexes;
 use crate::store::Store;
+use crate::stored_json;
 use crate::wallet::{self, LedgerEntry, LedgerPage, WalletUpdate, WalletUpdateResult};
 
 /// Bounds on what one call may ask for.
@@ -139,6 +140,9 @@ impl StorageService {
         access: Access,
         ids: Vec<ObjectId>,
     ) -> Result<Vec<StorageObject>, ApiError> {
+        for id in &ids {
+            crate::storage::check_names(&id.collection, &id.key)?;
+        }
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -159,6 +163,7 @@ impl StorageService {
         limit: usize,
         cursor: &str,
     ) -> Result<StoragePage, ApiError> {
+        stored_json::check_name(collection, "collection", crate::storage::MAX_NAME_LEN)?;
         if limit == 0 {
             return Ok(StoragePage::default());
         }
@@ -273,9 +278,7 @@ impl StorageService {
         id: Uuid,
         metadata: &str,
     ) -> Result<LedgerEntry, ApiError> {
-        if crate::storage::check_json_object(metadata).is_err() {
-            return Err(ApiError::invalid("ledger metadata must be a json object"));
-        }
+        stored_json::check_object(metadata, "ledger metadata")?;
         self.store
             .wallet_ledger_update(id, metadata, now_us())
             .await?
@@ -293,15 +296,23 @@ impl StorageService {
                 + update.deletes.len()
                 + update.wallets.len(),
         )?;
+        // Every door's writes meet here: the stored-JSON rule holds even for
+        // values a native module built without the checked constructors.
         for w in &update.wallets {
-            if crate::storage::check_json_object(&w.metadata).is_err() {
-                return Err(ApiError::invalid("wallet metadata must be a json object"));
+            stored_json::check_object(&w.metadata, "wallet metadata")?;
+            for currency in w.changeset.keys() {
+                stored_json::check_name(currency, "wallet changeset key", usize::MAX)?;
             }
         }
+        for w in &update.writes {
+            crate::storage::check_names(&w.id.collection, &w.id.key)?;
+            crate::storage::check_json_object(&w.value)?;
+        }
+        for d in &update.deletes {
+            crate::storage::check_names(&d.id.collection, &d.id.key)?;
+        }
         for (_, account) in &update.accounts {
-            if let Some(username) = &account.username {
-                crate::validate::username(username)?;
-            }
+            account.check()?;
         }
         let access = update.access;
         // What the indexes need once the transaction commits (nothing when

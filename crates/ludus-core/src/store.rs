@@ -279,6 +279,22 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes these notifications of `user`; returns how many went.
     async fn delete_notifications(&self, user: Uuid, ids: &[Uuid]) -> StoreResult<u64>;
 
+    /// The stored notifications with these ids, of `user` only when given
+    /// (`nk.notifications_get_id`), oldest first.
+    async fn notifications_by_id(
+        &self,
+        user: Option<Uuid>,
+        ids: &[Uuid],
+    ) -> StoreResult<Vec<Notification>>;
+
+    /// Deletes the notifications with these ids, of `user` only when given
+    /// (`nk.notifications_delete_id`); returns how many went.
+    async fn delete_notifications_by_id(
+        &self,
+        user: Option<Uuid>,
+        ids: &[Uuid],
+    ) -> StoreResult<u64>;
+
     /// Runs one statement of a module's own SQL (`nk.sql_exec`) in its own
     /// transaction; `$1, $2…` are bound to `params` in order. Returns the
     /// rows it changed. Transaction control (`BEGIN`, `COMMIT`…) is refused:

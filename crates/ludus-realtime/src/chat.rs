@@ -13,7 +13,7 @@
 
 use ludus_core::chat::{
     CODE_CHAT, CODE_CHAT_REMOVE, CODE_CHAT_UPDATE, ChannelError, ChannelKey, ChannelMessage,
-    MODE_DIRECT, MODE_GROUP, MODE_ROOM, is_json_object, now_us,
+    MODE_DIRECT, MODE_GROUP, MODE_ROOM, now_us,
 };
 use ludus_core::friend::FriendState;
 use ludus_core::group::GroupRole;
@@ -151,12 +151,8 @@ fn check_content(content: &str) -> Result<(), RtError> {
             "message content too long, at most {MAX_CONTENT_LEN} bytes"
         )));
     }
-    if !is_json_object(content) {
-        return Err(RtError::bad_input(
-            "message content must be a valid JSON object",
-        ));
-    }
-    Ok(())
+    ludus_core::stored_json::check_object(content, "message content")
+        .map_err(|e| RtError::bad_input(e.message))
 }
 
 /// Chat channels and their messages, over the hub.

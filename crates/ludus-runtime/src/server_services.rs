@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use ludus_core::accounts::{AccountService, AuthRequest, Credential};
@@ -45,6 +46,8 @@ pub struct ServerServices {
     purchases: Arc<ludus_core::purchase::PurchaseService>,
     http: Arc<dyn HttpClient>,
     sql_max_rows: usize,
+    /// Where `nk.metrics_*` record: the node's metrics handle.
+    metrics: Arc<ludus_core::metrics::Metrics>,
 }
 
 impl std::fmt::Debug for ServerServices {
@@ -79,7 +82,15 @@ impl ServerServices {
             purchases,
             http,
             sql_max_rows,
+            metrics: Arc::new(ludus_core::metrics::Metrics::unnamed()),
         }
+    }
+
+    /// Modules' own metrics go to `metrics` (the one the exporter shows)
+    /// instead of a handle of their own that nothing reads.
+    pub fn with_metrics(mut self, metrics: Arc<ludus_core::metrics::Metrics>) -> ServerServices {
+        self.metrics = metrics;
+        self
     }
 }
 
@@ -242,6 +253,49 @@ impl RuntimeServices for ServerServices {
         Ok(())
     }
 
+    fn metrics_counter_add(&self, name: &str, tags: BTreeMap<String, String>, delta: i64) {
+        // A refusal is counted and logged by the custom series themselves.
+        let _ = self.metrics.custom.counter_add(name, tags, delta);
+    }
+
+    fn metrics_gauge_set(&self, name: &str, tags: BTreeMap<String, String>, value: f64) {
+        let _ = self.metrics.custom.gauge_set(name, tags, value);
+    }
+
+    fn metrics_timer_record(&self, name: &str, tags: BTreeMap<String, String>, elapsed: Duration) {
+        let _ = self.metrics.custom.timer_record(name, tags, elapsed);
+    }
+
+    async fn notifications_get_id(
+        &self,
+        user_id: Option<Uuid>,
+        ids: Vec<Uuid>,
+    ) -> Result<Vec<Notification>, ApiError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self
+            .accounts
+            .store()
+            .notifications_by_id(user_id, &ids)
+            .await?)
+    }
+
+    async fn notifications_delete_id(
+        &self,
+        user_id: Option<Uuid>,
+        ids: Vec<Uuid>,
+    ) -> Result<(), ApiError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.accounts
+            .store()
+            .delete_notifications_by_id(user_id, &ids)
+            .await?;
+        Ok(())
+    }
+
     async fn channel_messages_list(
         &self,
         channel_id: String,
@@ -261,6 +315,9 @@ impl RuntimeServices for ServerServices {
     }
 
     async fn notifications_send(&self, notifications: Vec<Notification>) -> Result<(), ApiError> {
+        for n in &notifications {
+            n.check()?;
+        }
         self.realtime
             .notifier
             .notify(notifications)

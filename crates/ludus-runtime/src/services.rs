@@ -189,6 +189,46 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_realtime())
     }
 
+    /// Adds to a module's counter (`nk.metrics_counter_add`). Like the
+    /// other two, it never fails the module: a refused series (past
+    /// `metrics.custom_scope_limit`, a kind clash, a negative delta) is
+    /// counted and logged by the metrics, as Nakama drops it.
+    fn metrics_counter_add(&self, name: &str, tags: BTreeMap<String, String>, delta: i64) {
+        let _ = (name, tags, delta);
+    }
+
+    /// Sets a module's gauge (`nk.metrics_gauge_set`).
+    fn metrics_gauge_set(&self, name: &str, tags: BTreeMap<String, String>, value: f64) {
+        let _ = (name, tags, value);
+    }
+
+    /// Records a duration in a module's timer (`nk.metrics_timer_record`).
+    fn metrics_timer_record(&self, name: &str, tags: BTreeMap<String, String>, elapsed: Duration) {
+        let _ = (name, tags, elapsed);
+    }
+
+    /// Stored notifications by id, of `user_id` only when given, oldest
+    /// first; unknown ids are skipped (`nk.notifications_get_id`).
+    async fn notifications_get_id(
+        &self,
+        user_id: Option<Uuid>,
+        ids: Vec<Uuid>,
+    ) -> Result<Vec<Notification>, ApiError> {
+        let _ = (user_id, ids);
+        Err(no_realtime())
+    }
+
+    /// Deletes stored notifications by id, of `user_id` only when given;
+    /// unknown ids are ignored (`nk.notifications_delete_id`).
+    async fn notifications_delete_id(
+        &self,
+        user_id: Option<Uuid>,
+        ids: Vec<Uuid>,
+    ) -> Result<(), ApiError> {
+        let _ = (user_id, ids);
+        Err(no_realtime())
+    }
+
     /// A page of a channel's history, read as the server (every channel),
     /// of 1 to 100 messages (`nk.channel_messages_list`).
     async fn channel_messages_list(

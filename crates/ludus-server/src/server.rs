@@ -175,6 +175,7 @@ pub async fn start_with(
             realtime.clone(),
             purchases.clone(),
             native,
+            metrics.clone(),
         )
         .await?,
     );

@@ -1,5 +1,6 @@
 //! What users have received: `nk.notifications_list`,
-//! `nk.notifications_delete` and `nk.channel_messages_list`, read and
+//! `nk.notifications_delete`, `nk.notifications_get_id`,
+//! `nk.notifications_delete_id` and `nk.channel_messages_list`, read and
 //! changed as the server, with Nakama's arguments, messages and result
 //! tables (camelCase keys, content as JSON text, times in UNIX seconds).
 
@@ -9,7 +10,7 @@ use ludus_core::chat::{MODE_DIRECT, MODE_GROUP, MODE_ROOM};
 use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
-use super::nk_common::{arg_error, served, server_function, whole_arg};
+use super::nk_common::{arg_error, json_value, served, server_function, whole_arg};
 use super::shared::LuaShared;
 
 /// Most notifications `nk.notifications_list` answers at once (Nakama's).
@@ -126,6 +127,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
             }
         })?,
     )?;
+    install_by_id(lua, shared, nk)?;
     let s = shared.clone();
     nk.set(
         "channel_messages_list",
@@ -203,4 +205,86 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
         )?,
     )?;
     Ok(())
+}
+
+/// The ids of `nk.notifications_get_id` and `nk.notifications_delete_id`
+/// (argument 1) and their optional user (argument 2), with Nakama's messages.
+fn ids_and_user(ids: LuaValue, user: Option<String>) -> mlua::Result<(Vec<Uuid>, Option<Uuid>)> {
+    let LuaValue::Table(ids) = ids else {
+        return Err(arg_error(1, "invalid user ids list"));
+    };
+    let mut out = Vec::new();
+    for id in ids.sequence_values::<LuaValue>() {
+        let id = match id? {
+            LuaValue::String(s) if !s.as_bytes().is_empty() => s.to_str()?.to_owned(),
+            _ => return Err(arg_error(1, "each notification id must be a string")),
+        };
+        out.push(
+            Uuid::parse_str(&id)
+                .map_err(|_| arg_error(1, "each notification id must be a valid id"))?,
+        );
+    }
+    let user = match user.as_deref() {
+        None | Some("") => None,
+        Some(u) => Some(
+            Uuid::parse_str(u).map_err(|_| arg_error(2, "expects user_id to be a valid uuid"))?,
+        ),
+    };
+    Ok((out, user))
+}
+
+fn install_by_id(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    let s = shared.clone();
+    nk.set(
+        "notifications_get_id",
+        server_function(
+            lua,
+            shared,
+            move |lua, (ids, user): (LuaValue, Option<String>)| {
+                let s = s.clone();
+                async move {
+                    let (ids, user) = ids_and_user(ids, user)?;
+                    let found = served(
+                        "failed to get notifications",
+                        s.services.notifications_get_id(user, ids),
+                    )
+                    .await?;
+                    let out = lua.create_table_with_capacity(found.len(), 0)?;
+                    for n in &found {
+                        let t = lua.create_table_with_capacity(0, 8)?;
+                        t.raw_set("id", n.id.to_string())?;
+                        t.raw_set("code", n.code)?;
+                        t.raw_set("content", json_value(&lua, &n.content)?)?;
+                        t.raw_set("sender_id", n.sender_id.to_string())?;
+                        t.raw_set("subject", n.subject.as_str())?;
+                        t.raw_set("user_id", n.user_id.to_string())?;
+                        t.raw_set("create_time", n.create_time_us.div_euclid(1_000_000))?;
+                        // Only persistent notifications are stored.
+                        t.raw_set("persistent", true)?;
+                        out.raw_push(t)?;
+                    }
+                    Ok(out)
+                }
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "notifications_delete_id",
+        server_function(
+            lua,
+            shared,
+            move |_, (ids, user): (LuaValue, Option<String>)| {
+                let s = s.clone();
+                async move {
+                    let (ids, user) = ids_and_user(ids, user)?;
+                    served(
+                        "failed to delete notifications",
+                        s.services.notifications_delete_id(user, ids),
+                    )
+                    .await
+                }
+            },
+        )?,
+    )
 }

@@ -179,6 +179,37 @@ fn install_friends(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Resu
     )?;
     let s = shared.clone();
     nk.set(
+        "users_get_friend_status",
+        lua.create_function(move |lua, (user_id, others): (String, LuaValue)| {
+            let user = Uuid::parse_str(&user_id).map_err(|_| arg_error(1, "invalid user id"))?;
+            let LuaValue::Table(others) = others else {
+                return Err(arg_error(2, "invalid user ids list"));
+            };
+            let mut ids = Vec::new();
+            for id in others.sequence_values::<LuaValue>() {
+                let id = match id? {
+                    LuaValue::String(s) if !s.as_bytes().is_empty() => s.to_str()?.to_owned(),
+                    _ => return Err(arg_error(2, "each user id must be a string")),
+                };
+                ids.push(Uuid::parse_str(&id).map_err(|_| arg_error(2, "invalid user id"))?);
+            }
+            let friends = run(&s, "failed to get users friend status", async {
+                s.services.social()?.friend_status(user, &ids).await
+            })?;
+            let out = lua.create_table_with_capacity(friends.len(), 0)?;
+            for f in &friends {
+                let t = lua.create_table_with_capacity(0, 4)?;
+                t.raw_set("user", user_table(lua, &f.user)?)?;
+                t.raw_set("state", f.state as i64)?;
+                t.raw_set("update_time", f.update_time)?;
+                t.raw_set("metadata", json_table(lua, &f.metadata)?)?;
+                out.raw_push(t)?;
+            }
+            Ok(out)
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
         "friends_of_friends_list",
         lua.create_function(
             move |lua, (user_id, limit, cursor): (String, Option<i64>, Option<String>)| {

@@ -18,7 +18,102 @@ use super::shared::LuaShared;
 /// Largest file `nk.file_read` reads (bigger ones are refused, not cut).
 const MAX_FILE_BYTES: u64 = 16 << 20;
 
+/// The calls of Nakama's Satori client, each of which fails here.
+const SATORI_FUNCTIONS: [&str; 14] = [
+    "authenticate",
+    "identity_delete",
+    "properties_get",
+    "properties_update",
+    "events_publish",
+    "server_events_publish",
+    "experiments_list",
+    "flags_list",
+    "flags_overrides_list",
+    "live_events_list",
+    "live_event_join",
+    "messages_list",
+    "message_update",
+    "message_delete",
+];
+
+/// What every Satori call answers: Ludus has no Satori client.
+const SATORI_NOT_CONFIGURED: &str = "satori is not configured: this server has no satori client, so remove the module's satori calls";
+
+/// The tags of an `nk.metrics_*` call (argument 2): nil or a table of
+/// strings by string.
+fn metric_tags(tags: Option<Table>) -> mlua::Result<std::collections::BTreeMap<String, String>> {
+    let mut out = std::collections::BTreeMap::new();
+    if let Some(tags) = tags {
+        for pair in tags.pairs::<LuaValue, LuaValue>() {
+            match pair? {
+                (LuaValue::String(k), LuaValue::String(v)) => {
+                    out.insert(k.to_str()?.to_owned(), v.to_str()?.to_owned());
+                }
+                _ => return Err(arg_error(2, "expects tags to be a table of strings")),
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn install_metrics(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    let s = shared.clone();
+    nk.set(
+        "metrics_counter_add",
+        lua.create_function(
+            move |_, (name, tags, delta): (String, Option<Table>, LuaValue)| {
+                let delta = whole_arg(&delta, 3, "expects delta to be a whole number")?;
+                s.services
+                    .metrics_counter_add(&name, metric_tags(tags)?, delta);
+                Ok(())
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "metrics_gauge_set",
+        lua.create_function(
+            move |_, (name, tags, value): (String, Option<Table>, f64)| {
+                s.services
+                    .metrics_gauge_set(&name, metric_tags(tags)?, value);
+                Ok(())
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "metrics_timer_record",
+        lua.create_function(
+            move |_, (name, tags, ns): (String, Option<Table>, LuaValue)| {
+                let ns = whole_arg(&ns, 3, "expects value to be a whole number of nanoseconds")?;
+                let elapsed = std::time::Duration::from_nanos(ns.max(0) as u64);
+                s.services
+                    .metrics_timer_record(&name, metric_tags(tags)?, elapsed);
+                Ok(())
+            },
+        )?,
+    )
+}
+
 pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    install_metrics(lua, shared, nk)?;
+    // `nk.get_satori()` answers a client, as Nakama does, so a module that
+    // takes it at load time still loads; each of its calls fails, saying why.
+    nk.set(
+        "get_satori",
+        lua.create_function(|lua, ()| {
+            let client = lua.create_table_with_capacity(0, SATORI_FUNCTIONS.len())?;
+            for name in SATORI_FUNCTIONS {
+                client.raw_set(
+                    name,
+                    lua.create_function(|_, _: mlua::MultiValue| -> mlua::Result<()> {
+                        Err(mlua::Error::runtime(SATORI_NOT_CONFIGURED))
+                    })?,
+                )?;
+            }
+            Ok(client)
+        })?,
+    )?;
     nk.set(
         "uuid_bytes_to_string",
         lua.create_function(|_, bytes: LuaString| {

@@ -41,7 +41,10 @@ fn vms_per_thread_for(backend: &str) -> usize {
 
 /// Loads the modules and registers the native module; a module that fails
 /// to load stops start-up.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each service the runtime is built over, once, at start"
+)]
 pub async fn start(
     config: &Config,
     accounts: Arc<AccountService>,
@@ -51,6 +54,7 @@ pub async fn start(
     realtime: Arc<Realtime>,
     purchases: Arc<ludus_core::purchase::PurchaseService>,
     native: NativeModule,
+    metrics: Arc<ludus_core::metrics::Metrics>,
 ) -> Result<Runtime, LoadError> {
     let rc = &config.runtime;
     let settings = RuntimeSettings {
@@ -85,7 +89,8 @@ pub async fn start(
         purchases,
         Arc::new(http),
         rc.sql_max_rows,
-    );
+    )
+    .with_metrics(metrics);
     Runtime::start(settings, Arc::new(services), native).await
 }
 

@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 use crate::both_backends;
 use crate::support::{Backend, TestServer, assert_error, token, user_id};
 
-both_backends!(lua_notifications_history_logout_and_delete);
+both_backends!(
+    lua_notifications_history_logout_and_delete,
+    lua_notifications_by_id
+);
 
 async fn lua_notifications_history_logout_and_delete(b: Backend) {
     let t = TestServer::start_with(b, crate::rpc::lua_config).await;
@@ -101,4 +104,49 @@ async fn lua_notifications_history_logout_and_delete(b: Backend) {
     assert!(r.status == 401 || r.status == 404, "{}", r.body);
     let r = t.get_bearer("/v2/account", &token(&me)).await;
     assert_eq!(r.status, 200, "{}", r.body);
+}
+
+async fn lua_notifications_by_id(b: Backend) {
+    let t = TestServer::start_with(b, crate::rpc::lua_config).await;
+    let me = t.device_session("nbme-inbox-0002").await;
+    let bob = t.device_session("nbbo-inbox-0002").await;
+    let cat = t.device_session("nbca-inbox-0002").await;
+    let payload = json!({"bob": user_id(&bob), "cat": user_id(&cat)}).to_string();
+    let r = t
+        .post_bearer(
+            "/v2/rpc/lua_notifications_by_id",
+            &token(&me),
+            Value::String(payload),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    let text = |k: &str| out[k].as_str().unwrap_or_default().to_owned();
+    assert_eq!(out["all"], 2, "{out}");
+    assert_eq!(out["first_subject"], "for bob");
+    assert_eq!(out["first_who"], "bob");
+    assert_eq!(out["first_user"], user_id(&bob).as_str());
+    assert_eq!(out["first_code"], 5);
+    assert_eq!(out["first_persistent"], true);
+    assert!(out["first_time"].as_i64().unwrap() > 1_700_000_000);
+    assert_eq!(out["first_sender"], "00000000-0000-0000-0000-000000000000");
+    assert_eq!(out["of_cat"], 1);
+    assert_eq!(out["after_scoped"], 1, "deleting as cat kept bob's");
+    assert_eq!(out["after_all"], 0);
+    assert!(
+        text("bad_list").contains("bad argument #1: invalid user ids list"),
+        "{out}"
+    );
+    assert!(
+        text("bad_id").contains("each notification id must be a valid id"),
+        "{out}"
+    );
+    assert!(
+        text("bad_type").contains("each notification id must be a string"),
+        "{out}"
+    );
+    assert!(
+        text("bad_user").contains("bad argument #2: expects user_id to be a valid uuid"),
+        "{out}"
+    );
 }

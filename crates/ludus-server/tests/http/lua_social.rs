@@ -9,7 +9,11 @@ use serde_json::{Value, json};
 use crate::both_backends;
 use crate::support::{Backend, TestServer, token, user_id};
 
-both_backends!(lua_friends_and_groups, native_friends_and_groups);
+both_backends!(
+    lua_friends_and_groups,
+    native_friends_and_groups,
+    lua_users_get_friend_status
+);
 
 async fn lua_friends_and_groups(b: Backend) {
     let t = TestServer::start_with(b, crate::rpc::lua_config).await;
@@ -195,4 +199,56 @@ async fn native_friends_and_groups(b: Backend) {
         .get_bearer("/v2/notification?limit=10", &token(&other))
         .await;
     assert_eq!(r.body["notifications"][0]["code"], -2, "{}", r.body);
+}
+
+async fn lua_users_get_friend_status(b: Backend) {
+    let t = TestServer::start_with(b, crate::rpc::lua_config).await;
+    let me = t.device_session("lfs1-friend-status").await;
+    let bob = t.device_session("lfs2-friend-status").await;
+    let cat = t.device_session("lfs3-friend-status").await;
+    let payload = json!({"bob": user_id(&bob), "cat": user_id(&cat)}).to_string();
+    let r = t
+        .post_bearer(
+            "/v2/rpc/lua_friend_status",
+            &token(&me),
+            Value::String(payload),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    // Only bob has an edge: an invite sent (state 1), with its metadata.
+    assert_eq!(out["count"], 1, "{out}");
+    assert_eq!(out["user"], user_id(&bob).as_str());
+    assert_eq!(out["state"], 1);
+    assert_eq!(out["note"], "hi");
+    assert_eq!(out["has_time"], true);
+    assert_eq!(out["empty"], 0);
+    assert!(
+        out["bad_user"]
+            .as_str()
+            .unwrap()
+            .contains("bad argument #1: invalid user id"),
+        "{out}"
+    );
+    assert!(
+        out["bad_id"]
+            .as_str()
+            .unwrap()
+            .contains("bad argument #2: invalid user id"),
+        "{out}"
+    );
+    assert!(
+        out["bad_type"]
+            .as_str()
+            .unwrap()
+            .contains("each user id must be a string"),
+        "{out}"
+    );
+    assert!(
+        out["satori"]
+            .as_str()
+            .unwrap()
+            .contains("satori is not configured"),
+        "{out}"
+    );
 }

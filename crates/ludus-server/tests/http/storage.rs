@@ -222,7 +222,7 @@ async fn versions_conflicts_and_bad_input(b: Backend) {
         ),
         (
             json!([{"collection": "c", "key": "x", "value": "{not json"}]),
-            "value must be a json object",
+            "value must be a json object: expected an object key at $",
         ),
         (
             json!([{"collection": "", "key": "x", "value": "{}"}]),

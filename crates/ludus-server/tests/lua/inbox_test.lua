@@ -91,3 +91,35 @@ nk.register_rpc(function(ctx, payload)
   nk.account_delete_id(p.cat)
   return nk.json_encode(out)
 end, "lua_inbox")
+
+-- nk.notifications_get_id and nk.notifications_delete_id: bob and cat get
+-- one note each; read and delete by id, of anyone or of one user.
+nk.register_rpc(function(ctx, payload)
+  local p = nk.json_decode(payload)
+  nk.notification_send(p.bob, "for bob", { who = "bob" }, 5, nil, true)
+  nk.notification_send(p.cat, "for cat", { who = "cat" }, 6, nil, true)
+  local bobs = nk.notifications_list(p.bob)
+  local cats = nk.notifications_list(p.cat)
+  local ids = { bobs[1].id, cats[1].id }
+  local out = {}
+  local all = nk.notifications_get_id(ids)
+  out.all = #all
+  out.first_subject = all[1].subject
+  out.first_who = all[1].content.who
+  out.first_user = all[1].user_id
+  out.first_code = all[1].code
+  out.first_persistent = all[1].persistent
+  out.first_time = all[1].create_time
+  out.first_sender = all[1].sender_id
+  out.of_cat = #nk.notifications_get_id(ids, p.cat)
+  -- Scoped to cat: bob's stays.
+  nk.notifications_delete_id(ids, p.cat)
+  out.after_scoped = #nk.notifications_get_id(ids)
+  nk.notifications_delete_id(ids)
+  out.after_all = #nk.notifications_get_id(ids)
+  out.bad_list = err(nk.notifications_get_id, "x")
+  out.bad_id = err(nk.notifications_get_id, { "nope" })
+  out.bad_type = err(nk.notifications_delete_id, { 5 })
+  out.bad_user = err(nk.notifications_get_id, {}, "nope")
+  return nk.json_encode(out)
+end, "lua_notifications_by_id")

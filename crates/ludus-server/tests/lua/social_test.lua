@@ -125,3 +125,29 @@ rpc("lua_social", function(ctx, payload)
     gone = #gone,
   })
 end)
+
+-- nk.users_get_friend_status: the caller invites bob, then asks about bob
+-- and cat (no edge); then the refusals, and nk.get_satori's client.
+rpc("lua_friend_status", function(ctx, payload)
+  local others = nk.json_decode(payload)
+  nk.friends_add(ctx.user_id, ctx.username, { others.bob }, nil, { note = "hi" })
+  local status = nk.users_get_friend_status(ctx.user_id, { others.bob, others.cat })
+  local empty = nk.users_get_friend_status(ctx.user_id, {})
+  local _, bad_user = pcall(nk.users_get_friend_status, "nope", {})
+  local _, bad_id = pcall(nk.users_get_friend_status, ctx.user_id, { "nope" })
+  local _, bad_type = pcall(nk.users_get_friend_status, ctx.user_id, { 1 })
+  local satori = nk.get_satori()
+  local _, satori_err = pcall(satori.flags_list, satori, "id")
+  return nk.json_encode({
+    count = #status,
+    user = status[1].user.user_id,
+    state = status[1].state,
+    note = status[1].metadata.note,
+    has_time = status[1].update_time > 0,
+    empty = #empty,
+    bad_user = bad_user,
+    bad_id = bad_id,
+    bad_type = bad_type,
+    satori = satori_err,
+  })
+end)

@@ -440,7 +440,7 @@ async fn channel_validation_errors_keep_the_socket(backend: Backend) {
                     channel_id: chan.id.clone(),
                     content: "not json".into(),
                 }),
-                "JSON object",
+                "json object",
             ),
             (
                 Message::ChannelMessageSend(ChannelMessageSend {

@@ -751,6 +751,50 @@ impl Store for PgStore {
         purchases::list_subscriptions(&self.pool, query).await
     }
 
+    async fn notifications_by_id(
+        &self,
+        user: Option<Uuid>,
+        ids: &[Uuid],
+    ) -> StoreResult<Vec<Notification>> {
+        with_retry("get notifications", || async {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .client
+                .query(
+                    "SELECT id, user_id, subject, content, code, sender_id, create_time
+                       FROM notification
+                      WHERE id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR user_id = $2)
+                      ORDER BY create_time ASC, id ASC",
+                    &[&ids, &user],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(chat::notification_from_row)
+                .collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
+    async fn delete_notifications_by_id(
+        &self,
+        user: Option<Uuid>,
+        ids: &[Uuid],
+    ) -> StoreResult<u64> {
+        with_retry("delete notifications", || async {
+            let conn = self.pool.get().await?;
+            Ok(conn
+                .client
+                .execute(
+                    "DELETE FROM notification
+                      WHERE id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR user_id = $2)",
+                    &[&ids, &user],
+                )
+                .await?)
+        })
+        .await
+    }
+
     async fn sql_exec(&self, sql: &str, params: Vec<SqlValue>) -> StoreResult<u64> {
         crate::module_sql::check(sql)?;
         module_sql::exec(&self.pool, sql, &params).await

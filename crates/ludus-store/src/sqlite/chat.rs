@@ -218,6 +218,51 @@ pub(super) fn list_notifications(
     rows.collect::<Result<_, _>>().map_err(map_err)
 }
 
+pub(super) fn notifications_by_id(
+    conn: &Connection,
+    user: Option<Uuid>,
+    ids: &[Uuid],
+) -> StoreResult<Vec<Notification>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, user_id, subject, content, code, sender_id, create_time FROM notification
+              WHERE id = ?1 AND (?2 IS NULL OR user_id = ?2)",
+        )
+        .map_err(map_err)?;
+    let user = user.map(IdText::new);
+    let mut out = Vec::new();
+    for id in ids {
+        if let Some(n) = stmt
+            .query_row(params![IdText::new(*id), user], notification_from_row)
+            .optional()
+            .map_err(map_err)?
+        {
+            out.push(n);
+        }
+    }
+    out.sort_by_key(|n| (n.create_time_us, n.id));
+    out.dedup_by_key(|n| n.id);
+    Ok(out)
+}
+
+pub(super) fn delete_notifications_by_id(
+    conn: &Connection,
+    user: Option<Uuid>,
+    ids: &[Uuid],
+) -> StoreResult<u64> {
+    let mut stmt = conn
+        .prepare_cached("DELETE FROM notification WHERE id = ?1 AND (?2 IS NULL OR user_id = ?2)")
+        .map_err(map_err)?;
+    let user = user.map(IdText::new);
+    let mut n = 0;
+    for id in ids {
+        n += stmt
+            .execute(params![IdText::new(*id), user])
+            .map_err(map_err)? as u64;
+    }
+    Ok(n)
+}
+
 pub(super) fn delete_notifications(
     conn: &Connection,
     user: Uuid,

@@ -389,6 +389,28 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn notifications_by_id(
+        &self,
+        user: Option<Uuid>,
+        ids: &[Uuid],
+    ) -> StoreResult<Vec<Notification>> {
+        let ids = ids.to_vec();
+        self.readers
+            .read(move |conn| chat::notifications_by_id(conn, user, &ids))
+            .await
+    }
+
+    async fn delete_notifications_by_id(
+        &self,
+        user: Option<Uuid>,
+        ids: &[Uuid],
+    ) -> StoreResult<u64> {
+        let ids = ids.to_vec();
+        self.writer
+            .write(move |conn| chat::delete_notifications_by_id(conn, user, &ids))
+            .await
+    }
+
     async fn sql_exec(&self, sql: &str, params: Vec<SqlValue>) -> StoreResult<u64> {
         crate::module_sql::check(sql)?;
         let sql = sql.to_owned();

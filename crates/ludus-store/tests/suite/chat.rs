@@ -215,3 +215,49 @@ pub(crate) async fn notifications_list_delete_and_go_with_their_user<B: Backend>
     );
     store.close().await;
 }
+
+/// `nk.notifications_get_id` and `nk.notifications_delete_id`: by id, of
+/// any user or only of the one named; unknown ids are skipped.
+pub(crate) async fn notifications_by_id_of_anyone_or_of_one_user<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let ann = new_user("ann", device("chat-device-ann04"));
+    let ben = new_user("ben", device("chat-device-ben04"));
+    store.create_user(ann.clone()).await.unwrap();
+    store.create_user(ben.clone()).await.unwrap();
+    let make = |user: Uuid, t: i64| Notification {
+        id: Uuid::new_v4(),
+        user_id: user,
+        subject: format!("subject {t}"),
+        content: r#"{"a":1}"#.into(),
+        code: 7,
+        sender_id: Uuid::nil(),
+        create_time_us: t,
+        persistent: true,
+    };
+    let ns = vec![make(ann.id, 2), make(ann.id, 1), make(ben.id, 3)];
+    store.insert_notifications(&ns).await.unwrap();
+    let ids = [ns[0].id, ns[1].id, ns[2].id, Uuid::new_v4()];
+    let all = store.notifications_by_id(None, &ids).await.unwrap();
+    assert_eq!(all, vec![ns[1].clone(), ns[0].clone(), ns[2].clone()]);
+    let bens = store.notifications_by_id(Some(ben.id), &ids).await.unwrap();
+    assert_eq!(bens, vec![ns[2].clone()]);
+    // Scoped to ann: ben's is kept.
+    let gone = store
+        .delete_notifications_by_id(Some(ann.id), &[ns[0].id, ns[2].id])
+        .await
+        .unwrap();
+    assert_eq!(gone, 1);
+    let left = store.notifications_by_id(None, &ids).await.unwrap();
+    assert_eq!(left, vec![ns[1].clone(), ns[2].clone()]);
+    // Unscoped: whoever owns them.
+    let gone = store.delete_notifications_by_id(None, &ids).await.unwrap();
+    assert_eq!(gone, 2);
+    assert!(
+        store
+            .notifications_by_id(None, &ids)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store.close().await;
+}
