@@ -8,6 +8,7 @@ mod account;
 mod authenticate;
 mod hooks;
 mod https_request;
+mod js_rpc;
 mod lane;
 mod leaderboard;
 mod link;
