@@ -1,5 +1,6 @@
 //! The Ludus server runtime: game logic that studios write as Nakama-style
-//! Lua modules (run on LuaJIT through `mlua`) or as native Rust modules, both
+//! Lua modules (run on LuaJIT through `mlua`), as Nakama-style JavaScript
+//! bundles (run on QuickJS through `rquickjs`) or as native Rust modules, all
 //! behind one [`Runtime`] that the transports call for RPCs and hooks.
 //!
 //! This crate knows nothing of HTTP routing, WebSockets or SQL: whatever the
@@ -11,6 +12,7 @@
 
 mod context;
 mod error;
+mod js;
 mod localcache;
 mod lua;
 mod native;

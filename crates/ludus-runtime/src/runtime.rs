@@ -1,7 +1,8 @@
 //! [`Runtime`]: the one interface the transports call. It holds the native
-//! module and the Lua runtime and dispatches RPCs and hooks by name; a native
-//! registration wins over a Lua one with the same name, as Go plugins win
-//! over Lua in Nakama.
+//! module, the Lua runtime and the JS runtime and dispatches RPCs and hooks
+//! by name; a native registration wins over a Lua one with the same name, as
+//! Go plugins win over Lua in Nakama. A JS registration shares its name with
+//! no other: one that does is refused at start, naming both.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, RuntimeError};
+use crate::js::{JsRuntime, JsShared};
 use crate::localcache::LocalCache;
 use crate::lua::{LuaRuntime, LuaShared};
 use crate::native::{Handlers, NativeCall, NativeModule, TournamentHook};
@@ -28,6 +30,7 @@ pub struct Runtime {
     settings: RuntimeSettings,
     native: NativeModule,
     lua: Option<LuaRuntime>,
+    js: Option<JsRuntime>,
     /// Match handlers by name: native registrations, then Lua modules.
     handlers: Handlers,
     /// Socket messages with a realtime before / after hook, looked up once
@@ -65,12 +68,15 @@ impl Runtime {
         let (lua_settings, lua_services, lua_native) =
             (settings.clone(), services.clone(), native_matches.clone());
         let handle = tokio::runtime::Handle::current();
+        let js_handle = handle.clone();
+        let cache = Arc::new(LocalCache::default());
+        let lua_cache = cache.clone();
         let (shared, lua) = tokio::task::spawn_blocking(move || {
             let sources = Arc::new(crate::lua::discover(&lua_settings.path)?);
             let shared = Arc::new(LuaShared {
                 settings: lua_settings,
                 services: lua_services,
-                cache: Arc::new(LocalCache::default()),
+                cache: lua_cache,
                 handle,
                 sources,
                 native_matches: lua_native,
@@ -80,6 +86,26 @@ impl Runtime {
         })
         .await
         .map_err(|e| LoadError::Setup(format!("module loading was interrupted: {e}")))??;
+        let js = match JsShared::entrypoint_of(&settings) {
+            None => None,
+            Some(entrypoint) => {
+                let js_shared = Arc::new(JsShared {
+                    settings: settings.clone(),
+                    services: services.clone(),
+                    cache,
+                    handle: js_handle,
+                    entrypoint,
+                    shutdown: Arc::default(),
+                });
+                let js = tokio::task::spawn_blocking(move || JsRuntime::start(js_shared))
+                    .await
+                    .map_err(|e| {
+                        LoadError::Setup(format!("js module loading was interrupted: {e}"))
+                    })??;
+                refuse_shared_ids(&js, &native, lua.as_ref())?;
+                Some(js)
+            }
+        };
         if !native.rpcs.is_empty() || !native.before.is_empty() || !native.after.is_empty() {
             tracing::info!(
                 rpcs = native.rpcs.len(),
@@ -95,7 +121,7 @@ impl Runtime {
                 .is_some()
                 .then_some(shared as Arc<dyn crate::native::ScriptMatches>),
         };
-        Ok(Runtime::assemble(settings, native, lua, handlers))
+        Ok(Runtime::assemble(settings, native, lua, js, handlers))
     }
 
     /// A runtime with no modules, for servers and tests that need none.
@@ -109,6 +135,7 @@ impl Runtime {
             RuntimeSettings::default(),
             NativeModule::default(),
             None,
+            None,
             handlers,
         )
     }
@@ -117,12 +144,14 @@ impl Runtime {
         settings: RuntimeSettings,
         native: NativeModule,
         lua: Option<LuaRuntime>,
+        js: Option<JsRuntime>,
         handlers: Handlers,
     ) -> Runtime {
         let mut runtime = Runtime {
             settings,
             native,
             lua,
+            js,
             handlers,
             rt_before: HashSet::new(),
             rt_after: HashSet::new(),
@@ -150,6 +179,9 @@ impl Runtime {
         if let Some(lua) = &self.lua {
             ids.extend(lua.registered().rpcs.iter().cloned());
         }
+        if let Some(js) = &self.js {
+            ids.extend(js.rpc_ids().map(str::to_owned));
+        }
         ids
     }
 
@@ -167,6 +199,11 @@ impl Runtime {
                 .lua
                 .as_ref()
                 .is_some_and(|l| l.registered().rpcs.contains(id.as_ref()))
+            || self.has_js(&format!("rpc/{id}"))
+    }
+
+    fn has_js(&self, key: &str) -> bool {
+        self.js.as_ref().is_some_and(|js| js.has(key))
     }
 
     /// Runs the RPC `id` (case-insensitive) with `payload`; the transports
@@ -203,13 +240,33 @@ impl Runtime {
             .as_ref()
             .filter(|l| l.registered().rpcs.contains(id.as_ref()))
         else {
-            return Err(RuntimeError::not_found("RPC function not found"));
+            return self.js_rpc(ctx, &id, payload).await;
         };
         // The callback's key, `rpc/<id>`, without the formatter.
         let mut key = String::with_capacity(4 + id.len());
         key.push_str("rpc/");
         key.push_str(&id);
         match lua.call(key, ctx, vec![Value::String(payload)]).await? {
+            None => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s),
+            Some(_) => Err(RuntimeError::internal(
+                "runtime function returned invalid data: only one return value of type string is allowed",
+            )),
+        }
+    }
+
+    /// An RPC of the JS module, if it registered `id` (lower case).
+    async fn js_rpc(
+        &self,
+        ctx: CallContext,
+        id: &str,
+        payload: String,
+    ) -> Result<String, RuntimeError> {
+        let key = format!("rpc/{id}");
+        let Some(js) = self.js.as_ref().filter(|js| js.has(&key)) else {
+            return Err(RuntimeError::not_found("RPC function not found"));
+        };
+        match js.call(key, ctx, vec![Value::String(payload)]).await? {
             None => Ok(String::new()),
             Some(Value::String(s)) => Ok(s),
             Some(_) => Err(RuntimeError::internal(
@@ -226,6 +283,7 @@ impl Runtime {
                 .lua
                 .as_ref()
                 .is_some_and(|l| l.registered().before.contains(api))
+            || self.has_js(&format!("before/{api}"))
     }
 
     pub fn has_after(&self, api: &str) -> bool {
@@ -234,6 +292,7 @@ impl Runtime {
                 .lua
                 .as_ref()
                 .is_some_and(|l| l.registered().after.contains(api))
+            || self.has_js(&format!("after/{api}"))
     }
 
     /// Runs the before hook of `api` on `request` (protojson as a JSON
@@ -254,7 +313,12 @@ impl Runtime {
             Some(lua) if lua.registered().before.contains(api) => {
                 lua.call(format!("before/{api}"), ctx, vec![request]).await
             }
-            _ => Ok(Some(request)),
+            _ => match &self.js {
+                Some(js) if js.has(&format!("before/{api}")) => {
+                    js.call(format!("before/{api}"), ctx, vec![request]).await
+                }
+                _ => Ok(Some(request)),
+            },
         }
     }
 
@@ -275,7 +339,13 @@ impl Runtime {
                 .call(format!("after/{api}"), ctx, vec![response, request])
                 .await
                 .map(|_| ()),
-            _ => Ok(()),
+            _ => match &self.js {
+                Some(js) if js.has(&format!("after/{api}")) => js
+                    .call(format!("after/{api}"), ctx, vec![response, request])
+                    .await
+                    .map(|_| ()),
+                _ => Ok(()),
+            },
         }
     }
 
@@ -343,6 +413,9 @@ impl Runtime {
                 }
             }
             lua.close();
+        }
+        if let Some(js) = &self.js {
+            js.close();
         }
     }
 
@@ -622,6 +695,32 @@ impl Runtime {
             tracing::error!(error = %e, hook = key, "lua schedule hook failed");
         }
     }
+}
+
+/// Refuses an RPC or hook the JS module registers under a name the native
+/// module or a Lua module registered too: which one a client reaches would
+/// otherwise depend on the order of lookups.
+fn refuse_shared_ids(
+    js: &JsRuntime,
+    native: &NativeModule,
+    lua: Option<&LuaRuntime>,
+) -> Result<(), LoadError> {
+    for id in js.rpc_ids() {
+        let other = if native.rpcs.contains_key(id) {
+            Some("the native module")
+        } else if lua.is_some_and(|l| l.registered().rpcs.contains(id)) {
+            Some("a lua module")
+        } else {
+            None
+        };
+        if let Some(other) = other {
+            return Err(LoadError::Setup(format!(
+                "rpc id {id:?} is registered twice: by the js module {} and by {other}; rename one of them",
+                js.module()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `id` in lower case (RPC ids are case-insensitive), copied only when it

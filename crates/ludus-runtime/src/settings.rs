@@ -39,6 +39,14 @@ pub struct RuntimeSettings {
     pub max_payload_bytes: usize,
     /// What `nk.get_config()` answers.
     pub config: Value,
+    /// The JS bundle under `path`; empty means `index.js`, as Nakama.
+    pub js_entrypoint: String,
+    /// Most JS contexts (each on a thread of its own), made as calls need.
+    pub js_max_count: usize,
+    /// Bytes one JS context may allocate, its bundle included; 0 for no limit.
+    pub js_memory_limit_bytes: usize,
+    /// Wall-clock time one JS call (RPC, hook, `InitModule`) may run.
+    pub js_call_timeout: Duration,
 }
 
 impl Default for RuntimeSettings {
@@ -58,6 +66,10 @@ impl Default for RuntimeSettings {
             read_only_globals: true,
             max_payload_bytes: 262_144,
             config: Value::Object(Default::default()),
+            js_entrypoint: String::new(),
+            js_max_count: 32,
+            js_memory_limit_bytes: 64 << 20,
+            js_call_timeout: Duration::from_secs(5),
         }
     }
 }

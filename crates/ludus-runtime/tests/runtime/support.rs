@@ -309,6 +309,10 @@ pub(crate) fn settings(name: &str) -> RuntimeSettings {
         read_only_globals: true,
         max_payload_bytes: 4096,
         config: serde_json::json!({"name": "test-node"}),
+        js_entrypoint: String::new(),
+        js_max_count: 4,
+        js_memory_limit_bytes: 16 << 20,
+        js_call_timeout: Duration::from_secs(5),
     }
 }
 

@@ -263,11 +263,11 @@ const MEANINGS: &[(&str, &str)] = &[
     ),
     (
         "runtime.lua_pool_queue_size",
-        "calls that may wait for a busy pool; more are answered 429 at once",
+        "calls that may wait for a busy pool (Lua, and JS apart); more are answered 429 at once",
     ),
     (
         "runtime.lua_pool_timeout_ms",
-        "longest a call waits for a VM before it is answered 429 (waiting calls are checked every quarter of it, so the answer comes within 1.25 times this)",
+        "longest a call waits for a VM (or a JS context) before it is answered 429 (waiting calls are checked every quarter of it, so the answer comes within 1.25 times this)",
     ),
     (
         "runtime.lua_instruction_budget",
@@ -300,6 +300,22 @@ const MEANINGS: &[(&str, &str)] = &[
     (
         "runtime.http_ca_file",
         "PEM file of extra certificate authorities `nk.http_request` trusts for `https://`, besides the built-in Mozilla roots; unreadable or empty stops start-up",
+    ),
+    (
+        "runtime.js_entrypoint",
+        "the JavaScript bundle under `runtime.path` whose `InitModule` registers the JS module's callbacks (Nakama's key); empty means `index.js`; no such file, no JS runtime",
+    ),
+    (
+        "runtime.js_max_count",
+        "most JS contexts (1 to 1024), each on a thread of its own and each holding the bundle once, made as calls need them; a JS call waiting on the server keeps its context, so this bounds the JS calls in flight (Nakama's key); the queue and its wait are `runtime.lua_pool_queue_size` and `runtime.lua_pool_timeout_ms`",
+    ),
+    (
+        "runtime.js_memory_limit_bytes",
+        "bytes one JS context may allocate (its bundle included); past it the call fails with 429 and the context is made anew; `0` no limit",
+    ),
+    (
+        "runtime.js_call_timeout_ms",
+        "wall-clock time one JS call (RPC, hook, `InitModule`) may run, server calls included; past it the call fails with 504 (10 to 60000)",
     ),
     (
         "social.apple.bundle_id",

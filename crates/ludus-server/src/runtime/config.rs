@@ -49,6 +49,14 @@ pub struct RuntimeConfig {
     /// A PEM file of extra certificate authorities `nk.http_request` trusts
     /// for https, besides the built-in web roots; empty for none.
     pub http_ca_file: String,
+    /// The JS bundle under `path`; empty means `index.js`, as Nakama.
+    pub js_entrypoint: String,
+    /// Most JS contexts, each on a thread of its own, made as calls need.
+    pub js_max_count: usize,
+    /// Bytes one JS context may allocate, its bundle included; 0 for no limit.
+    pub js_memory_limit_bytes: usize,
+    /// Wall-clock milliseconds one JS call may run before it is stopped.
+    pub js_call_timeout_ms: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -70,6 +78,10 @@ impl Default for RuntimeConfig {
             max_rpc_payload_bytes: d.max_payload_bytes,
             sql_max_rows: 10_000,
             http_ca_file: String::new(),
+            js_entrypoint: String::new(),
+            js_max_count: d.js_max_count,
+            js_memory_limit_bytes: d.js_memory_limit_bytes,
+            js_call_timeout_ms: d.js_call_timeout.as_millis() as u64,
         }
     }
 }
@@ -120,6 +132,27 @@ impl RuntimeConfig {
         }
         if self.max_rpc_payload_bytes == 0 {
             return bad("runtime.max_rpc_payload_bytes", "must be at least 1");
+        }
+        if !(1..=1024).contains(&self.js_max_count) {
+            return bad("runtime.js_max_count", "must be between 1 and 1024");
+        }
+        if self.js_memory_limit_bytes != 0 && self.js_memory_limit_bytes < 1 << 20 {
+            return bad(
+                "runtime.js_memory_limit_bytes",
+                "must be 0 (no limit) or at least 1048576",
+            );
+        }
+        if !(10..=60_000).contains(&self.js_call_timeout_ms) {
+            return bad(
+                "runtime.js_call_timeout_ms",
+                "must be between 10 and 60000 (shutdown waits for calls up to this long)",
+            );
+        }
+        if self.js_entrypoint.contains("..") || Path::new(&self.js_entrypoint).is_absolute() {
+            return bad(
+                "runtime.js_entrypoint",
+                "must be a file name under runtime.path (no `..`, not absolute)",
+            );
         }
         if self.sql_max_rows == 0 {
             return bad("runtime.sql_max_rows", "must be at least 1");

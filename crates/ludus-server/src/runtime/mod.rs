@@ -78,6 +78,10 @@ pub async fn start(
         read_only_globals: rc.read_only_globals,
         max_payload_bytes: rc.max_rpc_payload_bytes,
         config: config_view(config),
+        js_entrypoint: rc.js_entrypoint.clone(),
+        js_max_count: rc.js_max_count,
+        js_memory_limit_bytes: rc.js_memory_limit_bytes,
+        js_call_timeout: Duration::from_millis(rc.js_call_timeout_ms),
     };
     let http = HyperClient::new(rc).map_err(LoadError::Setup)?;
     let services = ServerServices::new(

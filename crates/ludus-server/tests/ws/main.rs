@@ -12,6 +12,7 @@ mod chat;
 mod envelope;
 mod friends;
 mod group_chat;
+mod js_rpc;
 mod limits;
 mod matches;
 mod matchmaker;

@@ -1,0 +1,211 @@
+//! The `initializer` that `InitModule` gets: `registerRpc`, the REST
+//! `registerBefore*` / `registerAfter*` hooks (Nakama's names, stored under
+//! the same lower-case API names as the Lua runtime's hooks), and, for every
+//! other `register*` function of Nakama's, a function that fails loading
+//! with a clear message rather than a module that silently lacks a callback.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use rquickjs::{Ctx, Exception, Function, Object, Persistent};
+
+/// Nakama's REST API names that take before and after hooks, as they follow
+/// `registerBefore` / `registerAfter`; a hook is stored under the name in
+/// lower case (`authenticatedevice`), which is what the server asks for.
+const HOOKED_APIS: &[&str] = &[
+    "AddFriends",
+    "AddGroupUsers",
+    "AuthenticateApple",
+    "AuthenticateCustom",
+    "AuthenticateDevice",
+    "AuthenticateEmail",
+    "AuthenticateFacebook",
+    "AuthenticateFacebookInstantGame",
+    "AuthenticateGameCenter",
+    "AuthenticateGoogle",
+    "AuthenticateSteam",
+    "BanGroupUsers",
+    "BlockFriends",
+    "CreateGroup",
+    "DeleteAccount",
+    "DeleteFriends",
+    "DeleteGroup",
+    "DeleteLeaderboardRecord",
+    "DeleteNotifications",
+    "DeleteStorageObjects",
+    "DeleteTournamentRecord",
+    "DemoteGroupUsers",
+    "Event",
+    "GetAccount",
+    "GetMatchmakerStats",
+    "GetSubscription",
+    "GetUsers",
+    "ImportFacebookFriends",
+    "ImportSteamFriends",
+    "JoinGroup",
+    "JoinTournament",
+    "KickGroupUsers",
+    "LeaveGroup",
+    "LinkApple",
+    "LinkCustom",
+    "LinkDevice",
+    "LinkEmail",
+    "LinkFacebook",
+    "LinkFacebookInstantGame",
+    "LinkGameCenter",
+    "LinkGoogle",
+    "LinkSteam",
+    "ListChannelMessages",
+    "ListFriends",
+    "ListFriendsOfFriends",
+    "ListGroupUsers",
+    "ListGroups",
+    "ListLeaderboardRecords",
+    "ListLeaderboardRecordsAroundOwner",
+    "ListMatches",
+    "ListNotifications",
+    "ListParties",
+    "ListStorageObjects",
+    "ListSubscriptions",
+    "ListTournamentRecords",
+    "ListTournamentRecordsAroundOwner",
+    "ListTournaments",
+    "ListUserGroups",
+    "PromoteGroupUsers",
+    "ReadStorageObjects",
+    "SessionRefresh",
+    "UnlinkApple",
+    "UnlinkCustom",
+    "UnlinkDevice",
+    "UnlinkEmail",
+    "UnlinkFacebook",
+    "UnlinkFacebookInstantGame",
+    "UnlinkGameCenter",
+    "UnlinkGoogle",
+    "UnlinkSteam",
+    "UpdateAccount",
+    "UpdateGroup",
+    "ValidatePurchaseApple",
+    "ValidatePurchaseFacebookInstant",
+    "ValidatePurchaseGoogle",
+    "ValidatePurchaseHuawei",
+    "ValidatePurchaseSamsung",
+    "ValidateSubscriptionApple",
+    "ValidateSubscriptionGoogle",
+    "WriteLeaderboardRecord",
+    "WriteStorageObjects",
+    "WriteTournamentRecord",
+];
+
+/// Nakama's other `register*` functions, which this runtime does not run
+/// yet: calling one fails loading, naming it.
+pub(super) const NOT_YET: &[&str] = &[
+    "registerMatch",
+    "registerRtBefore",
+    "registerRtAfter",
+    "registerMatchmakerMatched",
+    "registerLeaderboardReset",
+    "registerTournamentEnd",
+    "registerTournamentReset",
+    "registerShutdown",
+    "registerStorageIndex",
+    "registerStorageIndexFilter",
+    "registerPurchaseNotificationApple",
+    "registerPurchaseNotificationGoogle",
+    "registerSubscriptionNotificationApple",
+    "registerSubscriptionNotificationGoogle",
+];
+
+/// The callbacks one context's `InitModule` registered, by key: `rpc/<id>`,
+/// `before/<api>`, `after/<api>` (the keys the Lua runtime uses too).
+pub(super) type Callbacks = HashMap<String, Persistent<Function<'static>>>;
+
+/// Makes the initializer; registrations land in `callbacks`.
+pub(super) fn initializer<'js>(
+    ctx: &Ctx<'js>,
+    callbacks: &Rc<RefCell<Callbacks>>,
+) -> rquickjs::Result<Object<'js>> {
+    let init = Object::new(ctx.clone())?;
+    let store = callbacks.clone();
+    init.set(
+        "registerRpc",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, id: rquickjs::Value<'js>, f: rquickjs::Value<'js>| {
+                let Some(id) = id.as_string().map(|s| s.to_string()).transpose()? else {
+                    return Err(Exception::throw_type(
+                        &ctx,
+                        "registerRpc expects an id string as its first argument",
+                    ));
+                };
+                if id.is_empty() {
+                    return Err(Exception::throw_type(
+                        &ctx,
+                        "registerRpc expects a non-empty id",
+                    ));
+                }
+                register(
+                    &ctx,
+                    &store,
+                    format!("rpc/{}", id.to_ascii_lowercase()),
+                    "registerRpc",
+                    f,
+                )
+            },
+        )?,
+    )?;
+    for api in HOOKED_APIS {
+        for (prefix, kind) in [("registerBefore", "before"), ("registerAfter", "after")] {
+            let name = format!("{prefix}{api}");
+            let key = format!("{kind}/{}", api.to_ascii_lowercase());
+            let store = callbacks.clone();
+            let label = name.clone();
+            init.set(
+                name.as_str(),
+                Function::new(
+                    ctx.clone(),
+                    move |ctx: Ctx<'js>, f: rquickjs::Value<'js>| {
+                        register(&ctx, &store, key.clone(), &label, f)
+                    },
+                )?,
+            )?;
+        }
+    }
+    for name in NOT_YET {
+        init.set(
+            *name,
+            Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<()> {
+                Err(Exception::throw_internal(
+                    &ctx,
+                    &format!("initializer.{name} is not supported by ludus's js runtime yet (docs/runtime.md lists what is); move this callback to a lua module or remove it"),
+                ))
+            })?,
+        )?;
+    }
+    Ok(init)
+}
+
+fn register<'js>(
+    ctx: &Ctx<'js>,
+    store: &Rc<RefCell<Callbacks>>,
+    key: String,
+    what: &str,
+    f: rquickjs::Value<'js>,
+) -> rquickjs::Result<()> {
+    let Some(f) = f.into_function() else {
+        return Err(Exception::throw_type(
+            ctx,
+            &format!("{what} expects a function"),
+        ));
+    };
+    let mut callbacks = store.borrow_mut();
+    if callbacks.contains_key(&key) {
+        return Err(Exception::throw_internal(
+            ctx,
+            &format!("{key} is registered twice in the js module; register it once"),
+        ));
+    }
+    callbacks.insert(key, Persistent::save(ctx, f));
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! The JavaScript side of the runtime: Nakama's JS modules (a bundle whose
+//! global `InitModule(ctx, logger, nk, initializer)` registers callbacks,
+//! as TypeScript against `nakama-runtime` compiles to) on QuickJS, through
+//! `rquickjs`. The bundle is `runtime.js_entrypoint` under `runtime.path`
+//! (`index.js` when unset); without it there is no JS runtime.
+//!
+//! Every context evaluates the bundle and runs `InitModule`, so module-level
+//! state is private to a context, as it is to a Lua VM; state meant to be
+//! shared across calls belongs in `nk.localcache*` (or storage).
+
+mod budget;
+mod initializer;
+mod logger;
+mod nk;
+mod pool;
+mod shared;
+mod vm;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::Value;
+
+pub(crate) use shared::JsShared;
+
+use crate::context::CallContext;
+use crate::error::{LoadError, RuntimeError};
+use pool::JsPool;
+use vm::Keys;
+
+pub(crate) struct JsRuntime {
+    pool: JsPool,
+    keys: Keys,
+    /// The bundle's file name, for messages.
+    module: String,
+    shared: Arc<JsShared>,
+}
+
+impl JsRuntime {
+    /// Loads the bundle into the first context; `None` when there is no
+    /// bundle. Blocks until that context has run `InitModule`.
+    pub(crate) fn start(shared: Arc<JsShared>) -> Result<JsRuntime, LoadError> {
+        let module = shared.entrypoint.display().to_string();
+        let (pool, keys) = JsPool::start(shared.clone())?;
+        tracing::info!(
+            module = %module,
+            rpcs = keys.iter().filter(|k| k.starts_with("rpc/")).count(),
+            hooks = keys.iter().filter(|k| !k.starts_with("rpc/")).count(),
+            max_contexts = shared.settings.js_max_count,
+            "js runtime ready"
+        );
+        Ok(JsRuntime {
+            pool,
+            keys,
+            module,
+            shared,
+        })
+    }
+
+    /// Whether the module registered `key` (`rpc/<id>`, `before/<api>`…).
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.keys.contains(key)
+    }
+
+    /// The RPC ids the module registered, lower case.
+    pub(crate) fn rpc_ids(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().filter_map(|k| k.strip_prefix("rpc/"))
+    }
+
+    pub(crate) fn module(&self) -> &str {
+        &self.module
+    }
+
+    pub(crate) async fn call(
+        &self,
+        key: String,
+        ctx: CallContext,
+        args: Vec<Value>,
+    ) -> Result<Option<Value>, RuntimeError> {
+        self.pool.run(key, ctx, args).await
+    }
+
+    /// Refuses new calls and stops running ones at their next check.
+    pub(crate) fn close(&self) {
+        self.pool.close();
+        self.shared.shutdown.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,394 @@
+//! The JS runtime (`src/js/`): a Nakama-style bundle loaded into a real
+//! pool of QuickJS contexts, with in-memory services standing in for the
+//! server. JS twins of the Lua tests in `sandbox.rs`, `hostile.rs` and
+//! `await.rs`, and Nakama's rules for registration, errors, `ctx`, the
+//! logger and the `nk` functions the runtime has.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ludus_core::Code;
+use ludus_runtime::{CallContext, LoadError, Runtime, RuntimeSettings};
+use serde_json::{Value, json};
+
+use crate::support::{FakeServices, settings, start, start_with};
+
+fn js() -> RuntimeSettings {
+    settings("js")
+}
+
+async fn rpc(rt: &Runtime, id: &str, payload: &str) -> Result<String, ludus_runtime::RuntimeError> {
+    rt.rpc(CallContext::default(), id, payload.to_owned()).await
+}
+
+#[tokio::test]
+async fn init_module_registers_rpcs_that_answer_their_payload() {
+    let rt = start(js()).await.unwrap();
+    assert!(rt.has_rpc("echo"));
+    // Ids are case-insensitive, as Nakama's: `Count` is reached as `count`.
+    assert!(rt.has_rpc("COUNT"));
+    assert!(rt.rpc_ids().contains("fail_custom"));
+    assert_eq!(rpc(&rt, "echo", r#"{"a":1}"#).await.unwrap(), r#"{"a":1}"#);
+    let missing = rpc(&rt, "nope", "").await.unwrap_err();
+    assert_eq!(missing.code, Code::NotFound);
+}
+
+#[tokio::test]
+async fn a_thrown_object_gives_the_client_its_code_and_message() {
+    let rt = start(js()).await.unwrap();
+    let e = rpc(&rt, "fail_custom", "").await.unwrap_err();
+    assert_eq!(e.code, Code::FailedPrecondition);
+    assert_eq!(e.message, "not enough gold");
+    let e = rpc(&rt, "fail_error", "").await.unwrap_err();
+    assert_eq!(e.code, Code::Internal);
+    assert_eq!(e.message, "boom");
+    let e = rpc(&rt, "fail_typed", "").await.unwrap_err();
+    assert_eq!(e.code, Code::Internal);
+    assert!(e.message.starts_with("TypeError: "), "{}", e.message);
+    let e = rpc(&rt, "not_a_string", "").await.unwrap_err();
+    assert!(
+        e.message.contains("only one return value of type string"),
+        "{}",
+        e.message
+    );
+}
+
+#[tokio::test]
+async fn ctx_has_nakamas_js_key_names() {
+    let rt = start(js()).await.unwrap();
+    let call = CallContext {
+        user_id: Some("4ec4f126-3f9d-11e7-84ef-b7c182b36521".into()),
+        username: "ana".into(),
+        vars: [("tier".to_owned(), "gold".to_owned())].into(),
+        session_expiry: 1_900_000_000,
+        session_id: Some("s-1".into()),
+        lang: "de".into(),
+        client_ip: "10.0.0.9".into(),
+        client_port: "4242".into(),
+        query_params: [("q".to_owned(), vec!["1".to_owned()])].into(),
+        ..CallContext::default()
+    };
+    let answer = rt.rpc(call, "ctx", String::new()).await.unwrap();
+    let ctx: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(ctx["node"], "test-node");
+    assert_eq!(ctx["executionMode"], "rpc");
+    assert_eq!(ctx["env"], json!({"region": "eu"}));
+    assert_eq!(ctx["userId"], "4ec4f126-3f9d-11e7-84ef-b7c182b36521");
+    assert_eq!(ctx["username"], "ana");
+    assert_eq!(ctx["vars"], json!({"tier": "gold"}));
+    assert_eq!(ctx["userSessionExp"], 1_900_000_000);
+    assert_eq!(ctx["sessionId"], "s-1");
+    assert_eq!(ctx["lang"], "de");
+    assert_eq!(ctx["clientIp"], "10.0.0.9");
+    assert_eq!(ctx["clientPort"], "4242");
+    assert_eq!(ctx["queryParams"], json!({"q": ["1"]}));
+    // An http_key call has no user.
+    let answer = rpc(&rt, "ctx", "").await.unwrap();
+    let ctx: Value = serde_json::from_str(&answer).unwrap();
+    assert!(ctx.get("userId").is_none(), "{ctx}");
+}
+
+#[tokio::test]
+async fn logger_fields_accumulate_without_changing_the_parent() {
+    let rt = start(js()).await.unwrap();
+    let answer: Value = serde_json::from_str(&rpc(&rt, "logs", "").await.unwrap()).unwrap();
+    assert_eq!(answer["fields"], json!({"match": "m1", "round": 2}));
+    assert_eq!(answer["root"], json!({}));
+}
+
+#[tokio::test]
+async fn nk_utilities_answer_as_nakamas() {
+    let rt = start(js()).await.unwrap();
+    let u: Value = serde_json::from_str(&rpc(&rt, "utils", "").await.unwrap()).unwrap();
+    assert_eq!(u["uuid"], true);
+    assert_eq!(u["b64"], "aGVsbG8/");
+    assert_eq!(u["b64nopad"], "aGk");
+    assert_eq!(u["b64url"], "aGVsbG8_");
+    assert_eq!(u["b64back"], "hello?");
+    assert_eq!(u["b16"], "415a");
+    assert_eq!(u["b16back"], "AZ");
+    assert_eq!(
+        u["sha256"],
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    assert_eq!(u["md5"], "900150983cd24fb0d6963f7d28e17f72");
+    assert_eq!(u["bytes"], 3);
+    assert_eq!(u["cron"], 1_700_002_800);
+    assert_eq!(u["timeIsNow"], true);
+    assert_eq!(u["cache"], json!([42, "gone"]));
+    let e = rpc(&rt, "bad_base64", "").await.unwrap_err();
+    assert!(
+        e.message.contains("not a valid base64 string"),
+        "{}",
+        e.message
+    );
+}
+
+#[tokio::test]
+async fn before_hooks_registered_by_nakamas_names_rewrite_the_request() {
+    let rt = start(js()).await.unwrap();
+    assert!(rt.has_before("getaccount"));
+    assert!(rt.has_before("deletefriends"));
+    assert!(!rt.has_after("getaccount"));
+    let out = rt
+        .before(
+            CallContext::default(),
+            "deletefriends",
+            json!({"ids": ["a"]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, Some(json!({"ids": ["rewritten"]})));
+}
+
+/// Twin of the Lua sandbox: nothing of the host is reachable by name.
+#[tokio::test]
+async fn module_code_reaches_no_files_network_or_process() {
+    let rt = start(js()).await.unwrap();
+    let seen: Value = serde_json::from_str(&rpc(&rt, "reach", "").await.unwrap()).unwrap();
+    for (name, kind) in seen.as_object().unwrap() {
+        assert_eq!(kind, "undefined", "{name} is reachable from module code");
+    }
+}
+
+/// Twin of `everything_reachable_is_on_the_allow_list`: the global object
+/// holds the language's built-ins and the bundle's own functions, nothing
+/// that reaches the host.
+#[tokio::test]
+async fn every_global_is_on_the_allow_list() {
+    const BUILT_INS: &[&str] = &[
+        // QuickJS's own: `performance.now()` and `queueMicrotask` reach no
+        // host resource (no timer, no I/O).
+        "Atomics",
+        "DOMException",
+        "Float16Array",
+        "InternalError",
+        "Iterator",
+        "performance",
+        "queueMicrotask",
+        "AggregateError",
+        "Array",
+        "ArrayBuffer",
+        "BigInt",
+        "BigInt64Array",
+        "BigUint64Array",
+        "Boolean",
+        "DataView",
+        "Date",
+        "Error",
+        "EvalError",
+        "FinalizationRegistry",
+        "Float32Array",
+        "Float64Array",
+        "Function",
+        "Infinity",
+        "Int16Array",
+        "Int32Array",
+        "Int8Array",
+        "JSON",
+        "Map",
+        "Math",
+        "NaN",
+        "Number",
+        "Object",
+        "Promise",
+        "Proxy",
+        "RangeError",
+        "ReferenceError",
+        "Reflect",
+        "RegExp",
+        "Set",
+        "SharedArrayBuffer",
+        "String",
+        "Symbol",
+        "SyntaxError",
+        "TypeError",
+        "URIError",
+        "Uint16Array",
+        "Uint32Array",
+        "Uint8Array",
+        "Uint8ClampedArray",
+        "WeakMap",
+        "WeakRef",
+        "WeakSet",
+        "decodeURI",
+        "decodeURIComponent",
+        "encodeURI",
+        "encodeURIComponent",
+        "escape",
+        "eval",
+        "globalThis",
+        "isFinite",
+        "isNaN",
+        "parseFloat",
+        "parseInt",
+        "undefined",
+        "unescape",
+    ];
+    let rt = start(js()).await.unwrap();
+    let names: Vec<String> = serde_json::from_str(&rpc(&rt, "globals", "").await.unwrap()).unwrap();
+    let module = ["calls", "InitModule"];
+    let strange: Vec<&String> = names
+        .iter()
+        .filter(|n| !BUILT_INS.contains(&n.as_str()) && !module.contains(&n.as_str()))
+        .filter(|n| !n.starts_with(char::is_lowercase) || !is_module_function(n))
+        .collect();
+    assert!(
+        strange.is_empty(),
+        "globals outside the allow-list: {strange:?}\nall: {names:?}"
+    );
+}
+
+/// The fixture's own top-level functions (lower camel case, defined in
+/// `fixtures/js/index.js`).
+fn is_module_function(name: &str) -> bool {
+    let source = include_str!("../fixtures/js/index.js");
+    source.contains(&format!("function {name}("))
+}
+
+/// Twin of `hostile.rs`: a runaway loop ends its call at the deadline, even
+/// one that tries to catch the interrupt, and the context serves the next.
+#[tokio::test]
+async fn a_runaway_loop_ends_at_the_deadline_and_the_context_lives_on() {
+    let mut s = js();
+    s.js_max_count = 1;
+    s.js_call_timeout = Duration::from_millis(200);
+    let rt = start(s).await.unwrap();
+    for id in ["spin", "spin_catching"] {
+        let e = rpc(&rt, id, "").await.unwrap_err();
+        assert_eq!(e.code, Code::DeadlineExceeded, "{id}: {e:?}");
+        assert!(
+            e.message.contains("runtime.js_call_timeout_ms"),
+            "{}",
+            e.message
+        );
+        assert_eq!(rpc(&rt, "echo", "still here").await.unwrap(), "still here");
+    }
+}
+
+#[tokio::test]
+async fn a_runaway_allocation_ends_its_call_and_the_context_is_made_anew() {
+    let mut s = js();
+    s.js_max_count = 1;
+    s.js_memory_limit_bytes = 8 << 20;
+    let rt = start(s).await.unwrap();
+    assert_eq!(rpc(&rt, "count", "").await.unwrap(), "1");
+    let e = rpc(&rt, "hog", "").await.unwrap_err();
+    assert_eq!(e.code, Code::ResourceExhausted, "{e:?}");
+    assert!(
+        e.message.contains("runtime.js_memory_limit_bytes"),
+        "{}",
+        e.message
+    );
+    // A fresh context: its module state starts over.
+    assert_eq!(rpc(&rt, "count", "").await.unwrap(), "1");
+}
+
+/// Twin of `await.rs`: two calls waiting on the server at once, each in its
+/// own context (the fake's gate opens only when both wait together).
+#[tokio::test]
+async fn a_call_waiting_on_the_server_holds_no_thread_another_call_needs() {
+    let services = Arc::new(FakeServices::default());
+    let mut s = js();
+    s.js_max_count = 2;
+    let rt = Arc::new(start_with(s, services.clone()).await.unwrap());
+    let calls: Vec<_> = (0..2)
+        .map(|_| {
+            let rt = rt.clone();
+            tokio::spawn(async move {
+                rt.rpc(CallContext::default(), "wallet", r#"{"gate":2}"#.into())
+                    .await
+            })
+        })
+        .collect();
+    for c in calls {
+        let answer: Value = serde_json::from_str(&c.await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["updated"]["gate"], 2, "{answer}");
+        assert_eq!(answer["userId"], "4ec4f126-3f9d-11e7-84ef-b7c182b36521");
+    }
+    assert_eq!(services.max_in_flight.load(Ordering::SeqCst), 2);
+}
+
+/// Twin of the Lua pool's rule: a call that waits longer than the pool
+/// timeout is answered `ResourceExhausted` and never runs.
+#[tokio::test]
+async fn a_call_that_waits_too_long_is_refused_and_never_runs() {
+    let mut s = js();
+    s.js_max_count = 1;
+    s.pool_timeout = Duration::from_millis(200);
+    let rt = Arc::new(
+        start_with(s, Arc::new(FakeServices::default()))
+            .await
+            .unwrap(),
+    );
+    let held = {
+        let rt = rt.clone();
+        tokio::spawn(async move {
+            rt.rpc(
+                CallContext::default(),
+                "wallet",
+                r#"{"hold_ms":800}"#.into(),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let e = rpc(&rt, "mark", "late").await.unwrap_err();
+    assert_eq!(e.code, Code::ResourceExhausted, "{e:?}");
+    assert!(
+        e.message.contains("runtime.lua_pool_timeout_ms"),
+        "{}",
+        e.message
+    );
+    held.await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(rpc(&rt, "marked", "").await.unwrap(), "none");
+}
+
+/// Module state is per context: one context's calls see their own counter.
+#[tokio::test]
+async fn module_state_belongs_to_one_context() {
+    let mut s = js();
+    s.js_max_count = 1;
+    let rt = start(s).await.unwrap();
+    for n in 1..=3 {
+        assert_eq!(rpc(&rt, "count", "").await.unwrap(), n.to_string());
+    }
+}
+
+#[tokio::test]
+async fn an_id_registered_by_lua_and_js_is_refused_naming_both() {
+    let err = start(settings("js_twice")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, LoadError::Setup(_)), "{text}");
+    assert!(text.contains("\"shared_id\""), "{text}");
+    assert!(
+        text.contains("index.js") && text.contains("a lua module"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_bundle_that_cannot_load_stops_start_naming_the_problem() {
+    let err = start(settings("js_no_init")).await.unwrap_err().to_string();
+    assert!(err.contains("InitModule"), "{err}");
+    let err = start(settings("js_syntax")).await.unwrap_err().to_string();
+    assert!(
+        err.contains("index.js") && err.contains("SyntaxError"),
+        "{err}"
+    );
+    let err = start(settings("js_match")).await.unwrap_err().to_string();
+    assert!(err.contains("registerMatch is not supported"), "{err}");
+}
+
+#[tokio::test]
+async fn no_bundle_means_no_js_runtime() {
+    // The Lua fixtures have no index.js: nothing from JS is registered.
+    let rt = start(settings("await")).await.unwrap();
+    assert!(!rt.has_rpc("echo") || rt.rpc_ids().contains("echo"));
+    let mut s = js();
+    s.js_entrypoint = "other.js".into();
+    let rt = start(s).await.unwrap();
+    assert!(!rt.has_rpc("fail_custom"));
+}
