@@ -22,6 +22,8 @@ pub enum ExecutionMode {
     LeaderboardReset,
     TournamentEnd,
     TournamentReset,
+    /// An event callback (`register_event*`).
+    Event,
 }
 
 impl ExecutionMode {
@@ -39,6 +41,7 @@ impl ExecutionMode {
             ExecutionMode::LeaderboardReset => "leaderboard_reset",
             ExecutionMode::TournamentEnd => "tournament_end",
             ExecutionMode::TournamentReset => "tournament_reset",
+            ExecutionMode::Event => "event",
         }
     }
 }

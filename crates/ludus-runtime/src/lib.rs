@@ -12,6 +12,7 @@
 
 mod context;
 mod error;
+mod events;
 mod js;
 mod localcache;
 mod lua;
@@ -23,6 +24,7 @@ mod settings;
 
 pub use context::{CallContext, ExecutionMode, Headers};
 pub use error::{LoadError, RuntimeError};
+pub use events::Event;
 pub use lua::{LuaCheck, UnknownNkReference, check_lua_modules};
 pub use ludus_core::Code;
 /// The match handler interface, for native match handlers.

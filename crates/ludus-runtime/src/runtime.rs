@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, RuntimeError};
+use crate::events::{Event, EventKind, EventQueue, Queued};
 use crate::js::{JsRuntime, JsShared};
 use crate::localcache::LocalCache;
 use crate::lua::{LuaRuntime, LuaShared};
@@ -37,6 +38,9 @@ pub struct Runtime {
     /// (registrations never change after start-up).
     rt_before: HashSet<&'static str>,
     rt_after: HashSet<&'static str>,
+    /// The event queue and, until `start_events` takes it, its receiver.
+    events: EventQueue,
+    event_rx: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Queued>>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -71,6 +75,8 @@ impl Runtime {
         let js_handle = handle.clone();
         let cache = Arc::new(LocalCache::default());
         let lua_cache = cache.clone();
+        let (events, event_rx) = EventQueue::new(settings.event_queue_size);
+        let lua_events = events.clone();
         let (shared, lua) = tokio::task::spawn_blocking(move || {
             let sources = Arc::new(crate::lua::discover(&lua_settings.path)?);
             let shared = Arc::new(LuaShared {
@@ -81,6 +87,7 @@ impl Runtime {
                 sources,
                 native_matches: lua_native,
                 run_once: Default::default(),
+                events: lua_events,
             });
             LuaRuntime::start(shared.clone()).map(|lua| (shared, lua))
         })
@@ -121,7 +128,14 @@ impl Runtime {
                 .is_some()
                 .then_some(shared as Arc<dyn crate::native::ScriptMatches>),
         };
-        Ok(Runtime::assemble(settings, native, lua, js, handlers))
+        Ok(Runtime::assemble(
+            settings,
+            native,
+            lua,
+            js,
+            handlers,
+            (events, event_rx),
+        ))
     }
 
     /// A runtime with no modules, for servers and tests that need none.
@@ -137,6 +151,7 @@ impl Runtime {
             None,
             None,
             handlers,
+            EventQueue::new(1),
         )
     }
 
@@ -146,6 +161,7 @@ impl Runtime {
         lua: Option<LuaRuntime>,
         js: Option<JsRuntime>,
         handlers: Handlers,
+        (events, event_rx): (EventQueue, tokio::sync::mpsc::Receiver<Queued>),
     ) -> Runtime {
         let mut runtime = Runtime {
             settings,
@@ -155,6 +171,8 @@ impl Runtime {
             handlers,
             rt_before: HashSet::new(),
             rt_after: HashSet::new(),
+            events,
+            event_rx: std::sync::Mutex::new(Some(event_rx)),
         };
         runtime.rt_before = MESSAGE_NAMES
             .iter()
@@ -397,6 +415,95 @@ impl Runtime {
         {
             Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
             _ => Ok(None),
+        }
+    }
+
+    /// Starts the tasks that deliver queued events to the modules' event
+    /// callbacks (`runtime.event_queue_workers`); a second call does nothing.
+    /// They hold the runtime weakly and end when it is gone.
+    pub fn start_events(self: &Arc<Self>) {
+        let Some(rx) = self.event_rx.lock().ok().and_then(|mut rx| rx.take()) else {
+            return;
+        };
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        for _ in 0..self.settings.event_queue_workers.max(1) {
+            let rx = rx.clone();
+            let runtime = Arc::downgrade(self);
+            tokio::spawn(async move {
+                loop {
+                    let Some(queued) = rx.lock().await.recv().await else {
+                        return;
+                    };
+                    let Some(runtime) = runtime.upgrade() else {
+                        return;
+                    };
+                    runtime.deliver(queued).await;
+                }
+            });
+        }
+    }
+
+    /// Queues an event for `register_event` (`nk.event` from native modules,
+    /// `POST /v2/event`); dropped, logged and counted when the queue is full.
+    pub fn event(&self, ctx: CallContext, event: Event) {
+        if self.has_event_callback(EventKind::Custom) {
+            self.events.push(Queued {
+                kind: EventKind::Custom,
+                ctx,
+                event,
+            });
+        }
+    }
+
+    /// Queues a session's start or end for `register_event_session_start` or
+    /// `_end`; costs nothing when no module registered one.
+    pub fn session_event(&self, ctx: CallContext, start: bool) {
+        let (kind, name) = match start {
+            true => (EventKind::SessionStart, "session_start"),
+            false => (EventKind::SessionEnd, "session_end"),
+        };
+        if self.has_event_callback(kind) {
+            self.events.push(Queued {
+                kind,
+                ctx,
+                event: Event {
+                    name: name.to_owned(),
+                    ..Event::default()
+                },
+            });
+        }
+    }
+
+    /// Events dropped because the queue was full.
+    pub fn events_dropped(&self) -> u64 {
+        self.events.dropped()
+    }
+
+    fn has_event_callback(&self, kind: EventKind) -> bool {
+        self.lua.as_ref().is_some_and(|lua| {
+            let reg = lua.registered();
+            match kind {
+                EventKind::Custom => reg.event,
+                EventKind::SessionStart => reg.event_session_start,
+                EventKind::SessionEnd => reg.event_session_end,
+            }
+        })
+    }
+
+    async fn deliver(&self, queued: Queued) {
+        let Some(lua) = &self.lua else { return };
+        let key = match queued.kind {
+            EventKind::Custom => "event",
+            EventKind::SessionStart => "event_session_start",
+            EventKind::SessionEnd => "event_session_end",
+        };
+        let mut ctx = queued.ctx;
+        ctx.mode = ExecutionMode::Event;
+        if let Err(e) = lua
+            .call(key.into(), ctx, vec![queued.event.to_value()])
+            .await
+        {
+            tracing::warn!(callback = key, error = %e, "lua event callback failed");
         }
     }
 

@@ -47,6 +47,10 @@ pub struct RuntimeSettings {
     pub js_memory_limit_bytes: usize,
     /// Wall-clock time one JS call (RPC, hook, `InitModule`) may run.
     pub js_call_timeout: Duration,
+    /// Events waiting for the event callbacks; more are dropped.
+    pub event_queue_size: usize,
+    /// Tasks delivering events to the callbacks.
+    pub event_queue_workers: usize,
 }
 
 impl Default for RuntimeSettings {
@@ -70,6 +74,8 @@ impl Default for RuntimeSettings {
             js_max_count: 32,
             js_memory_limit_bytes: 64 << 20,
             js_call_timeout: Duration::from_secs(5),
+            event_queue_size: 65_536,
+            event_queue_workers: 8,
         }
     }
 }

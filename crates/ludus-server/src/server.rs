@@ -179,6 +179,7 @@ pub async fn start_with(
         )
         .await?,
     );
+    runtime.start_events();
     // Modules registered their storage indexes while loading: fill them now,
     // with the modules' filters (held weakly: the runtime holds `storage`).
     let filter: std::sync::Weak<dyn ludus_core::storage_index::IndexFilter> =

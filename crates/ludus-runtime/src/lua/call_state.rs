@@ -70,6 +70,10 @@ pub(crate) struct Registered {
     pub leaderboard_reset: bool,
     pub tournament_reset: bool,
     pub tournament_end: bool,
+    /// `register_event`, `register_event_session_start`, `_end`.
+    pub event: bool,
+    pub event_session_start: bool,
+    pub event_session_end: bool,
     /// Storage indexes with a filter function.
     pub index_filters: BTreeSet<String>,
 }

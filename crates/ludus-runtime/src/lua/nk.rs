@@ -201,6 +201,27 @@ fn install_registrations(
             Ok(())
         })?,
     )?;
+    for (fn_name, key) in [
+        ("register_event", "event"),
+        ("register_event_session_start", "event_session_start"),
+        ("register_event_session_end", "event_session_end"),
+    ] {
+        let callbacks = callbacks.clone();
+        nk.set(
+            fn_name,
+            lua.create_function(move |lua, f: Function| {
+                let state = loading_state(lua, fn_name)?;
+                callbacks.raw_set(key, f)?;
+                let mut reg = state.registered.borrow_mut();
+                match key {
+                    "event" => reg.event = true,
+                    "event_session_start" => reg.event_session_start = true,
+                    _ => reg.event_session_end = true,
+                }
+                Ok(())
+            })?,
+        )?;
+    }
     let callbacks_sd = callbacks.clone();
     nk.set(
         "register_shutdown",
@@ -355,6 +376,51 @@ fn install_misc(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<
             }
             Ok(cron.next_after(ts))
         })?,
+    )?;
+    let events = shared.events.clone();
+    nk.set(
+        "event",
+        lua.create_function(
+            move |lua,
+                  (name, properties, timestamp, external): (
+                String,
+                Option<LuaValue>,
+                Option<i64>,
+                Option<bool>,
+            )| {
+                if name.is_empty() {
+                    return Err(mlua::Error::runtime("event: name must not be empty"));
+                }
+                let mut props = std::collections::BTreeMap::new();
+                if let Some(table) = properties.filter(|p| !p.is_nil()) {
+                    let value = convert::from_lua(lua, &table)?;
+                    let Some(map) = value.as_object() else {
+                        return Err(mlua::Error::runtime(
+                            "event: properties must be a table of strings",
+                        ));
+                    };
+                    for (k, v) in map {
+                        let Some(s) = v.as_str() else {
+                            return Err(mlua::Error::runtime(format!(
+                                "event: property {k} must be a string"
+                            )));
+                        };
+                        props.insert(k.clone(), s.to_owned());
+                    }
+                }
+                events.push(crate::events::Queued {
+                    kind: crate::events::EventKind::Custom,
+                    ctx: crate::context::CallContext::new(crate::context::ExecutionMode::Event),
+                    event: crate::events::Event {
+                        name,
+                        properties: props,
+                        timestamp_ms: timestamp.unwrap_or(0).saturating_mul(1000),
+                        external: external.unwrap_or(false),
+                    },
+                });
+                Ok(())
+            },
+        )?,
     )?;
     let cache = shared.cache.clone();
     nk.set(

@@ -27,6 +27,8 @@ pub(crate) struct LuaShared {
     pub native_matches: Arc<HashMap<String, MatchFactory>>,
     /// Set by the first `nk.run_once` call; later calls do nothing.
     pub run_once: AtomicBool,
+    /// Where `nk.event` queues events for the event callbacks.
+    pub events: crate::events::EventQueue,
 }
 
 impl LuaShared {

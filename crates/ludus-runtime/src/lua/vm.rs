@@ -715,6 +715,7 @@ mod tests {
             sources: modules.clone(),
             native_matches: Default::default(),
             run_once: Default::default(),
+            events: crate::events::EventQueue::new(1).0,
         })
     }
 

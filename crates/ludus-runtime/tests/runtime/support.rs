@@ -313,6 +313,8 @@ pub(crate) fn settings(name: &str) -> RuntimeSettings {
         js_max_count: 4,
         js_memory_limit_bytes: 16 << 20,
         js_call_timeout: Duration::from_secs(5),
+        event_queue_size: 64,
+        event_queue_workers: 2,
     }
 }
 

@@ -15,7 +15,6 @@ use crate::state::AppState;
 
 const FRIEND_IMPORT: &str =
     "importing facebook or steam friends is not available in this server yet";
-const EVENTS: &str = "events are not available in this server yet";
 const SAMSUNG: &str =
     "samsung galaxy store purchase validation is not available in this server yet";
 
@@ -28,7 +27,6 @@ pub(crate) const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
     (M::POST, "/v2/friend/facebook", FRIEND_IMPORT),
     (M::POST, "/v2/friend/steam", FRIEND_IMPORT),
     // Events and Samsung purchases.
-    (M::POST, "/v2/event", EVENTS),
     (M::POST, "/v2/iap/purchase/samsung", SAMSUNG),
 ];
 

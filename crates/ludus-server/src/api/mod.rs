@@ -7,6 +7,7 @@ pub(crate) mod access_log;
 mod account;
 mod authenticate;
 mod channel;
+mod event;
 mod friend;
 mod group;
 mod leaderboard;
@@ -80,6 +81,7 @@ pub(crate) fn router(state: AppState) -> Router {
         )
         .route("/v2/account/session/refresh", post(session::refresh))
         .route("/v2/session/logout", post(session::logout))
+        .route("/v2/event", post(event::send))
         .route(
             "/v2/account",
             get(account::get)

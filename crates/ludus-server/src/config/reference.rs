@@ -318,6 +318,14 @@ const MEANINGS: &[(&str, &str)] = &[
         "wall-clock time one JS call (RPC, hook, `InitModule`) may run, server calls included; past it the call fails with 504 (10 to 60000)",
     ),
     (
+        "runtime.event_queue_size",
+        "events (`nk.event`, `POST /v2/event`, session start and end) waiting for the modules' event callbacks; one that finds the queue full is dropped and logged, and the caller never waits",
+    ),
+    (
+        "runtime.event_queue_workers",
+        "tasks delivering queued events to the event callbacks",
+    ),
+    (
         "social.apple.bundle_id",
         "the app's bundle id: Apple ID tokens must name it as their audience; empty turns Apple sign-in off",
     ),

@@ -97,6 +97,13 @@ fn render(metrics: &Arc<ServerMetrics>, state: &AppState) -> String {
             realtime.matchmaker.core().ticket_count() as f64,
         ),
     ];
+    // The runtime counts the events its queue dropped; the counter catches
+    // up at each scrape (scrapes are served one at a time).
+    let dropped = state.runtime.events_dropped();
+    let counted = metrics.core.dropped_events.get();
+    if dropped > counted {
+        metrics.core.dropped_events.add(dropped - counted);
+    }
     metrics.render(&gauges)
 }
 

@@ -57,6 +57,10 @@ pub struct RuntimeConfig {
     pub js_memory_limit_bytes: usize,
     /// Wall-clock milliseconds one JS call may run before it is stopped.
     pub js_call_timeout_ms: u64,
+    /// Events waiting for the event callbacks; more are dropped (Nakama's key).
+    pub event_queue_size: usize,
+    /// Tasks delivering events to the callbacks (Nakama's key).
+    pub event_queue_workers: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -82,6 +86,8 @@ impl Default for RuntimeConfig {
             js_max_count: d.js_max_count,
             js_memory_limit_bytes: d.js_memory_limit_bytes,
             js_call_timeout_ms: d.js_call_timeout.as_millis() as u64,
+            event_queue_size: d.event_queue_size,
+            event_queue_workers: d.event_queue_workers,
         }
     }
 }
@@ -153,6 +159,12 @@ impl RuntimeConfig {
                 "runtime.js_entrypoint",
                 "must be a file name under runtime.path (no `..`, not absolute)",
             );
+        }
+        if self.event_queue_size == 0 {
+            return bad("runtime.event_queue_size", "must be at least 1");
+        }
+        if !(1..=1024).contains(&self.event_queue_workers) {
+            return bad("runtime.event_queue_workers", "must be between 1 and 1024");
         }
         if self.sql_max_rows == 0 {
             return bad("runtime.sql_max_rows", "must be at least 1");

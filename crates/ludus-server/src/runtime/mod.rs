@@ -82,6 +82,8 @@ pub async fn start(
         js_max_count: rc.js_max_count,
         js_memory_limit_bytes: rc.js_memory_limit_bytes,
         js_call_timeout: Duration::from_millis(rc.js_call_timeout_ms),
+        event_queue_size: rc.event_queue_size,
+        event_queue_workers: rc.event_queue_workers,
     };
     let http = HyperClient::new(rc).map_err(LoadError::Setup)?;
     let services = ServerServices::new(

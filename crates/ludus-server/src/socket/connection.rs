@@ -103,6 +103,9 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
         m.core.ws_opened.inc();
     }
     tracing::debug!(session_id = %session.id(), user_id = %session.user_id(), "socket open");
+    sockets
+        .modules
+        .session_event(session_context(&session), true);
     let mut liveness = Liveness::new(settings.liveness, Instant::now());
     let write_wait = settings.write_wait;
     let mut requests = Requests {
@@ -208,6 +211,9 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
     // would have nowhere to go).
     drop(requests);
     realtime.disconnect(&session);
+    sockets
+        .modules
+        .session_event(session_context(&session), false);
     drop(ws);
     drop(open);
 }
@@ -308,4 +314,13 @@ async fn write(
         Ok(Ok(())) => Ok(()),
         _ => Err(WriteFailed),
     }
+}
+
+/// What a session's start and end events tell the modules of it.
+fn session_context(session: &SessionHandle) -> ludus_runtime::CallContext {
+    let mut ctx = ludus_runtime::CallContext::new(ludus_runtime::ExecutionMode::Event);
+    ctx.user_id = Some(session.user_id().to_string());
+    ctx.username = session.username().to_owned();
+    ctx.session_id = Some(session.id().to_string());
+    ctx
 }

@@ -69,6 +69,7 @@ const CALLED: &[&str] = &[
     "ListMatches",
     "ListParties",
     "GetMatchmakerStats",
+    "Event",
 ];
 
 const MODULE: &str = r#"
@@ -362,6 +363,11 @@ async fn every_successful_call_runs_its_after_hook(backend: Backend) {
     ok(
         &s.get_bearer("/v2/matchmaker/stats", &ta).await,
         "matchmaker stats",
+    );
+    ok(
+        &s.post_bearer("/v2/event", &ta, json!({"name": "after"}))
+            .await,
+        "event",
     );
 
     // Ending a session and an account.

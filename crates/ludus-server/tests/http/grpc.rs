@@ -103,6 +103,7 @@ const HOOKED: &[(&str, bool)] = &[
     ("ValidateSubscriptionGoogle", false),
     ("GetSubscription", false),
     ("ListSubscriptions", false),
+    ("Event", false),
 ];
 
 async fn channel(server: &TestServer) -> Channel {

@@ -10,6 +10,7 @@ mod client;
 
 mod chat;
 mod envelope;
+mod events;
 mod friends;
 mod group_chat;
 mod js_rpc;
