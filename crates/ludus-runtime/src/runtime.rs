@@ -456,8 +456,9 @@ impl Runtime {
     }
 
     /// Queues a session's start or end for `register_event_session_start` or
-    /// `_end`; costs nothing when no module registered one.
-    pub fn session_event(&self, ctx: CallContext, start: bool) {
+    /// `_end`; costs nothing (`ctx` is not even made) when no module
+    /// registered one.
+    pub fn session_event(&self, start: bool, ctx: impl FnOnce() -> CallContext) {
         let (kind, name) = match start {
             true => (EventKind::SessionStart, "session_start"),
             false => (EventKind::SessionEnd, "session_end"),
@@ -465,7 +466,7 @@ impl Runtime {
         if self.has_event_callback(kind) {
             self.events.push(Queued {
                 kind,
-                ctx,
+                ctx: ctx(),
                 event: Event {
                     name: name.to_owned(),
                     ..Event::default()

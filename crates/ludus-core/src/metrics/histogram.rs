@@ -21,6 +21,12 @@ impl Counter {
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
+
+    /// Raises the count to `total` when it is lower: for a count kept
+    /// elsewhere and copied in at scrape time, safe when scrapes overlap.
+    pub fn raise_to(&self, total: u64) {
+        self.0.fetch_max(total, Ordering::Relaxed);
+    }
 }
 
 /// A value set from time to time (stored as the bits of an `f64`).

@@ -11,7 +11,7 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use mlua::{Function, Lua, Table, Value as LuaValue};
 
-use super::call_state::CallState;
+use super::call_state::{CallState, Registered};
 use super::convert;
 use super::ctx::context_table;
 use super::nk_common::loading_state;
@@ -39,6 +39,9 @@ pub(super) fn install(
 }
 
 /// Makes the functions of one group into `nk`.
+/// Sets the flag of a callback that was registered.
+type MarkRegistered = fn(&mut Registered);
+
 type Group = fn(&Lua, &Arc<LuaShared>, &Table, &Table) -> mlua::Result<()>;
 
 /// The groups made on first use, by index.
@@ -191,64 +194,38 @@ fn install_registrations(
         })?;
         nk.set(fn_name, f)?;
     }
-    let callbacks_mm = callbacks.clone();
-    nk.set(
-        "register_matchmaker_matched",
-        lua.create_function(move |lua, f: Function| {
-            let state = loading_state(lua, "register_matchmaker_matched")?;
-            callbacks_mm.raw_set("matchmaker_matched", f)?;
-            state.registered.borrow_mut().matchmaker_matched = true;
-            Ok(())
-        })?,
-    )?;
-    for (fn_name, key) in [
-        ("register_event", "event"),
-        ("register_event_session_start", "event_session_start"),
-        ("register_event_session_end", "event_session_end"),
-    ] {
+    // Callbacks a module registers one of each: the function, its key in
+    // the callbacks table, and the flag the runtime checks before calling.
+    let single: [(&str, &str, MarkRegistered); 8] = [
+        ("register_matchmaker_matched", "matchmaker_matched", |r| {
+            r.matchmaker_matched = true;
+        }),
+        ("register_shutdown", "shutdown", |r| r.shutdown = true),
+        ("register_event", "event", |r| r.event = true),
+        ("register_event_session_start", "event_session_start", |r| {
+            r.event_session_start = true;
+        }),
+        ("register_event_session_end", "event_session_end", |r| {
+            r.event_session_end = true;
+        }),
+        ("register_leaderboard_reset", "leaderboard_reset", |r| {
+            r.leaderboard_reset = true;
+        }),
+        ("register_tournament_reset", "tournament_reset", |r| {
+            r.tournament_reset = true;
+        }),
+        ("register_tournament_end", "tournament_end", |r| {
+            r.tournament_end = true;
+        }),
+    ];
+    for (fn_name, key, mark) in single {
         let callbacks = callbacks.clone();
         nk.set(
             fn_name,
             lua.create_function(move |lua, f: Function| {
                 let state = loading_state(lua, fn_name)?;
                 callbacks.raw_set(key, f)?;
-                let mut reg = state.registered.borrow_mut();
-                match key {
-                    "event" => reg.event = true,
-                    "event_session_start" => reg.event_session_start = true,
-                    _ => reg.event_session_end = true,
-                }
-                Ok(())
-            })?,
-        )?;
-    }
-    let callbacks_sd = callbacks.clone();
-    nk.set(
-        "register_shutdown",
-        lua.create_function(move |lua, f: Function| {
-            let state = loading_state(lua, "register_shutdown")?;
-            callbacks_sd.raw_set("shutdown", f)?;
-            state.registered.borrow_mut().shutdown = true;
-            Ok(())
-        })?,
-    )?;
-    for (fn_name, key) in [
-        ("register_leaderboard_reset", "leaderboard_reset"),
-        ("register_tournament_reset", "tournament_reset"),
-        ("register_tournament_end", "tournament_end"),
-    ] {
-        let callbacks = callbacks.clone();
-        nk.set(
-            fn_name,
-            lua.create_function(move |lua, f: Function| {
-                let state = loading_state(lua, fn_name)?;
-                callbacks.raw_set(key, f)?;
-                let mut reg = state.registered.borrow_mut();
-                match key {
-                    "leaderboard_reset" => reg.leaderboard_reset = true,
-                    "tournament_reset" => reg.tournament_reset = true,
-                    _ => reg.tournament_end = true,
-                }
+                mark(&mut state.registered.borrow_mut());
                 Ok(())
             })?,
         )?;

@@ -98,12 +98,11 @@ fn render(metrics: &Arc<ServerMetrics>, state: &AppState) -> String {
         ),
     ];
     // The runtime counts the events its queue dropped; the counter catches
-    // up at each scrape (scrapes are served one at a time).
-    let dropped = state.runtime.events_dropped();
-    let counted = metrics.core.dropped_events.get();
-    if dropped > counted {
-        metrics.core.dropped_events.add(dropped - counted);
-    }
+    // up at each scrape.
+    metrics
+        .core
+        .dropped_events
+        .raise_to(state.runtime.events_dropped());
     metrics.render(&gauges)
 }
 

@@ -105,7 +105,7 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
     tracing::debug!(session_id = %session.id(), user_id = %session.user_id(), "socket open");
     sockets
         .modules
-        .session_event(session_context(&session), true);
+        .session_event(true, || session_context(&session));
     let mut liveness = Liveness::new(settings.liveness, Instant::now());
     let write_wait = settings.write_wait;
     let mut requests = Requests {
@@ -213,7 +213,7 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
     realtime.disconnect(&session);
     sockets
         .modules
-        .session_event(session_context(&session), false);
+        .session_event(false, || session_context(&session));
     drop(ws);
     drop(open);
 }
