@@ -47,7 +47,63 @@ impl Notification {
     /// every reader: content a JSON object under the stored-JSON rule, and
     /// a subject without NUL.
     pub fn check(&self) -> Result<(), crate::error::ApiError> {
-        crate::stored_json::check_name(&self.subject, "notification subject", usize::MAX)?;
+        crate::stored_json::check_name(&self.subject, "notification subject", MAX_SUBJECT_CHARS)?;
         crate::stored_json::check_object(&self.content, "notification content")
+    }
+}
+
+/// Longest subject a notification may have (PostgreSQL's column).
+pub const MAX_SUBJECT_CHARS: usize = 255;
+
+/// One change `nk.notifications_update` makes to a stored notification:
+/// each field given replaces the stored one; the others stay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotificationUpdate {
+    pub id: Uuid,
+    /// A JSON object.
+    pub content: Option<String>,
+    pub subject: Option<String>,
+    pub sender_id: Option<Uuid>,
+}
+
+impl NotificationUpdate {
+    /// What every stored notification must be: content a JSON object under
+    /// the stored-JSON rule, a subject without NUL that the column holds.
+    pub fn check(&self) -> Result<(), crate::error::ApiError> {
+        if let Some(subject) = &self.subject {
+            if subject.is_empty() {
+                return Err(crate::error::ApiError::invalid(
+                    "notification subject must not be empty",
+                ));
+            }
+            crate::stored_json::check_name(subject, "notification subject", MAX_SUBJECT_CHARS)?;
+        }
+        match &self.content {
+            Some(content) => crate::stored_json::check_object(content, "notification content"),
+            None => Ok(()),
+        }
+    }
+
+    /// `updates` with one entry per id, in first-seen order, each later
+    /// change of an id laid over the earlier ones, as applying them one
+    /// after the other would leave the row.
+    pub fn merged(updates: Vec<NotificationUpdate>) -> Vec<NotificationUpdate> {
+        let mut at = std::collections::HashMap::with_capacity(updates.len());
+        let mut out: Vec<NotificationUpdate> = Vec::with_capacity(updates.len());
+        for u in updates {
+            match at.get(&u.id) {
+                Some(&i) => {
+                    let o: &mut NotificationUpdate = &mut out[i];
+                    o.content = u.content.or(o.content.take());
+                    o.subject = u.subject.or(o.subject.take());
+                    o.sender_id = u.sender_id.or(o.sender_id);
+                }
+                None => {
+                    at.insert(u.id, out.len());
+                    out.push(u);
+                }
+            }
+        }
+        out
     }
 }

@@ -247,6 +247,14 @@ pub enum Rejection {
     UnknownUser,
 }
 
+impl Rejection {
+    /// Whether `error` is this rejection as the services answer it (the
+    /// transports see only the `ApiError`).
+    pub fn answered(&self, error: &ApiError) -> bool {
+        error.code == Code::InvalidArgument && error.message == self.to_string()
+    }
+}
+
 impl From<Rejection> for ApiError {
     fn from(r: Rejection) -> Self {
         let code = match r {

@@ -22,7 +22,7 @@ use crate::group::{
 use crate::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutcome};
 use crate::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use crate::multi_update::{MultiUpdate, MultiUpdateResult};
-use crate::notification::Notification;
+use crate::notification::{Notification, NotificationUpdate};
 use crate::purchase::{IapListQuery, Purchase, Subscription};
 use crate::storage::{ListQuery, ObjectId, Rejection, StorageObject};
 use crate::token::TokenKind;
@@ -294,6 +294,12 @@ pub trait Store: Send + Sync + 'static {
         user: Option<Uuid>,
         ids: &[Uuid],
     ) -> StoreResult<u64>;
+
+    /// Applies `updates` (one per id, [`NotificationUpdate::merged`]) to
+    /// the stored notifications, whoever holds them, in one transaction
+    /// (`nk.notifications_update`); unknown ids are ignored. Returns how
+    /// many rows changed.
+    async fn update_notifications(&self, updates: &[NotificationUpdate]) -> StoreResult<u64>;
 
     /// Runs one statement of a module's own SQL (`nk.sql_exec`) in its own
     /// transaction; `$1, $2…` are bound to `params` in order. Returns the

@@ -44,6 +44,8 @@ pub trait Bus: Send + Sync + 'static {
     /// `message` for the sessions following `user`'s status on every other
     /// node (follows are kept where the follower is connected).
     fn to_followers(&self, user: Uuid, message: &Arc<Encoded>);
+    /// `message` for every session of every other node.
+    fn to_everyone(&self, message: &Arc<Encoded>);
     /// `session` of `user` connected here; with `session.single_socket`
     /// every other node closes the user's sessions.
     fn session_added(&self, user: Uuid, session: Uuid);
@@ -131,6 +133,7 @@ impl Bus for LocalBus {
     fn to_sessions(&self, _: &str, _: &[Uuid], _: &Arc<Encoded>) {}
     fn to_sessions_everywhere(&self, _: &[Uuid], _: &Arc<Encoded>) {}
     fn to_followers(&self, _: Uuid, _: &Arc<Encoded>) {}
+    fn to_everyone(&self, _: &Arc<Encoded>) {}
     fn session_added(&self, _: Uuid, _: Uuid) {}
     fn disconnect(&self, _: Uuid, _: CloseReason) {}
     fn users_banned(&self, _: &[Uuid]) {}

@@ -326,6 +326,13 @@ impl Hub {
     pub fn send_to_sessions(&self, sessions: &[Uuid], envelope: Envelope) {
         self.router.send_to_sessions(sessions, envelope)
     }
+
+    /// Sends to every session of every node, encoded once per format.
+    pub fn send_to_everyone(&self, envelope: Envelope) {
+        let message = Arc::new(crate::codec::Encoded::new(envelope));
+        self.remote_to_everyone(&message);
+        self.router.bus().to_everyone(&message);
+    }
 }
 
 /// What the cluster bus does to a hub: another node's presences and
@@ -376,6 +383,12 @@ impl Hub {
     }
 
     /// A message another node sent for sessions here.
+    /// A message for every session here (another node's
+    /// [`Hub::send_to_everyone`]); a full queue closes only its session.
+    pub(crate) fn remote_to_everyone(&self, message: &Arc<crate::codec::Encoded>) {
+        self.sessions.send_to_all(message)
+    }
+
     pub(crate) fn remote_to_sessions(
         &self,
         sessions: &[Uuid],

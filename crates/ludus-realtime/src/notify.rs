@@ -1,6 +1,8 @@
 //! Notifications ([`Notifier`]): stored first when persistent, then pushed
 //! as one `notifications` envelope per user to every socket of that user
-//! (the user's notification stream, mode 0).
+//! (the user's notification stream, mode 0). A notification for everyone
+//! (`nk.notification_send_all`) is one envelope to every socket when it is
+//! not kept, else a copy per user, stored and pushed a page at a time.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -72,5 +74,51 @@ impl Notifier {
             );
         }
         Ok(())
+    }
+
+    /// Pushes `notification` (not kept) to every socket of every node, as
+    /// one envelope encoded once per format: Nakama's non-persistent
+    /// `NotificationSendAll`. Its `user_id` is not used.
+    pub fn send_to_everyone(&self, notification: &Notification) {
+        self.hub.send_to_everyone(Envelope {
+            cid: String::new(),
+            message: Some(Message::Notifications(Notifications {
+                notifications: vec![notification_to_wire(notification)],
+            })),
+        });
+    }
+
+    /// Gives every user a copy of `template` (its `user_id` and `id` are
+    /// replaced), `page` users at a time in id order: each page is stored in
+    /// one transaction, then pushed live. Answers how many users got one.
+    /// Users who sign up meanwhile may or may not get one, as in Nakama.
+    pub async fn notify_everyone(
+        &self,
+        template: &Notification,
+        page: usize,
+    ) -> Result<usize, StoreError> {
+        let page = page.max(1);
+        let mut after = Uuid::nil();
+        let mut sent = 0;
+        loop {
+            let users = self.store.users_after(after, page).await?;
+            let Some(last) = users.last() else {
+                return Ok(sent);
+            };
+            after = last.id;
+            let copies: Vec<Notification> = users
+                .iter()
+                .map(|u| Notification {
+                    id: Uuid::new_v4(),
+                    user_id: u.id,
+                    ..template.clone()
+                })
+                .collect();
+            sent += copies.len();
+            self.notify(copies).await?;
+            if users.len() < page {
+                return Ok(sent);
+            }
+        }
     }
 }

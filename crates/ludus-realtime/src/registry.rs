@@ -254,6 +254,15 @@ impl SessionRegistry {
         }
     }
 
+    /// Pushes `message` to every session here; a full queue closes only
+    /// its own session.
+    pub fn send_to_all(&self, message: &Encoded) {
+        let all: Vec<SessionHandle> = self.lock().sessions.values().cloned().collect();
+        for s in all {
+            let _ = s.send(message);
+        }
+    }
+
     /// Asks every session to close (shutdown).
     pub fn disconnect_all(&self, reason: CloseReason) {
         let all: Vec<SessionHandle> = self.lock().sessions.values().cloned().collect();

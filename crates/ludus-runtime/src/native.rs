@@ -33,6 +33,16 @@ impl NativeCall {
         let make = self.handlers.factory(module);
         self.services.match_create(module, params, make).await
     }
+
+    /// Queues `event` for the modules' event callbacks, as `nk.event`
+    /// does; never waits (a full queue drops it and counts the drop).
+    pub fn event(&self, event: crate::events::Event) {
+        self.handlers.events.push(crate::events::Queued {
+            kind: crate::events::EventKind::Custom,
+            ctx: CallContext::new(ExecutionMode::Event),
+            event,
+        });
+    }
 }
 
 /// Where match handlers come from: native registrations first, then Lua
@@ -40,6 +50,8 @@ impl NativeCall {
 #[derive(Clone)]
 pub(crate) struct Handlers {
     pub(crate) services: Arc<dyn RuntimeServices>,
+    /// Where [`NativeCall::event`] queues events.
+    pub(crate) events: crate::events::EventQueue,
     pub(crate) native: Arc<HashMap<String, MatchFactory>>,
     /// Match handlers written as script modules (Lua), consulted after the
     /// native registrations.
@@ -120,6 +132,15 @@ pub(crate) type TournamentHook = Arc<
         + Send
         + Sync,
 >;
+/// `event`, `event_session_start`, `event_session_end`: the event (its
+/// `ctx` is the caller's, or the session's).
+pub(crate) type EventHook =
+    Arc<dyn Fn(NativeCall, crate::events::Event) -> BoxFuture<()> + Send + Sync>;
+/// `matchmaker_matched`: the matched entries (Nakama's shape, as the Lua
+/// callback gets them); answers the id of a match to send the players to,
+/// or `None` for a token they join a relayed match with.
+pub(crate) type MatchedHook =
+    Arc<dyn Fn(NativeCall, Value) -> BoxFuture<Result<Option<String>, RuntimeError>> + Send + Sync>;
 /// Makes the handler of one new authoritative match.
 pub type MatchFactory = Arc<dyn Fn(NativeCall) -> Box<dyn MatchHandler> + Send + Sync>;
 
@@ -142,6 +163,10 @@ pub struct NativeModule {
     pub(crate) leaderboard_reset: Vec<LeaderboardResetHook>,
     pub(crate) tournament_end: Vec<TournamentHook>,
     pub(crate) tournament_reset: Vec<TournamentHook>,
+    pub(crate) events: Vec<EventHook>,
+    pub(crate) session_start: Vec<EventHook>,
+    pub(crate) session_end: Vec<EventHook>,
+    pub(crate) matchmaker_matched: Option<MatchedHook>,
 }
 
 impl std::fmt::Debug for NativeModule {
@@ -210,6 +235,58 @@ impl NativeModule {
         let hook = Arc::new(hook);
         self.shutdown
             .push(Arc::new(move |call| Box::pin(hook(call))));
+        self
+    }
+
+    /// Called with each event (`nk.event`, [`NativeCall::event`],
+    /// `POST /v2/event`), off the sender's path, as `register_event`.
+    pub fn event<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, crate::events::Event) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.events
+            .push(Arc::new(move |call, event| Box::pin(hook(call, event))));
+        self
+    }
+
+    /// Called when a socket session starts (`register_event_session_start`);
+    /// `call.ctx` is the session's.
+    pub fn event_session_start<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, crate::events::Event) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.session_start
+            .push(Arc::new(move |call, event| Box::pin(hook(call, event))));
+        self
+    }
+
+    /// Called when a socket session ends (`register_event_session_end`).
+    pub fn event_session_end<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, crate::events::Event) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.session_end
+            .push(Arc::new(move |call, event| Box::pin(hook(call, event))));
+        self
+    }
+
+    /// Decides what the matchmaker's matched players join
+    /// (`register_matchmaker_matched`): the id of an authoritative match, or
+    /// `None` for a relayed one. A native hook wins over a Lua one.
+    pub fn matchmaker_matched<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Option<String>, RuntimeError>> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.matchmaker_matched =
+            Some(Arc::new(move |call, entries| Box::pin(hook(call, entries))));
         self
     }
 
@@ -308,6 +385,12 @@ impl NativeModule {
         self.after.extend(other.after);
         self.shutdown.extend(other.shutdown);
         self.matches.extend(other.matches);
+        self.events.extend(other.events);
+        self.session_start.extend(other.session_start);
+        self.session_end.extend(other.session_end);
+        if other.matchmaker_matched.is_some() {
+            self.matchmaker_matched = other.matchmaker_matched;
+        }
         self
     }
 }

@@ -123,6 +123,7 @@ impl Runtime {
         }
         let handlers = Handlers {
             services,
+            events: events.clone(),
             native: native_matches,
             scripts: lua
                 .is_some()
@@ -140,8 +141,10 @@ impl Runtime {
 
     /// A runtime with no modules, for servers and tests that need none.
     pub fn empty(services: Arc<dyn RuntimeServices>) -> Runtime {
+        let (events, event_rx) = EventQueue::new(1);
         let handlers = Handlers {
             services,
+            events: events.clone(),
             native: Arc::default(),
             scripts: None,
         };
@@ -151,7 +154,7 @@ impl Runtime {
             None,
             None,
             handlers,
-            EventQueue::new(1),
+            (events, event_rx),
         )
     }
 
@@ -401,6 +404,10 @@ impl Runtime {
     /// Calls `register_matchmaker_matched` with the matched entries; answers
     /// the match id the module returned, if any.
     pub async fn matchmaker_matched(&self, entries: Value) -> Result<Option<String>, RuntimeError> {
+        if let Some(hook) = &self.native.matchmaker_matched {
+            let call = self.native_call(CallContext::new(ExecutionMode::Matchmaker));
+            return Ok(hook(call, entries).await?.filter(|id| !id.is_empty()));
+        }
         let Some(lua) = self
             .lua
             .as_ref()
@@ -481,25 +488,43 @@ impl Runtime {
     }
 
     fn has_event_callback(&self, kind: EventKind) -> bool {
-        self.lua.as_ref().is_some_and(|lua| {
+        let native = match kind {
+            EventKind::Custom => &self.native.events,
+            EventKind::SessionStart => &self.native.session_start,
+            EventKind::SessionEnd => &self.native.session_end,
+        };
+        !native.is_empty()
+            || self.lua.as_ref().is_some_and(|lua| {
+                let reg = lua.registered();
+                match kind {
+                    EventKind::Custom => reg.event,
+                    EventKind::SessionStart => reg.event_session_start,
+                    EventKind::SessionEnd => reg.event_session_end,
+                }
+            })
+    }
+
+    async fn deliver(&self, queued: Queued) {
+        let (key, native) = match queued.kind {
+            EventKind::Custom => ("event", &self.native.events),
+            EventKind::SessionStart => ("event_session_start", &self.native.session_start),
+            EventKind::SessionEnd => ("event_session_end", &self.native.session_end),
+        };
+        let mut ctx = queued.ctx;
+        ctx.mode = ExecutionMode::Event;
+        for hook in native {
+            hook(self.native_call(ctx.clone()), queued.event.clone()).await;
+        }
+        let Some(lua) = self.lua.as_ref().filter(|lua| {
             let reg = lua.registered();
-            match kind {
+            match queued.kind {
                 EventKind::Custom => reg.event,
                 EventKind::SessionStart => reg.event_session_start,
                 EventKind::SessionEnd => reg.event_session_end,
             }
-        })
-    }
-
-    async fn deliver(&self, queued: Queued) {
-        let Some(lua) = &self.lua else { return };
-        let key = match queued.kind {
-            EventKind::Custom => "event",
-            EventKind::SessionStart => "event_session_start",
-            EventKind::SessionEnd => "event_session_end",
+        }) else {
+            return;
         };
-        let mut ctx = queued.ctx;
-        ctx.mode = ExecutionMode::Event;
         if let Err(e) = lua
             .call(key.into(), ctx, vec![queued.event.to_value()])
             .await

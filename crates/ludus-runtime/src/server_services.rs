@@ -16,7 +16,7 @@ use ludus_core::chat_service::{self, HistoryPage};
 use ludus_core::leaderboard_service::LeaderboardService;
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
-use ludus_core::notification::Notification;
+use ludus_core::notification::{Notification, NotificationUpdate};
 use ludus_core::notification_service::{self, NotificationPage};
 use ludus_core::social_service::SocialService;
 use ludus_core::storage::{
@@ -33,6 +33,10 @@ use uuid::Uuid;
 use crate::services::{
     Authenticated, HttpClient, HttpRequest, HttpResponse, RuntimeServices, StreamMeta,
 };
+
+/// How many users `nk.notification_send_all` stores copies for per
+/// transaction (Nakama pages by 10,000).
+const SEND_ALL_PAGE: usize = 1_000;
 
 /// The services of a running server.
 pub struct ServerServices {
@@ -293,6 +297,44 @@ impl RuntimeServices for ServerServices {
             .store()
             .delete_notifications_by_id(user_id, &ids)
             .await?;
+        Ok(())
+    }
+
+    async fn notifications_update(&self, updates: Vec<NotificationUpdate>) -> Result<(), ApiError> {
+        for u in &updates {
+            u.check()?;
+        }
+        let updates = NotificationUpdate::merged(updates);
+        if updates.is_empty() {
+            return Ok(());
+        }
+        self.accounts.store().update_notifications(&updates).await?;
+        Ok(())
+    }
+
+    async fn notification_send_all(&self, notification: Notification) -> Result<(), ApiError> {
+        notification.check()?;
+        let notifier = &self.realtime.notifier;
+        if !notification.persistent {
+            notifier.send_to_everyone(&notification);
+            return Ok(());
+        }
+        let realtime = self.realtime.clone();
+        tokio::spawn(async move {
+            let subject = notification.subject.clone();
+            match realtime
+                .notifier
+                .notify_everyone(&notification, SEND_ALL_PAGE)
+                .await
+            {
+                Ok(users) => tracing::info!(%subject, users, "notification sent to every user"),
+                Err(error) => tracing::error!(
+                    %subject,
+                    %error,
+                    "notification to every user stopped part way, some users did not get it"
+                ),
+            }
+        });
         Ok(())
     }
 

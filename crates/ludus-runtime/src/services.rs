@@ -15,7 +15,7 @@ use ludus_core::accounts::Credential;
 use ludus_core::chat_service::HistoryPage;
 use ludus_core::model::{Account, AccountUpdate, Identity, User};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
-use ludus_core::notification::Notification;
+use ludus_core::notification::{Notification, NotificationUpdate};
 use ludus_core::notification_service::NotificationPage;
 use ludus_core::social_auth::SocialCredential;
 use ludus_core::storage::{
@@ -226,6 +226,22 @@ pub trait RuntimeServices: Send + Sync + 'static {
         ids: Vec<Uuid>,
     ) -> Result<(), ApiError> {
         let _ = (user_id, ids);
+        Err(no_realtime())
+    }
+
+    /// Changes stored notifications, whoever holds them, in one
+    /// transaction; unknown ids are ignored (`nk.notifications_update`).
+    async fn notifications_update(&self, updates: Vec<NotificationUpdate>) -> Result<(), ApiError> {
+        let _ = updates;
+        Err(no_realtime())
+    }
+
+    /// Sends `notification` to every user (`nk.notification_send_all`):
+    /// when it is not persistent, to every socket of every node at once;
+    /// else a stored copy per user, made in the background after this
+    /// returns, as Nakama does.
+    async fn notification_send_all(&self, notification: Notification) -> Result<(), ApiError> {
+        let _ = notification;
         Err(no_realtime())
     }
 

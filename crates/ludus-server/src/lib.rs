@@ -24,5 +24,5 @@ mod state;
 mod wire_json;
 
 pub use config::Config;
-pub use ludus_runtime::{NativeCall, NativeModule, RuntimeError, RuntimeServices, matches};
+pub use ludus_runtime::{Event, NativeCall, NativeModule, RuntimeError, RuntimeServices, matches};
 pub use server::{RunningServer, StartError, start, start_with};

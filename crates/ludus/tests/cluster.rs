@@ -428,6 +428,24 @@ async fn three_nodes_share_presence_messages_and_survive_faults() {
         "online on another node: {cat}"
     );
 
+    // --- a notification for everyone reaches every node's sockets -----------
+    assert_eq!(
+        rpc(a.addr, &ta, "notify_everyone", json!("to all")).await,
+        "sent"
+    );
+    for (ws, node) in [(&mut wa, "a"), (&mut wb, "b"), (&mut wc, "c")] {
+        ws.expect(
+            &format!("the notification for everyone on {node}"),
+            SHORT,
+            |v| {
+                v["notifications"]["notifications"]
+                    .as_array()
+                    .is_some_and(|n| n.iter().any(|n| n["subject"] == json!("to all")))
+            },
+        )
+        .await;
+    }
+
     // --- single_socket: ann's new socket on b closes her socket on a ---------
     let (ta2, _) = sign_in(b.addr, "ann").await;
     let mut wa2 = Ws::connect(b.addr, &ta2).await;

@@ -386,6 +386,13 @@ fn deliver(shared: &Arc<Shared>, realtime: &Arc<Realtime>, w: Wire) -> Option<Wi
                 hub.remote_session_added(user);
             }
         }
+        Wire::ToEveryone { node, envelope } => {
+            if node != shared.node
+                && let Some(message) = decode(&envelope)
+            {
+                hub.remote_to_everyone(&message);
+            }
+        }
         Wire::Banned { node, users } => {
             if node != shared.node {
                 hub.remote_banned(&users);

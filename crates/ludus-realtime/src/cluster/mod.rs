@@ -440,6 +440,18 @@ impl Bus for RedisBus {
             .send(Op::Publish(ALL.into(), payload));
     }
 
+    fn to_everyone(&self, message: &Arc<Encoded>) {
+        let Some(envelope) = message.bytes(Format::Protobuf) else {
+            return;
+        };
+        let payload = Wire::ToEveryone {
+            node: self.0.node.clone(),
+            envelope,
+        }
+        .encode();
+        self.0.shards[0].send(Op::Publish(ALL.into(), payload));
+    }
+
     fn users_banned(&self, users: &[Uuid]) {
         let payload = Wire::Banned {
             node: self.0.node.clone(),

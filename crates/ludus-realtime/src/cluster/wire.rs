@@ -85,6 +85,11 @@ pub(crate) enum Wire {
         user: Uuid,
         session: Uuid,
     },
+    /// An envelope (protobuf) for every session of each node but `node`.
+    ToEveryone {
+        node: Arc<str>,
+        envelope: Bytes,
+    },
     /// `node` banned `users`: close their sockets wherever they are.
     Banned {
         node: Arc<str>,
@@ -136,6 +141,7 @@ const BROADCAST: u8 = 14;
 const TO_STREAM_ALL: u8 = 15;
 const BANNED: u8 = 16;
 const TO_SESSIONS_ALL: u8 = 17;
+const TO_EVERYONE: u8 = 18;
 
 const CALL_MATCH_JOIN: u8 = 1;
 const CALL_MATCH_SIGNAL: u8 = 2;
@@ -220,6 +226,11 @@ impl Wire {
                 w.put_u8(TO_SESSIONS_ALL);
                 put_str(&mut w, node);
                 put_ids(&mut w, sessions);
+                put_bytes(&mut w, envelope);
+            }
+            Wire::ToEveryone { node, envelope } => {
+                w.put_u8(TO_EVERYONE);
+                put_str(&mut w, node);
                 put_bytes(&mut w, envelope);
             }
             Wire::Banned { node, users } => {
@@ -391,6 +402,10 @@ impl Wire {
             TO_SESSIONS_ALL => Wire::ToSessionsAll {
                 node: r.str()?,
                 sessions: r.ids()?,
+                envelope: Bytes::copy_from_slice(r.bytes()?),
+            },
+            TO_EVERYONE => Wire::ToEveryone {
+                node: r.str()?,
                 envelope: Bytes::copy_from_slice(r.bytes()?),
             },
             BANNED => Wire::Banned {
@@ -818,6 +833,10 @@ mod tests {
                 node: "a".into(),
                 sessions: vec![Uuid::new_v4()],
                 envelope: Bytes::from_static(b"def"),
+            },
+            Wire::ToEveryone {
+                node: "b".into(),
+                envelope: Bytes::from_static(b"ghi"),
             },
             Wire::Banned {
                 node: "c".into(),

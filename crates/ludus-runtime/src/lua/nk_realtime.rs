@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use ludus_core::chat::ChannelKey;
-use ludus_core::notification::Notification;
+use ludus_core::notification::{Notification, NotificationUpdate};
 use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_common::{api_error, block_on, whole_number};
+use super::nk_common::{api_error, arg_error, block_on, whole_number};
 use super::shared::LuaShared;
 use crate::services::StreamMeta;
 use ludus_realtime::{Presence, Stream, StreamMode};
@@ -202,6 +202,38 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 return Ok(());
             }
             block_on(&s, s.services.notifications_send(out))
+        })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "notification_send_all",
+        lua.create_function(
+            move |lua, (subject, content, code, persistent): (String, Table, i32, Option<bool>)| {
+                // Sent by the system; the user id is each recipient's.
+                let n = notification(
+                    Uuid::nil(),
+                    subject,
+                    json_object(lua, content, "content")?,
+                    code,
+                    Uuid::nil(),
+                    persistent.unwrap_or(false),
+                )?;
+                block_on(&s, s.services.notification_send_all(n))
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "notifications_update",
+        lua.create_function(move |lua, list: Table| {
+            let mut updates = Vec::new();
+            for entry in list.sequence_values::<LuaValue>() {
+                let LuaValue::Table(t) = entry? else {
+                    return Err(arg_error(1, "expects a valid set of data"));
+                };
+                updates.push(notification_update(lua, &t)?);
+            }
+            block_on(&s, s.services.notifications_update(updates))
         })?,
     )?;
     let s = shared.clone();
@@ -486,6 +518,46 @@ fn notification(
         sender_id,
         create_time_us: ludus_core::chat::now_us(),
         persistent,
+    })
+}
+
+/// One entry of `nk.notifications_update`: `id`, and any of `content`
+/// (a table), `subject` and `sender` (a user id) to replace.
+fn notification_update(lua: &Lua, t: &Table) -> mlua::Result<NotificationUpdate> {
+    let id = match t.raw_get::<LuaValue>("id")? {
+        LuaValue::String(id) => Uuid::parse_str(&id.to_str()?)
+            .map_err(|_| arg_error(1, "expects id to be a valid ID"))?,
+        _ => return Err(arg_error(1, "expects id to be string")),
+    };
+    let content = match t.raw_get::<LuaValue>("content")? {
+        LuaValue::Nil => None,
+        LuaValue::Table(c) => Some(json_object(lua, c, "content")?),
+        _ => return Err(arg_error(1, "expects content to be table")),
+    };
+    let text = |name: &str| -> mlua::Result<Option<String>> {
+        match t.raw_get::<LuaValue>(name)? {
+            LuaValue::Nil => Ok(None),
+            LuaValue::String(v) if v.as_bytes().is_empty() => Err(arg_error(
+                1,
+                &format!("expects {name} to be a non-empty string"),
+            )),
+            LuaValue::String(v) => Ok(Some(v.to_str()?.to_owned())),
+            _ => Err(arg_error(1, &format!("expects {name} to be string"))),
+        }
+    };
+    let subject = text("subject")?;
+    let sender_id = match text("sender")? {
+        None => None,
+        Some(sender) => Some(
+            Uuid::parse_str(&sender)
+                .map_err(|_| arg_error(1, "expects sender to be a valid user ID"))?,
+        ),
+    };
+    Ok(NotificationUpdate {
+        id,
+        content,
+        subject,
+        sender_id,
     })
 }
 

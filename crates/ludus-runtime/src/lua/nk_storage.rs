@@ -7,17 +7,19 @@
 //! tables into domain values and back.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ludus_core::model::AccountUpdate;
 use ludus_core::multi_update::MultiUpdate;
 use ludus_core::storage::{
-    Access, ObjectId, ReadPermission, SYSTEM_USER_ID, StorageAck, StorageDelete, StorageWrite,
-    WritePermission,
+    Access, ObjectId, ReadPermission, Rejection, SYSTEM_USER_ID, StorageAck, StorageDelete,
+    StorageWrite, WritePermission,
 };
 use ludus_core::wallet::{LedgerEntry, Wallet, WalletUpdate, WalletUpdateResult};
 use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
+use super::call_state::within_deadline;
 use super::convert;
 use super::nk_common::{arg_error, json_value, objects_table};
 use super::nk_common::{served, server_function};
@@ -128,6 +130,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
         })?,
     )?;
     install_wallets(lua, shared, nk)?;
+    install_write_retry(lua, shared, nk)?;
     let s = shared.clone();
     nk.set(
         "multi_update",
@@ -178,6 +181,88 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
         })?,
     )?;
     Ok(())
+}
+
+/// `nk.storage_write_retry(keys, update_fn, max_retries)`, as Nakama's:
+/// read the objects, let the module's function turn them into writes, and
+/// write them; when a version it wrote against changed meanwhile, wait a
+/// little and start again, at most `max_retries` more times. The loop is
+/// Lua (the module's function runs inside it) over three server calls:
+/// the read, a write that answers `nil` on a version conflict, and the
+/// wait.
+const WRITE_RETRY: &str = r#"
+local read, try_write, pause = ...
+local type, next, error, floor = type, next, error, math.floor
+return function(keys, update, max_retries)
+  if type(keys) ~= "table" then error("bad argument #1: expects a valid set of keys", 2) end
+  if type(update) ~= "function" then error("bad argument #2: expects a valid update function", 2) end
+  if type(max_retries) ~= "number" or max_retries ~= floor(max_retries) then
+    error("bad argument #3: expects max retries to be a whole number", 2)
+  end
+  if max_retries < 0 or max_retries > 10 then
+    error("bad argument #3: max retries must be a value between 0 and 10", 2)
+  end
+  if next(keys) == nil then return {} end
+  for attempt = 0, max_retries do
+    local writes = update(read(keys))
+    if type(writes) ~= "table" then
+      error("failed to write storage objects with retry: update function error: expects to return a valid table", 2)
+    end
+    if next(writes) == nil then return {} end
+    local acks = try_write(writes)
+    if acks ~= nil then return acks end
+    if attempt < max_retries then pause(attempt) end
+  end
+  error("failed to write storage objects with retry: storage write retries exhausted", 2)
+end
+"#;
+
+fn install_write_retry(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::Result<()> {
+    let s = shared.clone();
+    let read = server_function(lua, shared, move |lua, keys: Table| {
+        let s = s.clone();
+        async move {
+            let ids = list(&keys, 1, "expects a valid set of keys", object_id)?;
+            let objects = served(
+                "failed to write storage objects with retry",
+                s.services.storage_read(ids),
+            )
+            .await?;
+            objects_table(&lua, &objects)
+        }
+    })?;
+    let s = shared.clone();
+    let try_write = server_function(lua, shared, move |lua, data: Table| {
+        let s = s.clone();
+        async move {
+            let writes = list(&data, 1, "expects a valid set of data", |t| {
+                storage_write(&lua, t, 1)
+            })?;
+            match within_deadline(s.services.storage_write(writes)).await {
+                Ok(acks) => Ok(LuaValue::Table(acks_table(&lua, &acks)?)),
+                Err(e) if Rejection::Version.answered(&e) => Ok(LuaValue::Nil),
+                Err(e) => Err(mlua::Error::runtime(format!(
+                    "failed to write storage objects with retry: {}",
+                    e.message
+                ))),
+            }
+        }
+    })?;
+    let pause = server_function(lua, shared, move |_, attempt: u32| async move {
+        // Nakama's back-off: 2^(attempt+1) ms up to 20 ms, plus 0-9 ms.
+        let backoff = (2u64 << attempt.min(8)).min(20);
+        let jitter = u64::from(Uuid::new_v4().as_bytes()[0] % 10);
+        tokio::time::sleep(Duration::from_millis(backoff + jitter)).await;
+        Ok(())
+    })?;
+    let make: mlua::Function = lua
+        .load(WRITE_RETRY)
+        .set_name("=nk.storage_write_retry")
+        .into_function()?;
+    nk.set(
+        "storage_write_retry",
+        make.call::<mlua::Function>((read, try_write, pause))?,
+    )
 }
 
 /// `nk.storage_list(user_id, collection, limit, cursor, caller_id)`.

@@ -58,6 +58,7 @@ impl LuaShared {
     pub(crate) fn handlers(self: &Arc<Self>) -> Handlers {
         Handlers {
             services: self.services.clone(),
+            events: self.events.clone(),
             native: self.native_matches.clone(),
             scripts: Some(self.clone()),
         }

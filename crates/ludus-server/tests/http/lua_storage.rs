@@ -7,7 +7,12 @@ use serde_json::{Value, json};
 use crate::both_backends;
 use crate::support::{Backend, TestServer, token, user_id};
 
-both_backends!(lua_storage_calls, lua_wallet_calls, lua_multi_update);
+both_backends!(
+    lua_storage_calls,
+    lua_wallet_calls,
+    lua_multi_update,
+    lua_storage_write_retry
+);
 
 async fn call(t: &TestServer, session: &Value, id: &str) -> Value {
     let r = t
@@ -123,4 +128,45 @@ async fn lua_multi_update(b: Backend) {
     assert_eq!(out["acks"], 1);
     assert_eq!(out["coins"], 5);
     assert_eq!(out["display_name"], "Multi");
+}
+
+async fn lua_storage_write_retry(b: Backend) {
+    let t = TestServer::start_with(b, crate::rpc::lua_config).await;
+    let s = t.device_session("lua-retry-device01").await;
+    let out = call(&t, &s, "lua_storage_write_retry").await;
+    assert_eq!(out["calls"], 2, "one conflict, then a fresh read: {out}");
+    assert_eq!(out["ack_key"], "counter");
+    assert_eq!(out["ack_user"], user_id(&s).as_str());
+    assert_eq!(out["n"], 12, "the second attempt built on the other write");
+    assert_eq!(out["version_matches"], true);
+    assert!(
+        out["exhausted"]
+            .as_str()
+            .unwrap()
+            .contains("storage write retries exhausted"),
+        "{out}"
+    );
+    assert_eq!(out["tries"], 3, "the first attempt and 2 retries");
+    assert_eq!(out["created"], 1);
+    assert_eq!(out["fresh_found"], 0);
+    assert_eq!(out["empty_keys"], 0);
+    assert_eq!(out["nothing_to_write"], 0);
+    let text = |k: &str| out[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("bad_retries").contains("max retries must be a value between 0 and 10"),
+        "{out}"
+    );
+    assert!(
+        text("bad_fn").contains("expects a valid update function"),
+        "{out}"
+    );
+    assert!(
+        text("bad_keys").contains("expects a valid set of keys"),
+        "{out}"
+    );
+    assert!(
+        text("bad_return").contains("expects to return a valid table"),
+        "{out}"
+    );
+    assert!(text("fn_error").contains("boom"), "{out}");
 }

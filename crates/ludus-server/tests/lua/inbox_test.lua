@@ -123,3 +123,47 @@ nk.register_rpc(function(ctx, payload)
   out.bad_user = err(nk.notifications_get_id, {}, "nope")
   return nk.json_encode(out)
 end, "lua_notifications_by_id")
+
+-- nk.notifications_update: the fields given replace the stored ones, the
+-- others stay; unknown ids are ignored; bad entries are refused.
+nk.register_rpc(function(ctx, payload)
+  local p = nk.json_decode(payload)
+  nk.notification_send(p.bob, "before", { v = 1 }, 9, nil, true)
+  local id = nk.notifications_list(p.bob)[1].id
+  nk.notifications_update({
+    { id = id, subject = "after", content = { v = 2 }, sender = ctx.user_id },
+    { id = nk.uuid_v4(), subject = "nobody's" },
+  })
+  local got = nk.notifications_get_id({ id })[1]
+  local out = {
+    subject = got.subject,
+    v = got.content.v,
+    sender = got.sender_id,
+    code = got.code,
+    user = got.user_id,
+  }
+  -- Only the subject given: content and sender stay.
+  nk.notifications_update({ { id = id, subject = "again" } })
+  got = nk.notifications_get_id({ id })[1]
+  out.again_subject = got.subject
+  out.again_v = got.content.v
+  out.again_sender = got.sender_id
+  out.empty = err(nk.notifications_update, {})
+  out.bad_id = err(nk.notifications_update, { { id = "nope" } })
+  out.bad_subject = err(nk.notifications_update, { { id = id, subject = "" } })
+  out.bad_content = err(nk.notifications_update, { { id = id, content = "x" } })
+  out.bad_sender = err(nk.notifications_update, { { id = id, sender = "x" } })
+  out.bad_entry = err(nk.notifications_update, { "x" })
+  out.nul_subject = err(nk.notifications_update, { { id = id, subject = "a\0b" } })
+  return nk.json_encode(out)
+end, "lua_notifications_update")
+
+-- nk.notification_send_all(subject, content, code, persistent).
+nk.register_rpc(function(ctx, payload)
+  local p = nk.json_decode(payload)
+  local out = {}
+  out.sent = err(nk.notification_send_all, p.subject, { all = true }, 11, p.persistent)
+  out.no_subject = err(nk.notification_send_all, "", {}, 1)
+  out.bad_code = err(nk.notification_send_all, "s", {}, 0)
+  return nk.json_encode(out)
+end, "lua_notification_send_all")

@@ -135,3 +135,59 @@ rpc("lua_multi", function(ctx, payload)
     display_name = account.user.display_name,
   })
 end)
+
+-- nk.storage_write_retry: a write made against a version that changed
+-- meanwhile is tried again on a fresh read, at most max_retries more times.
+nk.register_rpc(function(ctx, payload)
+  local me = ctx.user_id
+  local key = { { collection = "retry", key = "counter", user_id = me } }
+  nk.storage_write({ { collection = "retry", key = "counter", user_id = me, value = { n = 1 } } })
+  local out = {}
+  local calls = 0
+  -- The first time, another writer bumps the counter between the read and
+  -- the write: the stale write is refused and the loop reads again.
+  local acks = nk.storage_write_retry(key, function(objects)
+    calls = calls + 1
+    local o = objects[1]
+    if calls == 1 then
+      nk.storage_write({ { collection = "retry", key = "counter", user_id = me, value = { n = o.value.n + 10 } } })
+    end
+    return { { collection = "retry", key = "counter", user_id = me, version = o.version,
+               value = { n = o.value.n + 1 } } }
+  end, 3)
+  out.calls = calls
+  out.ack_key = acks[1].key
+  out.ack_user = acks[1].user_id
+  out.n = nk.storage_read(key)[1].value.n
+  out.version_matches = nk.storage_read(key)[1].version == acks[1].version
+  -- A writer that always wins: the retries run out.
+  local tries = 0
+  local ok, e = pcall(nk.storage_write_retry, key, function(objects)
+    tries = tries + 1
+    local o = objects[1]
+    nk.storage_write({ { collection = "retry", key = "counter", user_id = me, value = { n = o.value.n + 1 } } })
+    return { { collection = "retry", key = "counter", user_id = me, version = o.version, value = { n = 0 } } }
+  end, 2)
+  out.exhausted = not ok and tostring(e) or "no error"
+  out.tries = tries
+  -- A missing object reads as absent; "*" writes only if it still is.
+  local created = nk.storage_write_retry({ { collection = "retry", key = "fresh", user_id = me } },
+    function(objects)
+      return { { collection = "retry", key = "fresh", user_id = me, version = "*",
+                 value = { found = #objects } } }
+    end, 0)
+  out.created = #created
+  out.fresh_found = nk.storage_read({ { collection = "retry", key = "fresh", user_id = me } })[1].value.found
+  out.empty_keys = #nk.storage_write_retry({}, function() error("not called") end, 1)
+  out.nothing_to_write = #nk.storage_write_retry(key, function() return {} end, 1)
+  local function err(...)
+    local ok, e = pcall(nk.storage_write_retry, ...)
+    return ok and "no error" or tostring(e)
+  end
+  out.bad_retries = err(key, function() return {} end, 11)
+  out.bad_fn = err(key, "x", 1)
+  out.bad_keys = err("x", function() return {} end, 1)
+  out.bad_return = err(key, function() return 5 end, 1)
+  out.fn_error = err(key, function() error("boom") end, 1)
+  return nk.json_encode(out)
+end, "lua_storage_write_retry")

@@ -58,3 +58,10 @@ nk.register_rpc(function(context, payload)
   local parties, cursor = nk.party_list(args.limit, nil, nil, nil, args.cursor)
   return nk.json_encode({ parties = parties, cursor = cursor or "" })
 end, "list_parties")
+
+-- A notification for everyone, for the cluster test: not kept, so it goes
+-- straight to every socket of every node.
+nk.register_rpc(function(context, payload)
+  nk.notification_send_all(payload, { everyone = true }, 12, false)
+  return "sent"
+end, "notify_everyone")

@@ -45,7 +45,7 @@ use ludus_core::model::{
     Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth, UserRef,
 };
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
-use ludus_core::notification::Notification;
+use ludus_core::notification::{Notification, NotificationUpdate};
 use ludus_core::purchase::{IapListQuery, Purchase, Subscription};
 use ludus_core::storage::{Access, ListQuery, ObjectId, StorageObject};
 use ludus_core::store::{
@@ -789,6 +789,34 @@ impl Store for PgStore {
                     "DELETE FROM notification
                       WHERE id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR user_id = $2)",
                     &[&ids, &user],
+                )
+                .await?)
+        })
+        .await
+    }
+
+    async fn update_notifications(&self, updates: &[NotificationUpdate]) -> StoreResult<u64> {
+        if updates.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<Uuid> = updates.iter().map(|u| u.id).collect();
+        let contents: Vec<Option<&str>> = updates.iter().map(|u| u.content.as_deref()).collect();
+        let subjects: Vec<Option<&str>> = updates.iter().map(|u| u.subject.as_deref()).collect();
+        let senders: Vec<Option<Uuid>> = updates.iter().map(|u| u.sender_id).collect();
+        // One statement: the ids are unique (merged), so each row changes once.
+        with_retry("update notifications", || async {
+            let conn = self.pool.get().await?;
+            Ok(conn
+                .client
+                .execute(
+                    "UPDATE notification n
+                        SET content = coalesce(u.content, n.content),
+                            subject = coalesce(u.subject, n.subject),
+                            sender_id = coalesce(u.sender, n.sender_id)
+                       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[])
+                            AS u(id, content, subject, sender)
+                      WHERE n.id = u.id",
+                    &[&ids, &contents, &subjects, &senders],
                 )
                 .await?)
         })

@@ -2,7 +2,7 @@
 //! lower-case hyphenated text (nil for "none"), times as microseconds.
 
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
-use ludus_core::notification::Notification;
+use ludus_core::notification::{Notification, NotificationUpdate};
 use ludus_core::store::StoreResult;
 use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use uuid::Uuid;
@@ -258,6 +258,31 @@ pub(super) fn delete_notifications_by_id(
     for id in ids {
         n += stmt
             .execute(params![IdText::new(*id), user])
+            .map_err(map_err)? as u64;
+    }
+    Ok(n)
+}
+
+pub(super) fn update_notifications(
+    conn: &Connection,
+    updates: &[NotificationUpdate],
+) -> StoreResult<u64> {
+    let mut stmt = conn
+        .prepare_cached(
+            "UPDATE notification SET content = coalesce(?1, content),
+                    subject = coalesce(?2, subject), sender_id = coalesce(?3, sender_id)
+              WHERE id = ?4",
+        )
+        .map_err(map_err)?;
+    let mut n = 0;
+    for u in updates {
+        n += stmt
+            .execute(params![
+                u.content,
+                u.subject,
+                u.sender_id.map(IdText::new),
+                IdText::new(u.id)
+            ])
             .map_err(map_err)? as u64;
     }
     Ok(n)

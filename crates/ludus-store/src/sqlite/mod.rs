@@ -32,7 +32,7 @@ use ludus_core::group::{
 use ludus_core::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutcome};
 use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
-use ludus_core::notification::Notification;
+use ludus_core::notification::{Notification, NotificationUpdate};
 use ludus_core::purchase::{IapListQuery, Purchase, Subscription};
 use ludus_core::storage::{ListQuery, ObjectId, StorageObject};
 use ludus_core::store::{
@@ -408,6 +408,16 @@ impl Store for SqliteStore {
         let ids = ids.to_vec();
         self.writer
             .write(move |conn| chat::delete_notifications_by_id(conn, user, &ids))
+            .await
+    }
+
+    async fn update_notifications(&self, updates: &[NotificationUpdate]) -> StoreResult<u64> {
+        if updates.is_empty() {
+            return Ok(0);
+        }
+        let updates = updates.to_vec();
+        self.writer
+            .write(move |conn| chat::update_notifications(conn, &updates))
             .await
     }
 

@@ -2,7 +2,7 @@
 //! order, updated and removed only by their sender, gone with their user.
 
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
-use ludus_core::notification::Notification;
+use ludus_core::notification::{Notification, NotificationUpdate};
 use uuid::Uuid;
 
 use super::{Backend, device, new_user};
@@ -259,5 +259,69 @@ pub(crate) async fn notifications_by_id_of_anyone_or_of_one_user<B: Backend>() {
             .unwrap()
             .is_empty()
     );
+    store.close().await;
+}
+
+/// `nk.notifications_update`: each field given replaces the stored one,
+/// whoever holds the notification; fields not given stay; unknown ids are
+/// ignored.
+pub(crate) async fn notifications_update_changes_only_the_fields_given<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let ann = new_user("ann", device("chat-device-ann05"));
+    store.create_user(ann.clone()).await.unwrap();
+    let make = |t: i64| Notification {
+        id: Uuid::new_v4(),
+        user_id: ann.id,
+        subject: format!("subject {t}"),
+        content: r#"{"a":1}"#.into(),
+        code: 7,
+        sender_id: Uuid::nil(),
+        create_time_us: t,
+        persistent: true,
+    };
+    let ns = vec![make(1), make(2)];
+    store.insert_notifications(&ns).await.unwrap();
+    let sender = Uuid::new_v4();
+    let updates = NotificationUpdate::merged(vec![
+        NotificationUpdate {
+            id: ns[0].id,
+            content: Some(r#"{"b":2}"#.into()),
+            subject: None,
+            sender_id: None,
+        },
+        NotificationUpdate {
+            id: ns[1].id,
+            content: None,
+            subject: Some("renamed".into()),
+            sender_id: Some(sender),
+        },
+        // A later change of the same id lays over the first.
+        NotificationUpdate {
+            id: ns[0].id,
+            content: None,
+            subject: Some("second".into()),
+            sender_id: None,
+        },
+        NotificationUpdate {
+            id: Uuid::new_v4(),
+            content: None,
+            subject: Some("nobody".into()),
+            sender_id: None,
+        },
+    ]);
+    assert_eq!(updates.len(), 3);
+    assert_eq!(store.update_notifications(&updates).await.unwrap(), 2);
+    let got = store
+        .notifications_by_id(None, &[ns[0].id, ns[1].id])
+        .await
+        .unwrap();
+    let mut first = ns[0].clone();
+    first.content = r#"{"b":2}"#.into();
+    first.subject = "second".into();
+    let mut second = ns[1].clone();
+    second.subject = "renamed".into();
+    second.sender_id = sender;
+    assert_eq!(got, vec![first, second]);
+    assert_eq!(store.update_notifications(&[]).await.unwrap(), 0);
     store.close().await;
 }

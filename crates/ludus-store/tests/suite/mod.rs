@@ -204,6 +204,7 @@ macro_rules! store_test_suite {
             chat::only_the_sender_updates_or_removes_a_message,
             chat::notifications_list_delete_and_go_with_their_user,
             chat::notifications_by_id_of_anyone_or_of_one_user,
+            chat::notifications_update_changes_only_the_fields_given,
             links::linked_identities_sign_in,
             links::linking_another_users_identity_is_refused,
             links::unlinking_keeps_the_last_identity,
