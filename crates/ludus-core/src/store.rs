@@ -162,10 +162,39 @@ pub enum ScheduleKind {
     End,
 }
 
+/// What a store reports to the metrics, read at scrape time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Group commits (batches of writes in one transaction or statement)
+    /// and the writes they carried: their ratio is the mean batch size.
+    pub batches: u64,
+    pub batched: u64,
+    /// The connection pool, on an engine that has one (PostgreSQL).
+    pub pool: Option<PoolStats>,
+}
+
+/// A connection pool's state (Nakama's `db_*` gauges).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub max_open: u64,
+    pub open: u64,
+    pub in_use: u64,
+    pub idle: u64,
+    /// Requests that found every connection in use and waited, and how
+    /// long they waited in all.
+    pub wait_count: u64,
+    pub wait_ns: u64,
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// `"sqlite"` or `"postgres"`, for logs.
     fn backend(&self) -> &'static str;
+
+    /// Batching and pool figures for the metrics; cheap (atomic reads).
+    fn stats(&self) -> StoreStats {
+        StoreStats::default()
+    }
 
     /// The user a device id, custom id, email or username belongs to.
     async fn find_user_by_identity(&self, identity: &Identity) -> StoreResult<Option<UserAuth>>;

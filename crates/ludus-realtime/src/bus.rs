@@ -70,6 +70,19 @@ pub trait Bus: Send + Sync + 'static {
     /// Something of the server's for every other node (a revocation); they
     /// hand it to the server as it came.
     fn broadcast(&self, payload: bytes::Bytes);
+    /// The bus's health for the metrics; `None` on one node.
+    fn health(&self) -> Option<BusHealth> {
+        None
+    }
+}
+
+/// How a cluster bus fares: connections to Redis lost (each followed by a
+/// reconnect), and how long this node's own probes took to come back
+/// through Redis (one per shard and heartbeat, timed on one clock).
+#[derive(Debug, Clone)]
+pub struct BusHealth {
+    pub reconnects: u64,
+    pub lag: ludus_core::metrics::HistogramSnapshot,
 }
 
 /// An answer from another node: a text and a flag, or an error to pass on.

@@ -300,6 +300,16 @@ impl Hub {
         self.tracker.count(stream)
     }
 
+    /// The cluster bus's health; `None` on one node.
+    pub fn bus_health(&self) -> Option<crate::bus::BusHealth> {
+        self.router.bus().health()
+    }
+
+    /// Every presence this node knows of, on every stream.
+    pub fn presence_count(&self) -> usize {
+        self.tracker.presence_count()
+    }
+
     pub fn contains(&self, stream: &Stream, session: Uuid) -> bool {
         self.tracker.contains(stream, session)
     }

@@ -57,7 +57,7 @@ use std::sync::Arc;
 use ludus_core::Store;
 use uuid::Uuid;
 
-pub use bus::{Bus, LocalBus, NodeCall, NodeCast, NodeReply, ReplyFuture};
+pub use bus::{Bus, BusHealth, LocalBus, NodeCall, NodeCast, NodeReply, ReplyFuture};
 pub use chat::Chat;
 pub use codec::{Encoded, Format};
 pub use error::{RtCode, RtError};

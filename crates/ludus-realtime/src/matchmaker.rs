@@ -252,6 +252,8 @@ pub struct Matchmaker {
     config: MatchmakerConfig,
     inner: Mutex<Inner>,
     sink: Option<Arc<dyn TicketSink>>,
+    /// How long each run took (Nakama's `matchmaker_process_time`).
+    process_time: ludus_core::metrics::Histogram,
 }
 
 impl std::fmt::Debug for dyn TicketSink {
@@ -266,6 +268,7 @@ impl Matchmaker {
             config,
             inner: Mutex::new(Inner::default()),
             sink: None,
+            process_time: Default::default(),
         }
     }
 
@@ -448,6 +451,17 @@ impl Matchmaker {
         self.lock().tickets.len()
     }
 
+    /// Tickets that still search themselves (the others wait to be found),
+    /// Nakama's `matchmaker_active_tickets`.
+    pub fn active_ticket_count(&self) -> usize {
+        self.lock().active.len()
+    }
+
+    /// The duration of each run so far.
+    pub fn process_time(&self) -> &ludus_core::metrics::Histogram {
+        &self.process_time
+    }
+
     /// `GET /v2/matchmaker/stats`: tickets now, the oldest one's age and
     /// the last completed matches' tickets.
     pub fn stats(&self) -> api::MatchmakerStats {
@@ -473,8 +487,11 @@ impl Matchmaker {
     /// meanwhile is dropped), so adds and removals never wait for the
     /// searching. Runs of one matchmaker must not overlap (one loop calls it).
     pub fn process(&self, now_ns: i64) -> Vec<MatchedGroup> {
+        let started = std::time::Instant::now();
         let plan = self.search();
-        self.take_out(plan, now_ns)
+        let groups = self.take_out(plan, now_ns);
+        self.process_time.record(started.elapsed());
+        groups
     }
 
     /// The searching half of [`Matchmaker::process`], on a copy of the pool.

@@ -41,6 +41,16 @@ pub struct Runtime {
     /// The event queue and, until `start_events` takes it, its receiver.
     events: EventQueue,
     event_rx: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Queued>>>,
+    /// Before and after hooks that ran (REST and realtime): Nakama's
+    /// `overall_before_*` and `overall_after_*`.
+    hook_stats: HookStats,
+}
+
+/// What the metrics read of the runtime's hooks.
+#[derive(Debug, Default)]
+pub struct HookStats {
+    pub before: ludus_core::metrics::RequestStats,
+    pub after: ludus_core::metrics::RequestStats,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -176,6 +186,7 @@ impl Runtime {
             rt_after: HashSet::new(),
             events,
             event_rx: std::sync::Mutex::new(Some(event_rx)),
+            hook_stats: HookStats::default(),
         };
         runtime.rt_before = MESSAGE_NAMES
             .iter()
@@ -327,20 +338,27 @@ impl Runtime {
         request: Value,
     ) -> Result<Option<Value>, RuntimeError> {
         ctx.mode = ExecutionMode::Before;
-        if let Some(hook) = self.native.before.get(api) {
-            return hook(self.native_call(ctx), request).await;
-        }
-        match &self.lua {
-            Some(lua) if lua.registered().before.contains(api) => {
-                lua.call(format!("before/{api}"), ctx, vec![request]).await
-            }
-            _ => match &self.js {
-                Some(js) if js.has(&format!("before/{api}")) => {
-                    js.call(format!("before/{api}"), ctx, vec![request]).await
+        let started = std::time::Instant::now();
+        let done = if let Some(hook) = self.native.before.get(api) {
+            hook(self.native_call(ctx), request).await
+        } else {
+            match &self.lua {
+                Some(lua) if lua.registered().before.contains(api) => {
+                    lua.call(format!("before/{api}"), ctx, vec![request]).await
                 }
-                _ => Ok(Some(request)),
-            },
-        }
+                _ => match &self.js {
+                    Some(js) if js.has(&format!("before/{api}")) => {
+                        js.call(format!("before/{api}"), ctx, vec![request]).await
+                    }
+                    // No hook: nothing ran, nothing is counted.
+                    _ => return Ok(Some(request)),
+                },
+            }
+        };
+        self.hook_stats
+            .before
+            .record(started.elapsed(), 0, 0, done.is_err());
+        done
     }
 
     /// Runs the after hook of `api` with the response and the request.
@@ -352,22 +370,28 @@ impl Runtime {
         request: Value,
     ) -> Result<(), RuntimeError> {
         ctx.mode = ExecutionMode::After;
-        if let Some(hook) = self.native.after.get(api) {
-            return hook(self.native_call(ctx), response, request).await;
-        }
-        match &self.lua {
-            Some(lua) if lua.registered().after.contains(api) => lua
-                .call(format!("after/{api}"), ctx, vec![response, request])
-                .await
-                .map(|_| ()),
-            _ => match &self.js {
-                Some(js) if js.has(&format!("after/{api}")) => js
+        let started = std::time::Instant::now();
+        let done = if let Some(hook) = self.native.after.get(api) {
+            hook(self.native_call(ctx), response, request).await
+        } else {
+            match &self.lua {
+                Some(lua) if lua.registered().after.contains(api) => lua
                     .call(format!("after/{api}"), ctx, vec![response, request])
                     .await
                     .map(|_| ()),
-                _ => Ok(()),
-            },
-        }
+                _ => match &self.js {
+                    Some(js) if js.has(&format!("after/{api}")) => js
+                        .call(format!("after/{api}"), ctx, vec![response, request])
+                        .await
+                        .map(|_| ()),
+                    _ => return Ok(()),
+                },
+            }
+        };
+        self.hook_stats
+            .after
+            .record(started.elapsed(), 0, 0, done.is_err());
+        done
     }
 
     /// Realtime hooks: `name` is the envelope's message name, e.g.
@@ -480,6 +504,20 @@ impl Runtime {
                 },
             });
         }
+    }
+
+    /// Counts and timings of the hooks that ran.
+    pub fn hook_stats(&self) -> &HookStats {
+        &self.hook_stats
+    }
+
+    /// Lua VMs of the call pool and JS contexts alive now (Nakama's
+    /// `lua_runtimes` and `javascript_runtimes`).
+    pub fn pool_sizes(&self) -> (usize, usize) {
+        (
+            self.lua.as_ref().map_or(0, LuaRuntime::vm_count),
+            self.js.as_ref().map_or(0, JsRuntime::context_count),
+        )
     }
 
     /// Events dropped because the queue was full.

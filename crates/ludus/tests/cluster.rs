@@ -27,10 +27,13 @@ const LEASE_MS: u64 = 3_000;
 struct Node {
     child: Child,
     addr: SocketAddr,
+    /// Its Prometheus exporter (`metrics.prometheus_port`).
+    metrics: u16,
 }
 
 async fn start_node(name: &str, data: &Path, database: &str, redis: &[String]) -> Node {
     let port = ludus_testkit::free_port();
+    let metrics = ludus_testkit::free_port();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ludus"));
     cmd.arg("serve")
         .args(["--name", name])
@@ -38,6 +41,7 @@ async fn start_node(name: &str, data: &Path, database: &str, redis: &[String]) -
         .arg(data.join(name))
         .args(["--socket.port", &port.to_string()])
         .args(["--console.port", "0"])
+        .args(["--metrics.prometheus_port", &metrics.to_string()])
         .args(["--database.address", database])
         .args(["--session.single_socket", "true"])
         .args(["--cluster.lease_ms", &LEASE_MS.to_string()])
@@ -58,7 +62,11 @@ async fn start_node(name: &str, data: &Path, database: &str, redis: &[String]) -
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         if let Some((200, _)) = request(addr, "GET", "/healthcheck", "", &Value::Null).await {
-            return Node { child, addr };
+            return Node {
+                child,
+                addr,
+                metrics,
+            };
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -565,7 +573,28 @@ async fn three_nodes_share_presence_messages_and_survive_faults() {
     })
     .await;
     assert!(back.elapsed() < SHORT, "{:?}", back.elapsed());
+    // The bus's health on the metrics page: the lost connection, and the
+    // node's probes timed through Redis.
+    assert!(metric(&a, "nakama_cluster_bus_reconnects").await >= 1.0);
+    assert!(metric(&a, "nakama_cluster_bus_lag_count").await >= 1.0);
     drop((a, b));
+}
+
+/// The value of the first sample of `name` on a node's metrics page.
+async fn metric(node: &Node, name: &str) -> f64 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", node.metrics))
+        .await
+        .unwrap();
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut page = String::new();
+    tcp.read_to_string(&mut page).await.unwrap();
+    page.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{page}"))
 }
 
 /// `HLEN key` on a Redis, 0 when it cannot be read.

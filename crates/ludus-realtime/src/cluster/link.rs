@@ -313,6 +313,9 @@ pub(super) async fn subscribe(
                 }
             }
             *shard.up_since.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            shared
+                .reconnects
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             tracing::warn!(shard = %shard.url, "lost the cluster bus; serving local traffic, reconnecting");
         }
         tokio::time::sleep(backoff).await;
@@ -420,6 +423,12 @@ fn deliver(shared: &Arc<Shared>, realtime: &Arc<Realtime>, w: Wire) -> Option<Wi
                 realtime.matchmaker.core().apply_remote(added, &removed);
             }
         }
+        Wire::Probe { node, sent_ns } => {
+            if node == shared.node {
+                let now = u64::try_from(shared.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                shared.lag.record_ns(now.saturating_sub(sent_ns));
+            }
+        }
         Wire::Broadcast { node, payload } => {
             if node != shared.node && !payload.is_empty() {
                 let _ = shared.broadcasts.send(payload);
@@ -438,6 +447,11 @@ pub(super) async fn heartbeat(shared: Arc<Shared>, index: usize) {
     loop {
         tick.tick().await;
         shared.shards[index].send(Op::Heartbeat);
+        let probe = Wire::Probe {
+            node: shared.node.clone(),
+            sent_ns: u64::try_from(shared.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        };
+        shared.shards[index].send(Op::Publish(super::ALL.into(), probe.encode()));
     }
 }
 

@@ -199,6 +199,11 @@ struct Shared {
     /// Other nodes' broadcasts for the server; an empty one means "some may
     /// have been missed" (the bus was down).
     broadcasts: mpsc::UnboundedSender<Bytes>,
+    /// The clock of this node's probes, and how long they took.
+    started: std::time::Instant,
+    lag: ludus_core::metrics::Histogram,
+    /// Connections to a Redis shard lost so far.
+    reconnects: std::sync::atomic::AtomicU64,
 }
 
 const PRESENCE: &str = "ludus:presence";
@@ -420,6 +425,13 @@ impl Bus for RedisBus {
         true
     }
 
+    fn health(&self) -> Option<crate::bus::BusHealth> {
+        Some(crate::bus::BusHealth {
+            reconnects: self.0.reconnects.load(Ordering::Relaxed),
+            lag: self.0.lag.snapshot(),
+        })
+    }
+
     fn broadcast(&self, payload: Bytes) {
         let wire = Wire::Broadcast {
             node: self.0.node.clone(),
@@ -535,6 +547,9 @@ impl Cluster {
             next_call: std::sync::atomic::AtomicU64::new(1),
             matchmaker: AtomicBool::new(false),
             broadcasts,
+            started: std::time::Instant::now(),
+            lag: Default::default(),
+            reconnects: Default::default(),
         });
         link::take_lease(&shared).await?;
         tracing::info!(node, shards = shared.shards.len(), "joined the cluster");

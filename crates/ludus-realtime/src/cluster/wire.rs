@@ -122,6 +122,12 @@ pub(crate) enum Wire {
         node: Arc<str>,
         payload: Bytes,
     },
+    /// `node`'s probe of the bus: it times its own copy's way back
+    /// (`sent_ns` on its own clock).
+    Probe {
+        node: Arc<str>,
+        sent_ns: u64,
+    },
 }
 
 const TRACK: u8 = 1;
@@ -142,6 +148,7 @@ const TO_STREAM_ALL: u8 = 15;
 const BANNED: u8 = 16;
 const TO_SESSIONS_ALL: u8 = 17;
 const TO_EVERYONE: u8 = 18;
+const PROBE: u8 = 19;
 
 const CALL_MATCH_JOIN: u8 = 1;
 const CALL_MATCH_SIGNAL: u8 = 2;
@@ -355,6 +362,11 @@ impl Wire {
                 put_str(&mut w, node);
                 put_bytes(&mut w, payload);
             }
+            Wire::Probe { node, sent_ns } => {
+                w.put_u8(PROBE);
+                put_str(&mut w, node);
+                w.put_u64_le(*sent_ns);
+            }
         }
         w.freeze()
     }
@@ -510,6 +522,10 @@ impl Wire {
             BROADCAST => Wire::Broadcast {
                 node: r.str()?,
                 payload: Bytes::copy_from_slice(r.bytes()?),
+            },
+            PROBE => Wire::Probe {
+                node: r.str()?,
+                sent_ns: r.u64()?,
             },
             _ => return None,
         };
@@ -837,6 +853,10 @@ mod tests {
             Wire::ToEveryone {
                 node: "b".into(),
                 envelope: Bytes::from_static(b"ghi"),
+            },
+            Wire::Probe {
+                node: "a".into(),
+                sent_ns: 123_456_789,
             },
             Wire::Banned {
                 node: "c".into(),

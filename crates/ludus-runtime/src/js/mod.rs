@@ -81,6 +81,11 @@ impl JsRuntime {
     }
 
     /// Refuses new calls and stops running ones at their next check.
+    /// Contexts alive now.
+    pub(crate) fn context_count(&self) -> usize {
+        self.pool.context_count()
+    }
+
     pub(crate) fn close(&self) {
         self.pool.close();
         self.shared.shutdown.store(true, Ordering::Relaxed);

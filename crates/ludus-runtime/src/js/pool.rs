@@ -67,6 +67,11 @@ pub(super) struct JsPool {
 }
 
 impl JsPool {
+    /// Contexts alive now (Nakama's `javascript_runtimes` gauge).
+    pub(super) fn context_count(&self) -> usize {
+        self.threads.count.load(Ordering::Relaxed)
+    }
+
     /// Makes the first context on its thread and answers the keys its
     /// `InitModule` registered; a module that fails to load stops here.
     pub(super) fn start(shared: Arc<JsShared>) -> Result<(JsPool, super::vm::Keys), LoadError> {

@@ -162,6 +162,11 @@ impl LuaRuntime {
     /// Refuses new calls and stops those still running (at their next
     /// budget check, within microseconds), so shutdown never waits for a
     /// runaway call.
+    /// VMs in the call pool now (matches run VMs of their own).
+    pub(crate) fn vm_count(&self) -> usize {
+        self.pool.vm_count()
+    }
+
     pub(crate) fn close(&self) {
         self.pool.close();
         self.interrupt.store(true, Ordering::Relaxed);

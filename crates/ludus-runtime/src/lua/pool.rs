@@ -74,6 +74,8 @@ struct Inner {
     /// Makes a VM: a thread's extra VMs, and a fresh one when a call
     /// panicked and its VM cannot be trusted.
     rebuild: Rebuild,
+    /// VMs alive on the pool's threads (Nakama's `lua_runtimes` gauge).
+    live: std::sync::atomic::AtomicUsize,
 }
 
 struct Queue {
@@ -112,6 +114,7 @@ impl VmPool {
             timeout,
             vms_per_thread,
             rebuild,
+            live: Default::default(),
         });
         for (i, vm) in vms.into_iter().enumerate() {
             let shared = inner.clone();
@@ -196,6 +199,11 @@ impl VmPool {
                 Err(RuntimeError::internal("lua call failed"))
             }
         })
+    }
+
+    /// VMs alive on the pool's threads now.
+    pub(crate) fn vm_count(&self) -> usize {
+        self.inner.live.load(Ordering::Relaxed)
     }
 
     /// Refuses new calls; calls still queued are answered at once (their
@@ -389,6 +397,7 @@ impl Thread {
     }
 
     fn add_slot(&mut self, vm: Vm) -> usize {
+        self.inner.live.fetch_add(1, Ordering::Relaxed);
         let i = self.slots.len();
         self.slots.push(Slot {
             vm: Some(Rc::new(vm)),
@@ -525,6 +534,7 @@ impl Thread {
                 match (self.inner.rebuild)() {
                     Ok(fresh) => self.slots[i].vm = Some(Rc::new(fresh)),
                     Err(e) => {
+                        self.inner.live.fetch_sub(1, Ordering::Relaxed);
                         tracing::error!(error = %e, "cannot rebuild lua vm, pool shrinks by one");
                         self.busy -= 1;
                         self.capacity -= 1;

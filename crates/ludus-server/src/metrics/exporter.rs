@@ -11,6 +11,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use ludus_core::metrics::Kind;
+
 use super::ServerMetrics;
 use crate::state::AppState;
 
@@ -87,23 +89,68 @@ async fn answer(mut tcp: TcpStream, state: &AppState) -> std::io::Result<()> {
 /// everything recorded.
 fn render(metrics: &Arc<ServerMetrics>, state: &AppState) -> String {
     let realtime = &state.sockets.realtime;
-    let gauges = [
+    let matchmaker = realtime.matchmaker.core();
+    let (lua_runtimes, js_runtimes) = state.runtime.pool_sizes();
+    let mut gauges = vec![
         ("sessions", realtime.hub().session_count() as f64),
+        ("presences", realtime.hub().presence_count() as f64),
         ("socket_ws_open", state.sockets.open_count() as f64),
         ("authoritative_matches", realtime.matches.count() as f64),
         ("parties", realtime.parties.count() as f64),
+        ("matchmaker_tickets", matchmaker.ticket_count() as f64),
         (
-            "matchmaker_tickets",
-            realtime.matchmaker.core().ticket_count() as f64,
+            "matchmaker_active_tickets",
+            matchmaker.active_ticket_count() as f64,
         ),
+        ("lua_runtimes", lua_runtimes as f64),
+        ("javascript_runtimes", js_runtimes as f64),
     ];
+    let store = state.accounts.store().stats();
+    if let Some(pool) = store.pool {
+        gauges.extend([
+            ("db_max_open_conns", pool.max_open as f64),
+            ("db_total_open_conns", pool.open as f64),
+            ("db_in_use_conns", pool.in_use as f64),
+            ("db_idle_conns", pool.idle as f64),
+            ("db_total_wait_count", pool.wait_count as f64),
+            ("db_total_wait_time_nanos", pool.wait_ns as f64),
+        ]);
+    }
     // The runtime counts the events its queue dropped; the counter catches
     // up at each scrape.
     metrics
         .core
         .dropped_events
         .raise_to(state.runtime.events_dropped());
-    metrics.render(&gauges)
+    let hooks = state.runtime.hook_stats();
+    let bus = realtime.hub().bus_health();
+    metrics.render(&gauges, |e| {
+        e.family("matchmaker_process_time", Kind::Summary);
+        e.summary(&[], &matchmaker.process_time().snapshot());
+        for (stage, stats) in [("before", &hooks.before), ("after", &hooks.after)] {
+            let name = |what: &str| format!("overall_{stage}_{what}");
+            e.family(&name("count"), Kind::Counter);
+            e.sample(&[], stats.count.get() as f64);
+            e.family(&name("errors"), Kind::Counter);
+            e.sample(&[], stats.errors.get() as f64);
+            let latency = stats.latency.snapshot();
+            e.family(&name("latency_ms"), Kind::Summary);
+            e.summary(&[], &latency);
+            e.family(&name("latency"), Kind::Summary);
+            e.summary(&[], &latency);
+        }
+        // Ludus's own: group commits and the writes they carried.
+        e.family("store_batches", Kind::Counter);
+        e.sample(&[], store.batches as f64);
+        e.family("store_batched_writes", Kind::Counter);
+        e.sample(&[], store.batched as f64);
+        if let Some(bus) = bus {
+            e.family("cluster_bus_reconnects", Kind::Counter);
+            e.sample(&[], bus.reconnects as f64);
+            e.family("cluster_bus_lag", Kind::Summary);
+            e.summary(&[], &bus.lag);
+        }
+    })
 }
 
 fn response(status: &str, content_type: &str, body: &str) -> Vec<u8> {

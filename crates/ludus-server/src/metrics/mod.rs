@@ -7,6 +7,7 @@
 
 pub(crate) mod exporter;
 pub(crate) mod layer;
+pub(crate) mod socket_rpc;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -163,10 +164,18 @@ impl ServerMetrics {
         }
     }
 
-    /// The whole scrape: the core metrics, `gauges` read now, the server's own.
-    pub fn render(&self, gauges: &[(&str, f64)]) -> String {
+    /// The whole scrape: the core metrics, `gauges` read now, the server's
+    /// own, then what `extra` writes (read now from the parts that hold it).
+    pub fn render(
+        &self,
+        gauges: &[(&str, f64)],
+        extra: impl FnOnce(&mut Exposition<'_>),
+    ) -> String {
         let mut out = String::with_capacity(16 * 1024);
-        self.core.render(&mut out, gauges, |e| self.write_more(e));
+        self.core.render(&mut out, gauges, |e| {
+            self.write_more(e);
+            extra(e);
+        });
         out
     }
 }
@@ -199,7 +208,7 @@ mod tests {
         m.socket_closed(None);
         m.socket_closed(Some(1008));
         m.socket_closed(Some(4000));
-        let text = m.render(&[("sessions", 2.0)]);
+        let text = m.render(&[("sessions", 2.0)], |_| {});
         for line in [
             "nakama_overall_request_count{node_name=\"ludus\"} 3",
             "nakama_overall_request_errors{node_name=\"ludus\"} 1",

@@ -110,7 +110,7 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
     let write_wait = settings.write_wait;
     let mut requests = Requests {
         realtime,
-        modules: &*sockets.modules,
+        modules: &*sockets.socket_modules,
         session: &session,
         serving: None,
         waiting: VecDeque::new(),

@@ -47,6 +47,9 @@ pub struct Sockets {
     pub realtime: Arc<Realtime>,
     /// The module runtime socket messages reach (RPCs, hooks).
     pub modules: Arc<Runtime>,
+    /// The same, as the realtime layer calls it: with the socket's RPCs
+    /// recorded when metrics are exported.
+    pub(super) socket_modules: Arc<dyn ludus_realtime::Modules>,
     /// Declared after `realtime`, so match tasks stop after it is gone.
     _match_runtime: MatchRuntime,
     pub(super) settings: SocketSettings,
@@ -82,9 +85,17 @@ impl Sockets {
         match_runtime: MatchRuntime,
         metrics: Option<Arc<crate::metrics::ServerMetrics>>,
     ) -> Sockets {
+        let socket_modules: Arc<dyn ludus_realtime::Modules> = match &metrics {
+            Some(metrics) => Arc::new(crate::metrics::socket_rpc::MeteredModules {
+                runtime: modules.clone(),
+                metrics: metrics.clone(),
+            }),
+            None => modules.clone(),
+        };
         Sockets {
             realtime,
             modules,
+            socket_modules,
             _match_runtime: match_runtime,
             settings: SocketSettings::from_config(config),
             open: AtomicUsize::new(0),

@@ -5,7 +5,10 @@
 
 use serde_json::{Value, json};
 
+use crate::both_backends;
 use crate::support::{Backend, TestServer, token};
+
+both_backends!(server_series_reach_the_exporter);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lua_metrics_reach_the_exporter() {
@@ -55,5 +58,92 @@ async fn lua_metrics_reach_the_exporter() {
     assert!(
         !page.contains("lua_bad"),
         "refused arguments record nothing"
+    );
+}
+
+/// The series read at scrape time or recorded off the request path: hooks
+/// (`overall_before_*`, `overall_after_*`), presences, the Lua pool, the
+/// matchmaker, the store's group commits and, on PostgreSQL, the pool.
+async fn server_series_reach_the_exporter(b: Backend) {
+    let port = ludus_testkit::free_port();
+    let t = TestServer::start_with(b, |c| {
+        crate::rpc::lua_config(c);
+        c.metrics.prometheus_port = port;
+    })
+    .await;
+    let s = t.device_session("server-metrics-device").await;
+    // storage_test.lua hooks WriteStorageObjects before and after.
+    let r = t
+        .put_bearer(
+            "/v2/storage",
+            &token(&s),
+            json!({"objects": [{"collection": "metrics", "key": "k", "value": "{\"a\":1}"}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ws = format!(
+        "ws://{}/ws?token={}",
+        t.base.trim_start_matches("http://"),
+        token(&s)
+    );
+    let (mut socket, _) = tokio_tungstenite::connect_async(ws).await.unwrap();
+    // An RPC over the socket counts as Nakama's WsRpc: under its id.
+    use futures_util::{SinkExt as _, StreamExt as _};
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::text(
+            r#"{"cid":"1","rpc":{"id":"echo","payload":"hi"}}"#,
+        ))
+        .await
+        .unwrap();
+    let reply = socket.next().await.unwrap().unwrap();
+    assert!(
+        reply.to_text().unwrap().contains("\"cid\":\"1\""),
+        "{reply}"
+    );
+    let page = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let sample = |name: &str| -> f64 {
+        page.lines()
+            .find(|l| l.starts_with(&format!("{name}{{")))
+            .unwrap_or_else(|| panic!("no {name} in\n{page}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+    };
+    let socket_rpc = page
+        .lines()
+        .find(|l| l.starts_with("nakama_Rpc_count{") && l.contains("rpc_id=\"echo\""))
+        .unwrap_or_else(|| panic!("no socket rpc count in\n{page}"));
+    assert!(socket_rpc.ends_with(" 1"), "{socket_rpc}");
+    assert!(sample("nakama_overall_before_count") >= 1.0);
+    assert!(sample("nakama_overall_after_count") >= 1.0);
+    assert!(sample("nakama_overall_before_latency_ms_count") >= 1.0);
+    assert_eq!(sample("nakama_overall_before_errors"), 0.0);
+    assert!(
+        sample("nakama_presences") >= 1.0,
+        "the socket's notification stream"
+    );
+    assert!(sample("nakama_lua_runtimes") >= 1.0);
+    assert_eq!(sample("nakama_javascript_runtimes"), 0.0);
+    assert_eq!(sample("nakama_matchmaker_active_tickets"), 0.0);
+    assert!(page.contains("# TYPE nakama_matchmaker_process_time summary"));
+    assert!(sample("nakama_store_batches") >= 1.0);
+    assert!(sample("nakama_store_batched_writes") >= sample("nakama_store_batches"));
+    match b {
+        Backend::Postgres => {
+            assert!(sample("nakama_db_max_open_conns") >= 1.0);
+            assert!(sample("nakama_db_total_open_conns") >= 1.0);
+        }
+        Backend::Sqlite => assert!(!page.contains("nakama_db_"), "sqlite has no pool"),
+    }
+    assert!(
+        !page.contains("cluster_bus"),
+        "one node has no bus to report"
     );
 }

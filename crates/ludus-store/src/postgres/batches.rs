@@ -157,6 +157,7 @@ async fn run<J: Job>(pool: Pool, mut rx: mpsc::Receiver<Msg<J>>, in_flight: usiz
         } else {
             split(queue)
         };
+        pool.count_batch(batch.len());
         for job in again {
             alone.spawn(J::alone(pool.clone(), job));
         }

@@ -279,6 +279,10 @@ impl Store for PgStore {
         "postgres"
     }
 
+    fn stats(&self) -> ludus_core::store::StoreStats {
+        self.pool.stats()
+    }
+
     async fn find_user_by_identity(&self, identity: &Identity) -> StoreResult<Option<UserAuth>> {
         match identity {
             Identity::Device(id) => self.lookups.find(lookup::Kind::Device, id).await,

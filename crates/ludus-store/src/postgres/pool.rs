@@ -6,7 +6,7 @@
 //! when handed back and replaced on demand.
 
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -35,6 +35,12 @@ struct Inner {
     max_lifetime: Option<Duration>,
     acquire_timeout: Duration,
     closed: AtomicBool,
+    /// Requests that waited for a connection, and their wait in all.
+    waits: AtomicU64,
+    wait_ns: AtomicU64,
+    /// Group commits of the batchers on this pool, and their jobs.
+    batches: AtomicU64,
+    batched: AtomicU64,
 }
 
 /// An open connection and its prepared statements.
@@ -112,6 +118,10 @@ impl Pool {
                     .then(|| Duration::from_millis(opts.conn_max_lifetime_ms)),
                 acquire_timeout: Duration::from_millis(opts.acquire_timeout_ms.max(1)),
                 closed: AtomicBool::new(false),
+                waits: AtomicU64::new(0),
+                wait_ns: AtomicU64::new(0),
+                batches: AtomicU64::new(0),
+                batched: AtomicU64::new(0),
             }),
         }
     }
@@ -121,18 +131,54 @@ impl Pool {
         self.inner.size as usize
     }
 
+    /// One group commit of `jobs` jobs.
+    pub(super) fn count_batch(&self, jobs: usize) {
+        self.inner.batches.fetch_add(1, Ordering::Relaxed);
+        self.inner.batched.fetch_add(jobs as u64, Ordering::Relaxed);
+    }
+
+    pub(super) fn stats(&self) -> ludus_core::store::StoreStats {
+        let inner = &self.inner;
+        let idle = inner.idle.lock().unwrap_or_else(|e| e.into_inner()).len() as u64;
+        let in_use = u64::from(inner.size).saturating_sub(inner.permits.available_permits() as u64);
+        ludus_core::store::StoreStats {
+            batches: inner.batches.load(Ordering::Relaxed),
+            batched: inner.batched.load(Ordering::Relaxed),
+            pool: Some(ludus_core::store::PoolStats {
+                max_open: u64::from(inner.size),
+                open: in_use + idle,
+                in_use,
+                idle,
+                wait_count: inner.waits.load(Ordering::Relaxed),
+                wait_ns: inner.wait_ns.load(Ordering::Relaxed),
+            }),
+        }
+    }
+
     /// A connection, reused when one is idle, opened otherwise.
     pub(super) async fn get(&self) -> StoreResult<PooledConn> {
         let inner = &self.inner;
         if inner.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
-        let permit = match tokio::time::timeout(
-            inner.acquire_timeout,
-            Arc::clone(&inner.permits).acquire_owned(),
-        )
-        .await
-        {
+        let permit = match Arc::clone(&inner.permits).try_acquire_owned() {
+            Ok(permit) => Ok(Ok(permit)),
+            Err(_) => {
+                let started = Instant::now();
+                let got = tokio::time::timeout(
+                    inner.acquire_timeout,
+                    Arc::clone(&inner.permits).acquire_owned(),
+                )
+                .await;
+                inner.waits.fetch_add(1, Ordering::Relaxed);
+                inner.wait_ns.fetch_add(
+                    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+                    Ordering::Relaxed,
+                );
+                got
+            }
+        };
+        let permit = match permit {
             Ok(Ok(permit)) => permit,
             Ok(Err(_)) => return Err(closed()),
             Err(_) => {

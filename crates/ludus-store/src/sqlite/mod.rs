@@ -156,6 +156,15 @@ impl Store for SqliteStore {
         "sqlite"
     }
 
+    fn stats(&self) -> ludus_core::store::StoreStats {
+        let (batches, batched) = self.writer.batch_counts();
+        ludus_core::store::StoreStats {
+            batches,
+            batched,
+            pool: None,
+        }
+    }
+
     async fn find_user_by_identity(&self, identity: &Identity) -> StoreResult<Option<UserAuth>> {
         let identity = identity.clone();
         self.readers

@@ -24,7 +24,8 @@
 //! "Statements held for a batch on SQLite").
 
 use std::cell::RefCell;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -151,6 +152,14 @@ enum Msg {
 pub(super) struct Writer {
     tx: mpsc::Sender<Msg>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Group commits made and the writes they carried.
+    counts: Arc<BatchCounts>,
+}
+
+#[derive(Default)]
+struct BatchCounts {
+    batches: AtomicU64,
+    writes: AtomicU64,
 }
 
 impl Writer {
@@ -163,6 +172,8 @@ impl Writer {
         upkeep: Option<Upkeep>,
     ) -> std::io::Result<Writer> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let counts = Arc::new(BatchCounts::default());
+        let thread_counts = counts.clone();
         let thread = std::thread::Builder::new()
             .name("ludus-sqlite-writer".into())
             .spawn(move || {
@@ -170,12 +181,21 @@ impl Writer {
                 // the I/O thread: it queues more, and the batch grows
                 // (+38 % storage writes on one core; BENCHMARKS.md).
                 ludus_core::sched::batch_scheduling("sqlite writer");
-                run(conn, rx, &committed, upkeep)
+                run(conn, rx, &committed, upkeep, &thread_counts)
             })?;
         Ok(Writer {
             tx,
             thread: Mutex::new(Some(thread)),
+            counts,
         })
+    }
+
+    /// Group commits made so far and the writes they carried.
+    pub(super) fn batch_counts(&self) -> (u64, u64) {
+        (
+            self.counts.batches.load(Ordering::Relaxed),
+            self.counts.writes.load(Ordering::Relaxed),
+        )
     }
 
     /// Queues a write and waits until its transaction has committed.
@@ -223,6 +243,7 @@ fn run(
     mut rx: mpsc::Receiver<Msg>,
     committed: &Committed,
     upkeep: Option<Upkeep>,
+    counts: &BatchCounts,
 ) {
     let mut batch: Vec<Box<dyn WriteJob>> = Vec::with_capacity(MAX_BATCH);
     let mut shutdown = None;
@@ -242,6 +263,10 @@ fn run(
             }
         }
         if !batch.is_empty() {
+            counts.batches.fetch_add(1, Ordering::Relaxed);
+            counts
+                .writes
+                .fetch_add(batch.len() as u64, Ordering::Relaxed);
             commit_batch(&conn, &mut batch);
             committed.notify();
             if let Some(upkeep) = upkeep

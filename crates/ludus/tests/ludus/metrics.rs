@@ -168,4 +168,14 @@ fn a_real_prometheus_scrapes_nakamas_series() {
         deadline,
         |v| v > 0.0,
     );
+    // Series read at scrape time: the store's group commits (the sign-ups)
+    // and the gauges of the parts that hold them.
+    wait_for(prom, "nakama_store_batched_writes", deadline, |v| v >= 4.0);
+    wait_for(prom, "nakama_presences", deadline, |v| v >= 0.0);
+    wait_for(
+        prom,
+        "nakama_matchmaker_process_time_count",
+        deadline,
+        |v| v >= 0.0,
+    );
 }
