@@ -535,6 +535,26 @@ pub trait Store: Send + Sync + 'static {
         now: i64,
     ) -> StoreResult<WriteOutcome>;
 
+    /// Up to `limit` storage objects of `owner` in every collection, by
+    /// collection and key (an account's export).
+    async fn objects_of_owner(&self, owner: Uuid, limit: usize) -> StoreResult<Vec<StorageObject>>;
+
+    /// Up to `limit` records of `owner` on every board and period, oldest
+    /// first (an account's export).
+    async fn records_of_owner(
+        &self,
+        owner: Uuid,
+        limit: usize,
+    ) -> StoreResult<Vec<LeaderboardRecord>>;
+
+    /// Up to `limit` channel messages `sender` sent, oldest first (an
+    /// account's export).
+    async fn messages_of_sender(
+        &self,
+        sender: Uuid,
+        limit: usize,
+    ) -> StoreResult<Vec<ChannelMessage>>;
+
     /// Deletes an owner's record of one period; false when there was none.
     async fn leaderboard_record_delete(
         &self,

@@ -34,6 +34,10 @@ use crate::services::{
     Authenticated, HttpClient, HttpRequest, HttpResponse, RuntimeServices, StreamMeta,
 };
 
+/// Most items of each kind an account export holds (storage objects,
+/// friends, messages, ...): an export is one answer, so it is bounded.
+const EXPORT_LIMIT: usize = 10_000;
+
 /// How many users `nk.notification_send_all` stores copies for per
 /// transaction (Nakama pages by 10,000).
 const SEND_ALL_PAGE: usize = 1_000;
@@ -298,6 +302,73 @@ impl RuntimeServices for ServerServices {
             .delete_notifications_by_id(user_id, &ids)
             .await?;
         Ok(())
+    }
+
+    async fn account_export(&self, user_id: Uuid) -> Result<String, ApiError> {
+        use ludus_realtime::wire;
+        let store = self.accounts.store();
+        let account = store
+            .get_account(user_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("account not found"))?;
+        let mut friends = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            let page = self
+                .social
+                .list_friends(user_id, Some(1000), None, &cursor)
+                .await?;
+            friends.extend(page.friends.into_iter().map(wire::friend));
+            match page.cursor {
+                Some(next) if friends.len() < EXPORT_LIMIT => cursor = next,
+                _ => break,
+            }
+        }
+        let groups = store.user_groups(user_id, None, None, EXPORT_LIMIT).await?;
+        let messages = store.messages_of_sender(user_id, EXPORT_LIMIT).await?;
+        let ledger = store
+            .wallet_ledger_list(user_id, None, EXPORT_LIMIT)
+            .await?;
+        let stamp = |us: i64| wire::timestamp_us(us);
+        let export = serde_json::json!({
+            "account": wire::account(account),
+            "objects": store
+                .objects_of_owner(user_id, EXPORT_LIMIT)
+                .await?
+                .into_iter()
+                .map(wire::storage_object)
+                .collect::<Vec<_>>(),
+            "friends": friends,
+            "groups": groups.into_iter().map(|g| wire::group(g.group)).collect::<Vec<_>>(),
+            "messages": messages
+                .iter()
+                .map(|m| ludus_realtime::chat::message_to_wire(m, true))
+                .collect::<Vec<_>>(),
+            "leaderboard_records": store
+                .records_of_owner(user_id, EXPORT_LIMIT)
+                .await?
+                .into_iter()
+                .map(wire::leaderboard_record)
+                .collect::<Vec<_>>(),
+            "notifications": store
+                .list_notifications(user_id, None, EXPORT_LIMIT)
+                .await?
+                .iter()
+                .map(wire::notification_to_wire)
+                .collect::<Vec<_>>(),
+            "wallet_ledgers": ledger
+                .iter()
+                .map(|e| serde_json::json!({
+                    "id": e.id.to_string(),
+                    "user_id": e.user_id.to_string(),
+                    "changeset": e.changeset,
+                    "metadata": e.metadata,
+                    "create_time": stamp(e.create_time_us),
+                    "update_time": stamp(e.update_time_us),
+                }))
+                .collect::<Vec<_>>(),
+        });
+        Ok(export.to_string())
     }
 
     async fn notifications_update(&self, updates: Vec<NotificationUpdate>) -> Result<(), ApiError> {

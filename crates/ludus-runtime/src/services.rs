@@ -229,6 +229,15 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_realtime())
     }
 
+    /// Everything stored of a user, as Nakama's console `AccountExport` in
+    /// its JSON form (`nk.account_export_id`): the account, storage
+    /// objects, friends, groups, sent channel messages, leaderboard
+    /// records, notifications and wallet ledger.
+    async fn account_export(&self, user_id: Uuid) -> Result<String, ApiError> {
+        let _ = user_id;
+        Err(no_realtime())
+    }
+
     /// Changes stored notifications, whoever holds them, in one
     /// transaction; unknown ids are ignored (`nk.notifications_update`).
     async fn notifications_update(&self, updates: Vec<NotificationUpdate>) -> Result<(), ApiError> {

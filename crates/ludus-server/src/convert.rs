@@ -1,53 +1,14 @@
 //! Domain records to wire types. The only place that knows both.
 
-use ludus_core::model;
 use ludus_proto::Timestamp;
 use ludus_proto::api;
 
+pub(crate) use ludus_realtime::wire::{
+    account, friend, group, leaderboard_record, storage_object, user,
+};
+
 pub(crate) fn timestamp(unix_seconds: i64) -> Timestamp {
     Timestamp::from_unix_seconds(unix_seconds)
-}
-
-pub(crate) fn user(u: model::User) -> api::User {
-    api::User {
-        id: u.id.to_string(),
-        username: u.username,
-        display_name: u.display_name,
-        avatar_url: u.avatar_url,
-        lang_tag: u.lang_tag,
-        location: u.location,
-        timezone: u.timezone,
-        metadata: u.metadata,
-        facebook_id: u.facebook_id,
-        google_id: u.google_id,
-        gamecenter_id: u.gamecenter_id,
-        steam_id: u.steam_id,
-        online: u.online,
-        edge_count: u.edge_count,
-        create_time: Some(timestamp(u.create_time)),
-        update_time: Some(timestamp(u.update_time)),
-        facebook_instant_game_id: u.facebook_instant_game_id,
-        apple_id: u.apple_id,
-    }
-}
-
-pub(crate) fn account(a: model::Account) -> api::Account {
-    api::Account {
-        user: Some(user(a.user)),
-        wallet: a.wallet,
-        email: a.email.unwrap_or_default(),
-        devices: a
-            .devices
-            .into_iter()
-            .map(|id| api::AccountDevice {
-                id,
-                vars: Default::default(),
-            })
-            .collect(),
-        custom_id: a.custom_id.unwrap_or_default(),
-        verify_time: a.verify_time.map(timestamp),
-        disable_time: a.disable_time.map(timestamp),
-    }
 }
 
 pub(crate) fn session(s: ludus_core::accounts::SessionTokens) -> api::Session {
@@ -55,20 +16,6 @@ pub(crate) fn session(s: ludus_core::accounts::SessionTokens) -> api::Session {
         created: s.created,
         token: s.token,
         refresh_token: s.refresh_token,
-    }
-}
-
-pub(crate) fn storage_object(o: ludus_core::storage::StorageObject) -> api::StorageObject {
-    api::StorageObject {
-        collection: o.collection,
-        key: o.key,
-        user_id: o.user_id.to_string(),
-        value: o.value,
-        version: o.version,
-        permission_read: o.read.as_i64() as i32,
-        permission_write: o.write.as_i64() as i32,
-        create_time: Some(timestamp(o.create_time)),
-        update_time: Some(timestamp(o.update_time)),
     }
 }
 
@@ -83,61 +30,12 @@ pub(crate) fn storage_ack(a: ludus_core::storage::StorageAck) -> api::StorageObj
     }
 }
 
-pub(crate) fn friend(f: ludus_core::friend::Friend) -> api::Friend {
-    api::Friend {
-        user: Some(user(f.user)),
-        state: Some(ludus_proto::pbjson_types::Int32Value {
-            value: f.state as i32,
-        }),
-        update_time: Some(timestamp(f.update_time)),
-        metadata: f.metadata,
-    }
-}
-
 /// A friends listing page. The handler writes its JSON with
 /// `wire_json::friend_list`; this is the value after hooks see.
 pub(crate) fn friend_list(page: ludus_core::friend::FriendPage) -> api::FriendList {
     api::FriendList {
         friends: page.friends.into_iter().map(friend).collect(),
         cursor: page.cursor.unwrap_or_default(),
-    }
-}
-
-pub(crate) fn group(g: ludus_core::group::Group) -> api::Group {
-    api::Group {
-        id: g.id.to_string(),
-        creator_id: g.creator_id.to_string(),
-        name: g.name,
-        description: g.description,
-        lang_tag: g.lang_tag,
-        metadata: g.metadata,
-        avatar_url: g.avatar_url,
-        open: Some(ludus_proto::pbjson_types::BoolValue { value: g.open }),
-        edge_count: g.edge_count,
-        max_count: g.max_count,
-        create_time: Some(timestamp(g.create_time)),
-        update_time: Some(timestamp(g.update_time)),
-    }
-}
-
-pub(crate) fn leaderboard_record(
-    r: ludus_core::leaderboard::LeaderboardRecord,
-) -> api::LeaderboardRecord {
-    api::LeaderboardRecord {
-        leaderboard_id: r.leaderboard_id,
-        owner_id: r.owner_id.to_string(),
-        username: r
-            .username
-            .map(|value| ludus_proto::pbjson_types::StringValue { value }),
-        score: r.score,
-        subscore: r.subscore,
-        num_score: r.num_score,
-        metadata: r.metadata,
-        create_time: Some(timestamp(r.create_time)),
-        update_time: Some(timestamp(r.update_time)),
-        expiry_time: (r.expiry_time != 0).then(|| timestamp(r.expiry_time)),
-        rank: r.rank,
-        max_num_score: r.max_num_score,
     }
 }
 

@@ -1,4 +1,5 @@
-//! `nk.account_delete_id`, `nk.session_logout` and `nk.users_get_random`:
+//! `nk.account_delete_id`, `nk.account_export_id`, `nk.session_logout` and
+//! `nk.users_get_random`:
 //! accounts as the server, with Nakama's arguments and messages. They go
 //! through `AccountService` (`RuntimeServices::account_delete`,
 //! `session_logout` and `users_random`), so a logout here is stored and
@@ -34,6 +35,18 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 }
             },
         )?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "account_export_id",
+        server_function(lua, shared, move |_, user_id: String| {
+            let s = s.clone();
+            async move {
+                let user = Uuid::parse_str(&user_id)
+                    .map_err(|_| arg_error(1, "expects user ID to be a valid identifier"))?;
+                served("error exporting account", s.services.account_export(user)).await
+            }
+        })?,
     )?;
     let s = shared.clone();
     nk.set(

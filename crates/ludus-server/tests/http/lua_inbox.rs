@@ -11,7 +11,8 @@ use crate::support::{Backend, TestServer, assert_error, token, user_id};
 
 both_backends!(
     lua_notifications_history_logout_and_delete,
-    lua_notifications_by_id
+    lua_notifications_by_id,
+    lua_account_export
 );
 
 async fn lua_notifications_history_logout_and_delete(b: Backend) {
@@ -149,4 +150,43 @@ async fn lua_notifications_by_id(b: Backend) {
         text("bad_user").contains("bad argument #2: expects user_id to be a valid uuid"),
         "{out}"
     );
+}
+
+async fn lua_account_export(b: Backend) {
+    let t = TestServer::start_with(b, crate::rpc::lua_config).await;
+    let me = t.device_session("exme-export-0001").await;
+    let bob = t.device_session("exbo-export-0001").await;
+    let payload = json!({"bob": user_id(&bob)}).to_string();
+    let r = t
+        .post_bearer(
+            "/v2/rpc/lua_account_export",
+            &token(&me),
+            Value::String(payload),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    assert_eq!(out["user"], user_id(&me).as_str(), "{out}");
+    // JSON text as the backend keeps it (PostgreSQL's jsonb spaces it).
+    let json = |k: &str| -> Value { serde_json::from_str(out[k].as_str().unwrap()).unwrap() };
+    assert_eq!(json("wallet"), json!({"coins": 5}));
+    assert_eq!(out["objects"], 2);
+    assert_eq!(out["first_collection"], "export_a");
+    assert_eq!(out["notifications"], 1);
+    assert_eq!(out["notification_subject"], "for export");
+    assert_eq!(out["ledger"], 1);
+    assert_eq!(json("ledger_changeset"), json!({"coins": 5}));
+    assert_eq!(out["messages"], 1);
+    assert_eq!(json("message_content"), json!({"text": "mine"}));
+    assert_eq!(out["records"], 1);
+    assert_eq!(out["record_score"], "42", "64-bit numbers are strings");
+    assert_eq!(out["friends"], 1);
+    assert_eq!(out["friend"], user_id(&bob).as_str());
+    assert_eq!(out["groups"], 0);
+    let text = |k: &str| out[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("bad_id").contains("expects user ID to be a valid identifier"),
+        "{out}"
+    );
+    assert!(text("unknown").contains("account not found"), "{out}");
 }

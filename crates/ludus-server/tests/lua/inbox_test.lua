@@ -167,3 +167,46 @@ nk.register_rpc(function(ctx, payload)
   out.bad_code = err(nk.notification_send_all, "s", {}, 0)
   return nk.json_encode(out)
 end, "lua_notification_send_all")
+
+-- nk.account_export_id: everything stored of a user, as Nakama's console
+-- AccountExport JSON.
+nk.register_rpc(function(ctx, payload)
+  local p = nk.json_decode(payload)
+  local me = ctx.user_id
+  nk.storage_write({
+    { collection = "export_a", key = "k1", user_id = me, value = { n = 1 } },
+    { collection = "export_b", key = "k2", user_id = me, value = { n = 2 } },
+  })
+  nk.notification_send(me, "for export", { e = 1 }, 3, nil, true)
+  nk.wallet_update(me, { coins = 5 }, { why = "export" }, true)
+  local room = nk.channel_id_build(nil, "export-room", 1)
+  nk.channel_message_send(room, { text = "mine" }, me, ctx.username, true)
+  nk.leaderboard_create("export_board", false, "desc", "best", "", nil, true)
+  nk.leaderboard_record_write("export_board", me, ctx.username, 42)
+  nk.friends_add(me, ctx.username, { p.bob }, {})
+  local e = nk.json_decode(nk.account_export_id(me))
+  local out = {
+    user = e.account.user.id,
+    wallet = e.account.wallet,
+    objects = #e.objects,
+    first_collection = e.objects[1].collection,
+    notifications = #e.notifications,
+    notification_subject = e.notifications[1].subject,
+    ledger = #e.wallet_ledgers,
+    ledger_changeset = e.wallet_ledgers[1].changeset,
+    messages = #e.messages,
+    message_content = e.messages[1].content,
+    records = #e.leaderboard_records,
+    record_score = e.leaderboard_records[1].score,
+    friends = #e.friends,
+    friend = e.friends[1].user.id,
+    groups = #(e.groups or {}),
+  }
+  local function err(...)
+    local ok, x = pcall(nk.account_export_id, ...)
+    return ok and "no error" or tostring(x)
+  end
+  out.bad_id = err("nope")
+  out.unknown = err("00000000-0000-0000-0000-00000000beef")
+  return nk.json_encode(out)
+end, "lua_account_export")

@@ -158,6 +158,17 @@ pub(super) async fn records_get(
     rows.iter().map(record_from_row).collect()
 }
 
+pub(super) async fn records_of_owner(
+    c: &impl GenericClient,
+    owner: Uuid,
+    limit: i64,
+) -> Result<Vec<LeaderboardRecord>, Failure> {
+    let rows = c
+        .query(super::statements::RECORDS_OF_OWNER, &[&owner, &limit])
+        .await?;
+    rows.iter().map(record_from_row).collect()
+}
+
 async fn record(
     c: &impl GenericClient,
     id: &str,

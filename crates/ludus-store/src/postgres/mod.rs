@@ -1225,6 +1225,52 @@ impl Store for PgStore {
         .await
     }
 
+    async fn objects_of_owner(&self, owner: Uuid, limit: usize) -> StoreResult<Vec<StorageObject>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        with_retry("read an owner's storage objects", || async {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .client
+                .query(statements::OBJECTS_OF_OWNER, &[&owner, &limit])
+                .await?;
+            rows.iter().map(storage::object_from_row).collect()
+        })
+        .await
+    }
+
+    async fn records_of_owner(
+        &self,
+        owner: Uuid,
+        limit: usize,
+    ) -> StoreResult<Vec<LeaderboardRecord>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        with_retry("read an owner's records", || async {
+            let conn = self.pool.get().await?;
+            leaderboard::records_of_owner(&conn.client, owner, limit).await
+        })
+        .await
+    }
+
+    async fn messages_of_sender(
+        &self,
+        sender: Uuid,
+        limit: usize,
+    ) -> StoreResult<Vec<ChannelMessage>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        with_retry("read a sender's messages", || async {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .client
+                .query(statements::MESSAGES_OF_SENDER, &[&sender, &limit])
+                .await?;
+            Ok(rows
+                .iter()
+                .map(chat::message_from_row)
+                .collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
     async fn leaderboard_record_write(
         &self,
         w: &RecordWrite,

@@ -34,6 +34,14 @@ macro_rules! object_columns {
     };
 }
 
+/// An owner's storage objects in every collection (an account's export;
+/// unprepared: rarely run).
+pub(super) const OBJECTS_OF_OWNER: &str = concat!(
+    "SELECT ",
+    object_columns!(),
+    " FROM storage s WHERE s.user_id = $1 ORDER BY s.collection, s.key LIMIT $2"
+);
+
 /// The columns of a group, in the order `social::group_from_row` reads them.
 macro_rules! group_columns {
     () => {
@@ -77,6 +85,22 @@ macro_rules! record_columns {
          metadata::text, create_time, update_time, expiry_time"
     };
 }
+
+/// An owner's records on every board (an account's export; unprepared:
+/// rarely run).
+pub(super) const RECORDS_OF_OWNER: &str = concat!(
+    "SELECT ",
+    record_columns!(),
+    " FROM leaderboard_record WHERE owner_id = $1 \
+     ORDER BY create_time, leaderboard_id, expiry_time LIMIT $2"
+);
+
+/// A sender's channel messages (an account's export; unprepared).
+pub(super) const MESSAGES_OF_SENDER: &str = concat!(
+    "SELECT ",
+    message_columns!(),
+    " FROM message WHERE sender_id = $1 ORDER BY create_time, id LIMIT $2"
+);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stmt {

@@ -263,6 +263,29 @@ pub(super) fn delete_notifications_by_id(
     Ok(n)
 }
 
+pub(super) fn messages_of_sender(
+    conn: &Connection,
+    sender: Uuid,
+    limit: usize,
+) -> StoreResult<Vec<ChannelMessage>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM message WHERE sender_id = ?1
+              ORDER BY create_time, id LIMIT ?2"
+        ))
+        .map_err(map_err)?;
+    let rows = stmt
+        .query_map(
+            params![
+                IdText::new(sender),
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ],
+            message_from_row,
+        )
+        .map_err(map_err)?;
+    rows.collect::<Result<_, _>>().map_err(map_err)
+}
+
 pub(super) fn update_notifications(
     conn: &Connection,
     updates: &[NotificationUpdate],

@@ -197,6 +197,26 @@ pub(super) fn records_get(
     rows.collect::<Result<_, _>>().map_err(map_err)
 }
 
+pub(super) fn records_of_owner(
+    conn: &Connection,
+    owner: Uuid,
+    limit: usize,
+) -> StoreResult<Vec<LeaderboardRecord>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {RECORD_COLUMNS} FROM leaderboard_record WHERE owner_id = ?1
+              ORDER BY create_time, leaderboard_id, expiry_time LIMIT ?2"
+        ))
+        .map_err(map_err)?;
+    let rows = stmt
+        .query_map(
+            params![IdText::new(owner), i64::try_from(limit).unwrap_or(i64::MAX)],
+            record_from_row,
+        )
+        .map_err(map_err)?;
+    rows.collect::<Result<_, _>>().map_err(map_err)
+}
+
 /// Counts a new record of a tournament period against its max size; false
 /// when the period is full.
 fn grow_size(conn: &Connection, id: &str, expiry: i64, max_size: u32) -> StoreResult<bool> {

@@ -717,6 +717,32 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn objects_of_owner(&self, owner: Uuid, limit: usize) -> StoreResult<Vec<StorageObject>> {
+        self.readers
+            .read(move |conn| storage::objects_of_owner(conn, owner, limit))
+            .await
+    }
+
+    async fn records_of_owner(
+        &self,
+        owner: Uuid,
+        limit: usize,
+    ) -> StoreResult<Vec<LeaderboardRecord>> {
+        self.readers
+            .read(move |conn| leaderboard::records_of_owner(conn, owner, limit))
+            .await
+    }
+
+    async fn messages_of_sender(
+        &self,
+        sender: Uuid,
+        limit: usize,
+    ) -> StoreResult<Vec<ChannelMessage>> {
+        self.readers
+            .read(move |conn| chat::messages_of_sender(conn, sender, limit))
+            .await
+    }
+
     async fn leaderboard_record_write(
         &self,
         w: &RecordWrite,

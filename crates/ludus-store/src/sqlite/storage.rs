@@ -37,6 +37,26 @@ fn object_from_row(row: &Row<'_>) -> rusqlite::Result<StorageObject> {
     })
 }
 
+pub(super) fn objects_of_owner(
+    conn: &Connection,
+    owner: Uuid,
+    limit: usize,
+) -> StoreResult<Vec<StorageObject>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {OBJECT_COLUMNS} FROM storage WHERE user_id = ?1
+              ORDER BY collection, key LIMIT ?2"
+        ))
+        .map_err(map_err)?;
+    let rows = stmt
+        .query_map(
+            params![IdText::new(owner), i64::try_from(limit).unwrap_or(i64::MAX)],
+            object_from_row,
+        )
+        .map_err(map_err)?;
+    rows.collect::<Result<_, _>>().map_err(map_err)
+}
+
 fn bad_column(idx: usize, value: i64) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(
         idx,
