@@ -245,6 +245,24 @@ pub struct NewUser {
     pub create_time: i64,
 }
 
+/// An account to import (`nk.account_import_id`, from an export).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountImport {
+    /// The existing account whose metadata and wallet are replaced, or
+    /// `None` to create `account` under its own id.
+    pub into: Option<Uuid>,
+    pub account: Account,
+    /// What the account's storage becomes, owned by the account imported.
+    pub objects: Vec<crate::storage::StorageObject>,
+}
+
+impl AccountImport {
+    /// The account the import writes.
+    pub fn user_id(&self) -> Uuid {
+        self.into.unwrap_or(self.account.user.id)
+    }
+}
+
 /// Fields a user may change on their own account; `None` leaves a field alone.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AccountUpdate {

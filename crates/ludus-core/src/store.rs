@@ -20,7 +20,9 @@ use crate::group::{
     RoleChange, UserGroup,
 };
 use crate::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutcome};
-use crate::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use crate::model::{
+    Account, AccountImport, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth,
+};
 use crate::multi_update::{MultiUpdate, MultiUpdateResult};
 use crate::notification::{Notification, NotificationUpdate};
 use crate::purchase::{IapListQuery, Purchase, Subscription};
@@ -36,6 +38,9 @@ pub enum StoreError {
     IdentityTaken,
     #[error("not found")]
     NotFound,
+    /// An imported account's id belongs to an account already.
+    #[error("user id already exists")]
+    UserIdTaken,
     /// A console user's username or email belongs to another console user.
     #[error("console username or email already exists")]
     ConsoleUserTaken,
@@ -69,6 +74,10 @@ impl From<StoreError> for ApiError {
                 "this identity is linked to another account",
             ),
             S::NotFound => ApiError::not_found("user account not found"),
+            S::UserIdTaken => ApiError::new(
+                Code::AlreadyExists,
+                "user identifier already exists, import into it by naming it",
+            ),
             S::ConsoleUserTaken => ApiError::new(
                 Code::FailedPrecondition,
                 "a console user with this username or email already exists, choose another",
@@ -229,6 +238,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Applies the changes; `NotFound` for no such user, `UsernameTaken` on a clash.
     async fn update_account(&self, id: Uuid, update: AccountUpdate, now: i64) -> StoreResult<()>;
+
+    /// Imports an account (`nk.account_import_id`) in one transaction:
+    /// creates `account` with its id, devices and ids, or (`into`) replaces
+    /// the metadata and wallet of an existing one; then replaces every
+    /// storage object of the account with `objects`. Answers the ids of the
+    /// objects it replaced.
+    async fn import_account(&self, import: &AccountImport) -> StoreResult<Vec<ObjectId>>;
 
     /// Deletes the user and everything linked to it; false when there was none.
     async fn delete_user(&self, id: Uuid) -> StoreResult<bool>;

@@ -10,6 +10,7 @@
 //! injected ([`HttpClient`]). The realtime layer reaches the modules through
 //! `ludus_realtime::Modules`, which [`Runtime`] implements.
 
+mod account_import;
 mod context;
 mod error;
 mod events;

@@ -371,6 +371,20 @@ impl RuntimeServices for ServerServices {
         Ok(export.to_string())
     }
 
+    async fn account_import(&self, data: String, into: Option<Uuid>) -> Result<Account, ApiError> {
+        let import = crate::account_import::parse(&data, into)?;
+        let store = self.accounts.store();
+        let replaced = store.import_account(&import).await?;
+        // The search indexes follow the storage the import replaced.
+        let indexes = self.storage.indexes();
+        indexes.deleted(&replaced);
+        indexes.written(&import.objects).await;
+        store
+            .get_account(import.user_id())
+            .await?
+            .ok_or_else(|| ApiError::not_found("account not found"))
+    }
+
     async fn notifications_update(&self, updates: Vec<NotificationUpdate>) -> Result<(), ApiError> {
         for u in &updates {
             u.check()?;

@@ -238,6 +238,15 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_realtime())
     }
 
+    /// Imports an account export (`nk.account_import_id`, Nakama's
+    /// `ImportAccount`): into the existing account `into` (its metadata,
+    /// wallet and storage are replaced), or as a new account under the
+    /// export's user id; answers the account as it now is.
+    async fn account_import(&self, data: String, into: Option<Uuid>) -> Result<Account, ApiError> {
+        let _ = (data, into);
+        Err(no_realtime())
+    }
+
     /// Changes stored notifications, whoever holds them, in one
     /// transaction; unknown ids are ignored (`nk.notifications_update`).
     async fn notifications_update(&self, updates: Vec<NotificationUpdate>) -> Result<(), ApiError> {

@@ -15,10 +15,10 @@ use mlua::{Lua, Table, Value as LuaValue};
 use uuid::Uuid;
 
 use super::convert;
-use super::nk_common::arg_error;
 use super::nk_common::{
     api_error, awaited, block_on, fill_user, json_table, server_function, user_table,
 };
+use super::nk_common::{arg_error, served};
 use super::shared::LuaShared;
 use crate::services::HttpRequest;
 
@@ -93,6 +93,31 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 account_table(&lua, &account)
             }
         })?,
+    )?;
+    let s = shared.clone();
+    nk.set(
+        "account_import_id",
+        server_function(
+            lua,
+            shared,
+            move |lua, (data, user_id): (String, Option<String>)| {
+                let s = s.clone();
+                async move {
+                    let into = match user_id.as_deref().unwrap_or_default() {
+                        "" => None,
+                        id => Some(Uuid::parse_str(id).map_err(|_| {
+                            arg_error(2, "expects user ID to be a valid identifier")
+                        })?),
+                    };
+                    let account = served(
+                        "error importing account",
+                        s.services.account_import(data, into),
+                    )
+                    .await?;
+                    account_table(&lua, &account)
+                }
+            },
+        )?,
     )?;
     let s = shared.clone();
     nk.set(

@@ -12,7 +12,8 @@ use crate::support::{Backend, TestServer, assert_error, token, user_id};
 both_backends!(
     lua_notifications_history_logout_and_delete,
     lua_notifications_by_id,
-    lua_account_export
+    lua_account_export,
+    lua_account_import
 );
 
 async fn lua_notifications_history_logout_and_delete(b: Backend) {
@@ -189,4 +190,58 @@ async fn lua_account_export(b: Backend) {
         "{out}"
     );
     assert!(text("unknown").contains("account not found"), "{out}");
+}
+
+async fn lua_account_import(b: Backend) {
+    let t = TestServer::start_with(b, crate::rpc::lua_config).await;
+    let me = t.device_session("imme-import-0001").await;
+    let r = t
+        .post_bearer("/v2/rpc/lua_account_import", &token(&me), json!(""))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        out["made_id"], "6e0f2b1c-3a4d-4e5f-8a9b-0c1d2e3f4a5b",
+        "{out}"
+    );
+    assert_eq!(out["made_username"], "imported_copy");
+    assert_eq!(out["made_wallet"], 3);
+    assert_eq!(out["made_devices"], 1);
+    assert_eq!(out["made_objects"], 1);
+    let text = |k: &str| out[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("again").contains("user identifier already exists"),
+        "{out}"
+    );
+    assert_eq!(out["into_id"], user_id(&me).as_str());
+    assert_ne!(
+        out["into_username"], "imported_copy",
+        "only metadata and wallet change"
+    );
+    assert_eq!(out["into_metadata"], true);
+    assert_eq!(out["into_wallet"], 9);
+    assert_eq!(out["into_a"], 1);
+    assert_eq!(out["into_b"], 0, "storage is replaced by the export's");
+    assert!(
+        text("bad_json").contains("expects data to be a valid account export"),
+        "{out}"
+    );
+    assert!(
+        text("empty").contains("expects data to be present"),
+        "{out}"
+    );
+    assert!(
+        text("bad_into").contains("expects user ID to be a valid identifier"),
+        "{out}"
+    );
+    assert!(text("unknown_into").contains("not found"), "{out}");
+    assert!(text("bad_value").contains("must be a json object"), "{out}");
+    // The new account signs in with the device its export named.
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/device?create=false",
+            json!({"id": "imported-copy-device-01"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
 }

@@ -210,3 +210,52 @@ nk.register_rpc(function(ctx, payload)
   out.unknown = err("00000000-0000-0000-0000-00000000beef")
   return nk.json_encode(out)
 end, "lua_account_export")
+
+-- nk.account_import_id: an export imported as a new account, then into an
+-- existing one (metadata, wallet and storage replaced).
+nk.register_rpc(function(ctx, payload)
+  local me = ctx.user_id
+  nk.storage_write({
+    { collection = "import_a", key = "k1", user_id = me, value = { n = 1 } },
+    { collection = "import_b", key = "k2", user_id = me, value = { n = 2 } },
+  })
+  nk.wallet_update(me, { gems = 3 }, {}, false)
+  local e = nk.json_decode(nk.account_export_id(me))
+  local copy_id = "6e0f2b1c-3a4d-4e5f-8a9b-0c1d2e3f4a5b"
+  e.account.user.id = copy_id
+  e.account.user.username = "imported_copy"
+  e.account.devices = { { id = "imported-copy-device-01" } }
+  local out = {}
+  local made = nk.account_import_id(nk.json_encode(e))
+  out.made_id = made.user.user_id
+  out.made_username = made.user.username
+  out.made_wallet = made.wallet.gems
+  out.made_devices = #made.devices
+  out.made_objects = #nk.storage_list(copy_id, "import_a", 10, "")
+  out.again = (function()
+    local ok, x = pcall(nk.account_import_id, nk.json_encode(e))
+    return ok and "no error" or tostring(x)
+  end)()
+  -- Into the existing account: its storage becomes the export's one object.
+  e.account.user.metadata = nk.json_encode({ imported = true })
+  e.account.wallet = nk.json_encode({ gems = 9 })
+  e.objects = { e.objects[1] }
+  local into = nk.account_import_id(nk.json_encode(e), me)
+  out.into_id = into.user.user_id
+  out.into_username = into.user.username
+  out.into_metadata = into.user.metadata.imported
+  out.into_wallet = into.wallet.gems
+  out.into_a = #nk.storage_list(me, "import_a", 10, "")
+  out.into_b = #nk.storage_list(me, "import_b", 10, "")
+  local function err(...)
+    local ok, x = pcall(nk.account_import_id, ...)
+    return ok and "no error" or tostring(x)
+  end
+  out.bad_json = err("{nope")
+  out.empty = err("")
+  out.bad_into = err(nk.json_encode(e), "nope")
+  out.unknown_into = err(nk.json_encode(e), "00000000-0000-0000-0000-00000000beef")
+  e.objects[1].value = "[1]"
+  out.bad_value = err(nk.json_encode(e), me)
+  return nk.json_encode(out)
+end, "lua_account_import")

@@ -405,6 +405,127 @@ impl Store for PgStore {
         }
     }
 
+    async fn import_account(
+        &self,
+        import: &ludus_core::model::AccountImport,
+    ) -> StoreResult<Vec<ObjectId>> {
+        let user = import.user_id();
+        let a = &import.account;
+        let u = &a.user;
+        let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+        let email = a.email.as_deref().map(str::to_lowercase);
+        let ids = [
+            non_empty(&u.facebook_id),
+            non_empty(&u.google_id),
+            non_empty(&u.gamecenter_id),
+            non_empty(&u.steam_id),
+            non_empty(&u.facebook_instant_game_id),
+            non_empty(&u.apple_id),
+        ];
+        with_retry("import account", || async {
+            let mut conn = self.pool.get().await?;
+            let tx = conn.client.transaction().await?;
+            match import.into {
+                None => {
+                    let taken = tx
+                        .query_opt("SELECT 1 FROM users WHERE id = $1", &[&user])
+                        .await?;
+                    if taken.is_some() {
+                        return Err(StoreError::UserIdTaken.into());
+                    }
+                    tx.execute(
+                        "INSERT INTO users (id, username, display_name, avatar_url, lang_tag,
+                            location, timezone, metadata, wallet, email, custom_id, facebook_id,
+                            google_id, gamecenter_id, steam_id, facebook_instant_game_id,
+                            apple_id, create_time, update_time, verify_time, disable_time)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb, $9::text::jsonb,
+                            $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
+                        &[
+                            &user,
+                            &u.username,
+                            &u.display_name,
+                            &u.avatar_url,
+                            &u.lang_tag,
+                            &u.location,
+                            &u.timezone,
+                            &u.metadata,
+                            &a.wallet,
+                            &email,
+                            &a.custom_id,
+                            &ids[0],
+                            &ids[1],
+                            &ids[2],
+                            &ids[3],
+                            &ids[4],
+                            &ids[5],
+                            &u.create_time,
+                            &u.update_time,
+                            &a.verify_time,
+                            &a.disable_time,
+                        ],
+                    )
+                    .await?;
+                    for d in &a.devices {
+                        tx.execute(
+                            "INSERT INTO user_device (id, user_id) VALUES ($1, $2)",
+                            &[d, &user],
+                        )
+                        .await?;
+                    }
+                }
+                Some(_) => {
+                    let changed = tx
+                        .execute(
+                            "UPDATE users SET metadata = $2::text::jsonb, wallet = $3::text::jsonb
+                              WHERE id = $1",
+                            &[&user, &u.metadata, &a.wallet],
+                        )
+                        .await?;
+                    if changed == 0 {
+                        return Err(StoreError::NotFound.into());
+                    }
+                }
+            }
+            let replaced = tx
+                .query(
+                    "DELETE FROM storage WHERE user_id = $1 RETURNING collection::text, key::text",
+                    &[&user],
+                )
+                .await?
+                .iter()
+                .map(|r| {
+                    Ok(ObjectId {
+                        collection: r.try_get(0)?,
+                        key: r.try_get(1)?,
+                        user_id: user,
+                    })
+                })
+                .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+            for o in &import.objects {
+                tx.execute(
+                    "INSERT INTO storage (collection, key, user_id, value, version, read, write,
+                        create_time, update_time)
+                     VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8, $9)",
+                    &[
+                        &o.collection,
+                        &o.key,
+                        &user,
+                        &o.value,
+                        &o.version,
+                        &(o.read.as_i64() as i16),
+                        &(o.write.as_i64() as i16),
+                        &o.create_time,
+                        &o.update_time,
+                    ],
+                )
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(replaced)
+        })
+        .await
+    }
+
     async fn delete_user(&self, id: Uuid) -> StoreResult<bool> {
         with_retry("delete user", || async {
             let mut conn = self.pool.get().await?;

@@ -216,6 +216,16 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn import_account(
+        &self,
+        import: &ludus_core::model::AccountImport,
+    ) -> StoreResult<Vec<ObjectId>> {
+        let import = import.clone();
+        self.writer
+            .write(move |conn| queries::import_account(conn, &import))
+            .await
+    }
+
     async fn delete_user(&self, id: Uuid) -> StoreResult<bool> {
         self.writer
             .write(move |conn| queries::delete_user(conn, id))

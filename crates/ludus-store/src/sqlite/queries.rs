@@ -207,6 +207,123 @@ pub(super) fn find_auth(conn: &Connection, id: Uuid) -> StoreResult<Option<UserA
 
 /// Inserts the user and its identity; runs inside the writer's savepoint, so
 /// a failure after the first insert leaves nothing behind.
+/// An empty text as SQL NULL (ids an account does not have).
+fn non_empty(text: &str) -> Option<&str> {
+    (!text.is_empty()).then_some(text)
+}
+
+pub(super) fn import_account(
+    conn: &Connection,
+    import: &ludus_core::model::AccountImport,
+) -> StoreResult<Vec<ludus_core::storage::ObjectId>> {
+    let user = import.user_id();
+    let id = IdText::new(user);
+    let a = &import.account;
+    let u = &a.user;
+    match import.into {
+        None => {
+            let taken: Option<i64> = conn
+                .query_row("SELECT 1 FROM users WHERE id = ?1", params![id], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(map_err)?;
+            if taken.is_some() {
+                return Err(StoreError::UserIdTaken);
+            }
+            conn.prepare_cached(
+                "INSERT INTO users (id, username, display_name, avatar_url, lang_tag, location,
+                    timezone, metadata, wallet, email, custom_id, facebook_id, google_id,
+                    gamecenter_id, steam_id, facebook_instant_game_id, apple_id, create_time,
+                    update_time, verify_time, disable_time)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                    ?17, ?18, ?19, ?20, ?21)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    id,
+                    u.username,
+                    u.display_name,
+                    u.avatar_url,
+                    u.lang_tag,
+                    u.location,
+                    u.timezone,
+                    u.metadata,
+                    a.wallet,
+                    a.email.as_deref().map(lower),
+                    a.custom_id,
+                    non_empty(&u.facebook_id),
+                    non_empty(&u.google_id),
+                    non_empty(&u.gamecenter_id),
+                    non_empty(&u.steam_id),
+                    non_empty(&u.facebook_instant_game_id),
+                    non_empty(&u.apple_id),
+                    u.create_time,
+                    u.update_time,
+                    a.verify_time,
+                    a.disable_time
+                ])
+            })
+            .map_err(map_err)?;
+            let mut device = conn
+                .prepare_cached("INSERT INTO user_device (id, user_id) VALUES (?1, ?2)")
+                .map_err(map_err)?;
+            for d in &a.devices {
+                device.execute(params![d, id]).map_err(map_err)?;
+            }
+        }
+        Some(_) => {
+            let changed = conn
+                .prepare_cached("UPDATE users SET metadata = ?2, wallet = ?3 WHERE id = ?1")
+                .and_then(|mut stmt| stmt.execute(params![id, u.metadata, a.wallet]))
+                .map_err(map_err)?;
+            if changed == 0 {
+                return Err(StoreError::NotFound);
+            }
+        }
+    }
+    let mut old = conn
+        .prepare_cached("SELECT collection, key FROM storage WHERE user_id = ?1")
+        .map_err(map_err)?;
+    let replaced = old
+        .query_map(params![id], |r| {
+            Ok(ludus_core::storage::ObjectId {
+                collection: r.get(0)?,
+                key: r.get(1)?,
+                user_id: user,
+            })
+        })
+        .map_err(map_err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(map_err)?;
+    conn.prepare_cached("DELETE FROM storage WHERE user_id = ?1")
+        .and_then(|mut stmt| stmt.execute(params![id]))
+        .map_err(map_err)?;
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO storage (collection, key, user_id, value, version, read, write,
+                create_time, update_time)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )
+        .map_err(map_err)?;
+    for o in &import.objects {
+        insert
+            .execute(params![
+                o.collection,
+                o.key,
+                id,
+                o.value,
+                o.version,
+                o.read.as_i64(),
+                o.write.as_i64(),
+                o.create_time,
+                o.update_time
+            ])
+            .map_err(map_err)?;
+    }
+    Ok(replaced)
+}
+
 pub(super) fn create_user(conn: &Connection, user: &NewUser) -> StoreResult<()> {
     let id = IdText::new(user.id);
     let (email, custom_id) = match &user.identity {
