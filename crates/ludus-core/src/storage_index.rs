@@ -126,6 +126,27 @@ impl StorageIndexes {
         self.state.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Each index's name and how many objects it holds now, by name
+    /// (Nakama's `storage_index_entry_count` gauge).
+    pub fn entry_counts(&self) -> Vec<(String, usize)> {
+        let mut counts: Vec<(String, usize)> = self
+            .read_state()
+            .by_name
+            .iter()
+            .map(|(name, index)| {
+                let n = index
+                    .entries
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .docs
+                    .len();
+                (name.clone(), n)
+            })
+            .collect();
+        counts.sort();
+        counts
+    }
+
     /// Declares an index, with Nakama's checks; only before [`Self::start`].
     pub fn register(&self, spec: IndexSpec) -> Result<(), ApiError> {
         let invalid = |m: &str| Err(ApiError::invalid(m.to_owned()));

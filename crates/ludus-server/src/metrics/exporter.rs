@@ -123,6 +123,7 @@ fn render(metrics: &Arc<ServerMetrics>, state: &AppState) -> String {
         .dropped_events
         .raise_to(state.runtime.events_dropped());
     let hooks = state.runtime.hook_stats();
+    let index_sizes = state.storage.indexes().entry_counts();
     let bus = realtime.hub().bus_health();
     metrics.render(&gauges, |e| {
         e.family("matchmaker_process_time", Kind::Summary);
@@ -138,6 +139,12 @@ fn render(metrics: &Arc<ServerMetrics>, state: &AppState) -> String {
             e.summary(&[], &latency);
             e.family(&name("latency"), Kind::Summary);
             e.summary(&[], &latency);
+        }
+        if !index_sizes.is_empty() {
+            e.family("storage_index_entry_count", Kind::Gauge);
+            for (name, n) in &index_sizes {
+                e.sample(&[("index_name", name)], *n as f64);
+            }
         }
         // Ludus's own: group commits and the writes they carried.
         e.family("store_batches", Kind::Counter);

@@ -133,6 +133,13 @@ async fn server_series_reach_the_exporter(b: Backend) {
     assert_eq!(sample("nakama_javascript_runtimes"), 0.0);
     assert_eq!(sample("nakama_matchmaker_active_tickets"), 0.0);
     assert!(page.contains("# TYPE nakama_matchmaker_process_time summary"));
+    // storage_index_test.lua declares indexes: each has its entry count.
+    assert!(
+        page.lines().any(
+            |l| l.starts_with("nakama_storage_index_entry_count{") && l.contains("index_name=")
+        ),
+        "{page}"
+    );
     assert!(sample("nakama_store_batches") >= 1.0);
     assert!(sample("nakama_store_batched_writes") >= sample("nakama_store_batches"));
     match b {
