@@ -7,6 +7,7 @@
 
 mod http;
 pub mod options;
+pub mod processes;
 pub mod report;
 pub mod stats;
 pub mod workload;
@@ -47,7 +48,12 @@ pub fn main(args: &[String]) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(run(opts)) {
+    let outcome = if opts.processes > 1 {
+        processes::run(args, &opts).and_then(|m| finish(&opts, m.recorder, m.bytes_in, m.bytes_out))
+    } else {
+        runtime.block_on(run(opts))
+    };
+    match outcome {
         Ok(result) => {
             print!("{}", report::table(&result));
             if result.summary.total_ok == 0 { 1 } else { 0 }
@@ -103,8 +109,27 @@ pub async fn run(mut opts: Options) -> Result<RunResult, String> {
         t.abort();
         eprintln!();
     }
-    let (mut rec, bytes_in, bytes_out) =
+    let (rec, bytes_in, bytes_out) =
         outcome.map_err(|_| "run did not finish by its deadline".to_string())?;
+    if let Some(path) = &opts.recorder_out {
+        let measured = processes::Measured {
+            recorder: rec.clone(),
+            bytes_in,
+            bytes_out,
+        };
+        processes::write(path, &measured)?;
+    }
+    finish(&opts, rec, bytes_in, bytes_out)
+}
+
+/// The run's summary and result from what it measured, with the files
+/// `--json` and `--svg` ask for.
+fn finish(
+    opts: &Options,
+    mut rec: stats::Recorder,
+    bytes_in: u64,
+    bytes_out: u64,
+) -> Result<RunResult, String> {
     rec.seconds.truncate(opts.duration.as_secs() as usize);
     let summary = Summary::of(&rec, opts.duration.as_secs_f64());
     let summary = if opts.workload == Workload::Match {

@@ -262,6 +262,14 @@ struct Flags {
     /// Worker threads of the load generator
     #[arg(long, default_value_t = 1, value_parser = value_parser!(u64).range(1..=64))]
     threads: u64,
+    /// Run as this many processes (ccu, echo, match, rpc), each with its
+    /// share of --concurrency and of --sources, one result merged from all:
+    /// one process holds only as many sockets as its open-files limit
+    #[arg(long, default_value_t = 1, value_parser = value_parser!(u64).range(1..=64))]
+    processes: u64,
+    /// Internal: a process of a --processes run writes what it measured here
+    #[arg(long, hide = true)]
+    recorder_out: Option<PathBuf>,
     /// Write the full result as JSON to this file
     #[arg(long)]
     json: Option<PathBuf>,
@@ -322,6 +330,10 @@ pub struct Options {
     pub leaderboard_id: String,
     pub score_max: u64,
     pub threads: usize,
+    /// `--processes`: how many processes run the workload together.
+    pub processes: usize,
+    /// Where a process of a `--processes` run writes its measurements.
+    pub recorder_out: Option<PathBuf>,
     pub social_op: SocialOp,
     /// Names seeded data; a fresh one per run unless `--tag` is given.
     pub tag: String,
@@ -412,6 +424,8 @@ impl Options {
             leaderboard_id: f.leaderboard_id,
             score_max: f.score_max,
             threads: f.threads as usize,
+            processes: f.processes as usize,
+            recorder_out: f.recorder_out,
             social_op: f.op,
             tag: f.tag.unwrap_or_else(run_tag),
             friends: f.friends as usize,

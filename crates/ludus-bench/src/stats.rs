@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Sub-buckets per power of two: values are kept within 1/64 (about 1.6 %).
 const SUB_BITS: u32 = 6;
@@ -17,7 +17,7 @@ const SUB: u64 = 1 << SUB_BITS;
 const BUCKETS: usize = ((41 - SUB_BITS as usize) + 1) * SUB as usize;
 
 /// A log-linear histogram of microsecond latencies.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Histogram {
     counts: Vec<u64>,
     total: u64,
@@ -109,7 +109,7 @@ impl Histogram {
 }
 
 /// One second of a run.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Second {
     /// Successful operations that finished in this second.
     pub ok: u64,
@@ -124,8 +124,9 @@ pub struct Second {
     pub bytes_out: u64,
 }
 
-/// What one worker measured; merged into the run's totals at the end.
-#[derive(Debug, Clone, Default)]
+/// What one worker measured; merged into the run's totals at the end (and,
+/// with `--processes`, written by each process for the first to merge).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Recorder {
     pub latency: Histogram,
     /// Latency above the tick floor (`match`): what the server adds beyond

@@ -461,3 +461,57 @@ async fn silent_server_times_out_and_stops() {
     );
     drop(listener);
 }
+
+/// `--processes`: the run is spread over processes of the real binary, and
+/// the result merges what every process measured (users, requests and the
+/// latency histogram alike).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_over_processes_merges_their_measurements() {
+    let (srv, dir) = server().await;
+    let target = format!("http://{}", srv.local_addr());
+    let json = dir.path().join("echo.json");
+    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_ludus"))
+        .args(["bench", "echo", "--processes", "2", "--concurrency", "5"])
+        .args([
+            "--duration",
+            "2",
+            "--sources",
+            "2",
+            "--quiet",
+            "--target",
+            &target,
+        ])
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let s = &r["summary"];
+    assert_eq!(r["concurrency"], 5);
+    assert_eq!(s["peak_users"], 5, "both processes' users: {s}");
+    assert_eq!(s["total_errors"], 0, "{s}");
+    let per_second: u64 = r["seconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["ok"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_second, s["total_ok"].as_u64().unwrap());
+    assert!(per_second > 0);
+
+    // A workload whose users depend on each other stays in one process.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_ludus"))
+        .args(["bench", "fanout", "--processes", "2", "--target", &target])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--processes runs ccu, echo"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
