@@ -70,27 +70,7 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "DeleteGroupUser",
     ),
     (M::DELETE, "/v2/console/storage", "DeleteStorage"),
-    (
-        M::DELETE,
-        "/v2/console/storage/{collection}/{key}/{user_id}",
-        "DeleteStorageObject",
-    ),
-    (
-        M::DELETE,
-        "/v2/console/storage/{collection}/{key}/{user_id}/{version}",
-        "DeleteStorageObject",
-    ),
     (M::DELETE, "/v2/console/account", "DeleteAccounts"),
-    (
-        M::DELETE,
-        "/v2/console/leaderboard/{id}",
-        "DeleteLeaderboard",
-    ),
-    (
-        M::DELETE,
-        "/v2/console/leaderboard/{id}/owner/{owner_id}",
-        "DeleteLeaderboardRecord",
-    ),
     (
         M::DELETE,
         "/v2/console/notification/{id}",
@@ -118,24 +98,10 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     ),
     (M::POST, "/v2/console/account", "ImportAccountFull"),
     (M::GET, "/v2/console/group/{group_id}/export", "ExportGroup"),
-    (M::GET, "/v2/console/config", "GetConfig"),
     (M::GET, "/v2/console/group/{group_id}", "GetGroup"),
     (M::GET, "/v2/console/group/{group_id}/member", "GetMembers"),
-    (M::GET, "/v2/console/leaderboard/{id}", "GetLeaderboard"),
     (M::GET, "/v2/console/match/{id}/state", "GetMatchState"),
-    (M::GET, "/v2/console/runtime", "GetRuntime"),
     (M::GET, "/v2/console/setting/{name}", "GetSetting"),
-    (M::GET, "/v2/console/status", "GetStatus"),
-    (
-        M::GET,
-        "/v2/console/storage/{collection}/{key}/{user_id}",
-        "GetStorage",
-    ),
-    (
-        M::GET,
-        "/v2/console/account/{account_id}/wallet",
-        "GetWalletLedger",
-    ),
     (M::GET, "/v2/console/notification/{id}", "GetNotification"),
     (
         M::GET,
@@ -150,14 +116,7 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     (M::GET, "/v2/console/audit/log", "ListAuditLogs"),
     (M::GET, "/v2/console/audit/log/users", "ListAuditLogsUsers"),
     (M::GET, "/v2/console/api/endpoints", "ListApiEndpoints"),
-    (
-        M::GET,
-        "/v2/console/leaderboard/{id}/records",
-        "ListLeaderboardRecords",
-    ),
-    (M::GET, "/v2/console/leaderboard", "ListLeaderboards"),
     (M::GET, "/v2/console/setting", "ListSettings"),
-    (M::GET, "/v2/console/storage", "ListStorage"),
     (
         M::GET,
         "/v2/console/storage/collections",
@@ -183,21 +142,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         M::POST,
         "/v2/console/user/{username}/mfa/reset",
         "ResetUserMfa",
-    ),
-    (
-        M::POST,
-        "/v2/console/account/{account_id}/unlink/custom",
-        "UnlinkCustom",
-    ),
-    (
-        M::POST,
-        "/v2/console/account/{account_id}/unlink/device",
-        "UnlinkDevice",
-    ),
-    (
-        M::POST,
-        "/v2/console/account/{account_id}/unlink/email",
-        "UnlinkEmail",
     ),
     (
         M::POST,
@@ -229,14 +173,8 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/account/{account_id}/unlink/steam",
         "UnlinkSteam",
     ),
-    (M::POST, "/v2/console/account/{account_id}", "UpdateAccount"),
     (M::POST, "/v2/console/group/{group_id}", "UpdateGroup"),
     (M::POST, "/v2/console/setting/{name}", "UpdateSetting"),
-    (
-        M::PUT,
-        "/v2/console/storage/{collection}/{key}/{user_id}",
-        "WriteStorageObject",
-    ),
     (M::GET, "/v2/console/satori/template", "SatoriListTemplates"),
     (
         M::POST,

@@ -10,9 +10,14 @@
 //! Nakama's console calls Ludus does not serve yet answer 501 (`absent.rs`).
 
 mod absent;
+mod account_edit;
 mod accounts;
 mod auth;
+mod leaderboards;
+mod status;
+mod storage;
 mod users;
+mod wallet;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +47,8 @@ use crate::state::AppState;
 pub(crate) struct ConsoleState {
     pub(crate) app: AppState,
     pub(crate) console: Arc<ConsoleService>,
+    /// When this node's console started, milliseconds since the epoch.
+    pub(crate) started_ms: i64,
 }
 
 /// Milliseconds since the epoch, the console's clock for tokens and lockouts.
@@ -60,6 +67,11 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     };
     users::routes(&mut routes);
     accounts::routes(&mut routes);
+    account_edit::routes(&mut routes);
+    wallet::routes(&mut routes);
+    storage::routes(&mut routes);
+    leaderboards::routes(&mut routes);
+    status::routes(&mut routes);
     let routed = absent::routes(routes.router)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
