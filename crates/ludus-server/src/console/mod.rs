@@ -8,6 +8,7 @@
 //! session (Bearer token, or the root user by HTTP Basic) and the one
 //! permission the route needs, and hands the handler a [`ConsoleCaller`].
 //! Nakama's console calls Ludus does not serve yet answer 501 (`absent.rs`).
+//! The web console's files are served at `/` (`ui.rs`).
 
 mod absent;
 mod account_edit;
@@ -16,6 +17,7 @@ mod auth;
 mod leaderboards;
 mod status;
 mod storage;
+mod ui;
 mod users;
 mod wallet;
 
@@ -72,7 +74,7 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     storage::routes(&mut routes);
     leaderboards::routes(&mut routes);
     status::routes(&mut routes);
-    let routed = absent::routes(routes.router)
+    let routed = ui::routes(absent::routes(routes.router))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state);

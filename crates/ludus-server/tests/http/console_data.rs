@@ -1,7 +1,7 @@
 //! The console's data calls on both backends: account edits and unlinks,
 //! the wallet ledger, storage objects, leaderboards and their records,
-//! node status, runtime registrations and the redacted configuration, and
-//! the ACL in front of each.
+//! node status, runtime registrations and the redacted configuration, the
+//! ACL in front of each, and the web console's files.
 
 use serde_json::{Value, json};
 
@@ -17,6 +17,7 @@ both_backends!(
     leaderboards_records_and_deletes,
     status_runtime_and_redacted_config,
     data_calls_check_the_acl,
+    web_console_files_are_served,
 );
 
 async fn lua_server(b: Backend) -> TestServer {
@@ -667,5 +668,34 @@ async fn data_calls_check_the_acl(b: Backend) {
         "the refused write changed nothing"
     );
     let r = call(&t, "GET", "/v2/console/status", "", json!({})).await;
+    assert_error(&r, 401, 16);
+}
+
+async fn web_console_files_are_served(b: Backend) {
+    let t = TestServer::start(b).await;
+    for (path, kind, needle) in [
+        ("/", "text/html", "<script src=\"/console.js\""),
+        ("/console.js", "text/javascript", "/v2/console/authenticate"),
+        ("/console.css", "text/css", "table"),
+    ] {
+        let res = t
+            .http
+            .get(format!("{}{path}", t.console))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        let headers = res.headers().clone();
+        assert!(
+            headers["content-type"].to_str().unwrap().starts_with(kind),
+            "{path}: {headers:?}"
+        );
+        let policy = headers["content-security-policy"].to_str().unwrap();
+        assert!(policy.contains("script-src 'self'"), "{policy}");
+        let body = res.text().await.unwrap();
+        assert!(body.contains(needle), "{path}");
+    }
+    // The files are public; the data behind them is not.
+    let r = call(&t, "GET", "/v2/console/account", "", json!({})).await;
     assert_error(&r, 401, 16);
 }

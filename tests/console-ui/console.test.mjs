@@ -1,0 +1,158 @@
+// The web console in a real headless Chromium: signs in, opens every page,
+// bans a player from the account page and checks the ban through the APIs,
+// and writes a screenshot of each main page to SCREENSHOT_DIR.
+//
+// Needs a running ludus: LUDUS_HOST, LUDUS_PORT (client API, server key
+// `defaultkey`) and LUDUS_CONSOLE_PORT (console, root admin/password).
+// CHROMIUM names the browser (default /usr/bin/chromium).
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import puppeteer from "puppeteer-core";
+
+const host = process.env.LUDUS_HOST || "127.0.0.1";
+const api = `http://${host}:${process.env.LUDUS_PORT || 7350}`;
+const consoleUrl = `http://${host}:${process.env.LUDUS_CONSOLE_PORT || 7351}`;
+const shots = process.env.SCREENSHOT_DIR || "screenshots";
+const root = "Basic " + Buffer.from("admin:password").toString("base64");
+const serverKey = "Basic " + Buffer.from("defaultkey:").toString("base64");
+const device = `console-ui-${process.pid}-device`;
+
+let browser;
+let page;
+let player;
+
+async function call(base, method, path, auth, body) {
+  const res = await fetch(base + path, {
+    method,
+    headers: { Authorization: auth, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : {} };
+}
+
+function signInDevice() {
+  return call(api, "POST", "/v2/account/authenticate/device?create=true", serverKey, { id: device });
+}
+
+/** Opens a console page and waits until it has drawn without an error. */
+async function open(hash, pageName) {
+  await page.goto(`${consoleUrl}/#/${hash}`);
+  await page.waitForSelector(`main[data-page="${pageName}"]`, { timeout: 10000 });
+  const error = await page.$eval("#error", (e) => (e.hidden ? "" : e.textContent));
+  assert.equal(error, "", `${hash}: the page shows an error`);
+}
+
+async function shot(name) {
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+}
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  const signed = await signInDevice();
+  assert.equal(signed.status, 200, JSON.stringify(signed.body));
+  const account = await call(api, "GET", "/v2/account", "Bearer " + signed.body.token);
+  player = account.body.user;
+  // Something to browse: a save of the player's and a system object.
+  for (const owner of [player.id, "00000000-0000-0000-0000-000000000000"]) {
+    const w = await call(consoleUrl, "PUT", `/v2/console/storage/saves/slot1/${owner}`, root,
+      { value: JSON.stringify({ level: 3, owner }) });
+    assert.equal(w.status, 200, JSON.stringify(w.body));
+  }
+  browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  // A script error in the page fails the test, not just a missing element.
+  page.on("pageerror", (e) => {
+    throw e;
+  });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+test("sign-in leads to the status page", async () => {
+  await page.goto(`${consoleUrl}/`);
+  await page.waitForSelector('main[data-page="login"]');
+  await shot("sign-in");
+  await page.type('input[name="username"]', "admin");
+  await page.type('input[name="password"]', "password");
+  await page.click('button[type="submit"]');
+  await page.waitForSelector('main[data-page="status"]');
+  const cards = await page.$$eval(".card .k", (els) => els.map((e) => e.textContent));
+  assert.deepEqual(cards.slice(0, 4), ["Nodes", "Sockets", "Presences", "Matches"]);
+  await shot("status");
+});
+
+test("accounts are searched and a ban from the UI shows in the API", async () => {
+  await open("accounts?filter=" + player.id, "accounts");
+  const rows = await page.$$eval("tbody tr.link td", (tds) => tds.map((td) => td.textContent));
+  assert.ok(rows.includes(player.id), rows.join(","));
+  await shot("accounts");
+  await page.click("tbody tr.link");
+  await page.waitForSelector('main[data-page="account"]');
+  await page.waitForSelector("#ban");
+  await page.click("#ban");
+  await page.waitForSelector("#banned");
+  await shot("account");
+  const seen = await call(consoleUrl, "GET", `/v2/console/account/${player.id}`, root);
+  assert.equal(seen.status, 200);
+  assert.ok(seen.body.disable_time, JSON.stringify(seen.body));
+  const again = await signInDevice();
+  assert.equal(again.status, 403, "the banned player cannot sign in");
+  // Unbanned from the UI: the player signs in again.
+  await page.click("#unban");
+  await page.waitForSelector("#ban");
+  assert.equal((await signInDevice()).status, 200);
+});
+
+test("the account page edits the profile", async () => {
+  await open("account/" + player.id, "account");
+  const field = await page.$('input[name="display_name"]');
+  await field.click({ clickCount: 3 });
+  await field.type("Edited in Chromium");
+  await page.click('form button[type="submit"]');
+  await page.waitForFunction(() => document.querySelector("dl")?.textContent.includes("Edited in Chromium"));
+  const seen = await call(consoleUrl, "GET", `/v2/console/account/${player.id}`, root);
+  assert.equal(seen.body.account.user.display_name, "Edited in Chromium");
+});
+
+test("the storage browser lists and edits objects", async () => {
+  await open("storage?collection=saves", "storage");
+  const keys = await page.$$eval("tbody tr.link", (rows) => rows.length);
+  assert.equal(keys, 2);
+  await shot("storage");
+  await open(`object/saves/slot1/${player.id}`, "object");
+  const value = await page.$eval('textarea[name="value"]', (t) => t.value);
+  assert.equal(JSON.parse(value).level, 3);
+  await page.$eval('textarea[name="value"]', (t) => {
+    t.value = '{"level": 4}';
+  });
+  await page.click('form button[type="submit"]');
+  await page.waitForFunction(() => document.querySelector('textarea[name="value"]')?.value.includes("4"));
+  await shot("storage-object");
+  const seen = await call(consoleUrl, "GET", `/v2/console/storage/saves/slot1/${player.id}`, root);
+  assert.equal(JSON.parse(seen.body.value).level, 4);
+});
+
+test("the other pages render", async () => {
+  for (const [hash, name] of [
+    ["leaderboards", "leaderboards"],
+    ["runtime", "runtime"],
+    ["users", "users"],
+    ["config", "config"],
+  ]) {
+    await open(hash, name);
+    await shot(name);
+  }
+  const config = await page.$eval("pre", (p) => p.textContent);
+  assert.ok(!config.includes('"password": "password"'), "the config page shows no secret");
+});
