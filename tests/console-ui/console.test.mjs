@@ -143,6 +143,23 @@ test("the storage browser lists and edits objects", async () => {
   assert.equal(JSON.parse(seen.body.value).level, 4);
 });
 
+test("a live match is listed and its state shown", async () => {
+  const signed = await signInDevice();
+  const created = await call(api, "POST", "/v2/rpc/create_match_json", "Bearer " + signed.body.token,
+    JSON.stringify({ params: { max: 5, mode: "ui" } }));
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const matchId = JSON.parse(created.body.payload).match_id;
+  await open("matches", "matches");
+  const ids = await page.$$eval("tbody tr.link td", (tds) => tds.map((td) => td.textContent));
+  assert.ok(ids.includes(matchId), ids.join(","));
+  await shot("matches");
+  await page.$$eval("tbody tr.link", (rows, id) => rows.find((r) => r.textContent.includes(id)).click(), matchId);
+  await page.waitForSelector('main[data-page="match"]');
+  const state = JSON.parse(await page.$eval("#match-state", (p) => p.textContent));
+  assert.equal(state.max, 5);
+  await shot("match-state");
+});
+
 test("the other pages render", async () => {
   for (const [hash, name] of [
     ["leaderboards", "leaderboards"],

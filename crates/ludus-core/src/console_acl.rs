@@ -59,6 +59,7 @@ pub enum Resource {
     AuditLog = 11,
     Configuration = 12,
     User = 14,
+    Group = 15,
     Leaderboard = 17,
     LeaderboardRecord = 18,
     Match = 19,

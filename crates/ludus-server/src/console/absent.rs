@@ -45,7 +45,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/account/{account_id}/note/{note_id}",
         "DeleteAccountNote",
     ),
-    (M::POST, "/v2/console/group/{group_id}/add", "AddGroupUsers"),
     (
         M::POST,
         "/v2/console/api/endpoints/{method}",
@@ -63,12 +62,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/account/{account_id}/friend/{friend_id}",
         "DeleteFriend",
     ),
-    (M::DELETE, "/v2/console/group/{group_id}", "DeleteGroup"),
-    (
-        M::DELETE,
-        "/v2/console/account/{account_id}/group/{group_id}",
-        "DeleteGroupUser",
-    ),
     (M::DELETE, "/v2/console/storage", "DeleteStorage"),
     (M::DELETE, "/v2/console/account", "DeleteAccounts"),
     (
@@ -82,11 +75,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "DeleteWalletLedger",
     ),
     (
-        M::POST,
-        "/v2/console/group/{group_id}/account/{id}/demote",
-        "DemoteGroupMember",
-    ),
-    (
         M::GET,
         "/v2/console/account/{account_id}/export",
         "ExportAccount",
@@ -98,9 +86,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     ),
     (M::POST, "/v2/console/account", "ImportAccountFull"),
     (M::GET, "/v2/console/group/{group_id}/export", "ExportGroup"),
-    (M::GET, "/v2/console/group/{group_id}", "GetGroup"),
-    (M::GET, "/v2/console/group/{group_id}/member", "GetMembers"),
-    (M::GET, "/v2/console/match/{id}/state", "GetMatchState"),
     (M::GET, "/v2/console/setting/{name}", "GetSetting"),
     (M::GET, "/v2/console/notification/{id}", "GetNotification"),
     (
@@ -123,16 +108,9 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "ListStorageCollections",
     ),
     (M::GET, "/v2/console/channel", "ListChannelMessages"),
-    (M::GET, "/v2/console/group", "ListGroups"),
     (M::GET, "/v2/console/notification", "ListNotifications"),
-    (M::GET, "/v2/console/match", "ListMatches"),
     (M::GET, "/v2/console/purchase", "ListPurchases"),
     (M::GET, "/v2/console/subscription", "ListSubscriptions"),
-    (
-        M::POST,
-        "/v2/console/group/{group_id}/account/{id}/promote",
-        "PromoteGroupMember",
-    ),
     (
         M::POST,
         "/v2/console/user/{username}/mfa/require",
@@ -173,7 +151,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/account/{account_id}/unlink/steam",
         "UnlinkSteam",
     ),
-    (M::POST, "/v2/console/group/{group_id}", "UpdateGroup"),
     (M::POST, "/v2/console/setting/{name}", "UpdateSetting"),
     (M::GET, "/v2/console/satori/template", "SatoriListTemplates"),
     (

@@ -14,7 +14,9 @@ mod absent;
 mod account_edit;
 mod accounts;
 mod auth;
+mod groups;
 mod leaderboards;
+mod matches;
 mod status;
 mod storage;
 mod ui;
@@ -73,6 +75,8 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     wallet::routes(&mut routes);
     storage::routes(&mut routes);
     leaderboards::routes(&mut routes);
+    matches::routes(&mut routes);
+    groups::routes(&mut routes);
     status::routes(&mut routes);
     let routed = ui::routes(absent::routes(routes.router))
         .fallback(not_found)

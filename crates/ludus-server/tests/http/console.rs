@@ -678,7 +678,7 @@ async fn unserved_console_calls_answer_501(b: Backend) {
     let t = TestServer::start(b).await;
     let root = root_token(&t).await;
     for (method, path, name) in [
-        ("GET", "/v2/console/group", "ListGroups"),
+        ("GET", "/v2/console/purchase", "ListPurchases"),
         ("DELETE", "/v2/console/all", "DeleteAllData"),
         (
             "POST",
@@ -691,7 +691,7 @@ async fn unserved_console_calls_answer_501(b: Backend) {
             "/v2/console/storage/collections",
             "ListStorageCollections",
         ),
-        ("GET", "/v2/console/match", "ListMatches"),
+        ("GET", "/v2/console/notification", "ListNotifications"),
     ] {
         let r = call(&t, method, path, &root, json!({})).await;
         let msg = assert_error(&r, 501, 12);

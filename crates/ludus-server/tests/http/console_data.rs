@@ -1,7 +1,8 @@
 //! The console's data calls on both backends: account edits and unlinks,
 //! the wallet ledger, storage objects, leaderboards and their records,
 //! node status, runtime registrations and the redacted configuration, the
-//! ACL in front of each, and the web console's files.
+//! ACL in front of each, live matches and their state, groups and their
+//! members, and the web console's files.
 
 use serde_json::{Value, json};
 
@@ -18,6 +19,8 @@ both_backends!(
     status_runtime_and_redacted_config,
     data_calls_check_the_acl,
     web_console_files_are_served,
+    matches_listed_and_their_state_read,
+    groups_and_members,
 );
 
 async fn lua_server(b: Backend) -> TestServer {
@@ -698,4 +701,269 @@ async fn web_console_files_are_served(b: Backend) {
     // The files are public; the data behind them is not.
     let r = call(&t, "GET", "/v2/console/account", "", json!({})).await;
     assert_error(&r, 401, 16);
+}
+
+async fn matches_listed_and_their_state_read(b: Backend) {
+    use futures_util::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+    let t = TestServer::start_with(b, |c| {
+        c.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lua_match").into();
+    })
+    .await;
+    let root = root_token(&t).await;
+    let s = t.device_session("console-match-device").await;
+    let body = json!({"params": {"max": 6, "mode": "duel"}}).to_string();
+    let r = t
+        .post_bearer("/v2/rpc/create_match_json", &token(&s), json!(body))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let created: Value = json_of(&r.body["payload"]);
+    let match_id = created["match_id"].as_str().unwrap().to_owned();
+    // A player joins over the socket.
+    let url = format!(
+        "{}/ws?token={}&format=json",
+        t.base.replacen("http", "ws", 1),
+        token(&s)
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let join = json!({"cid": "1", "match_join": {"match_id": match_id}});
+    ws.send(Message::text(join.to_string())).await.unwrap();
+    loop {
+        let Some(Ok(Message::Text(text))) = ws.next().await else {
+            panic!("the socket closed before the join answered");
+        };
+        let reply: Value = serde_json::from_str(&text).unwrap();
+        if reply["cid"] == "1" {
+            assert!(reply.get("match").is_some(), "{reply}");
+            break;
+        }
+    }
+    let r = call(&t, "GET", "/v2/console/match", &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let listed = &r.body["matches"][0];
+    assert_eq!(
+        listed["api_match"]["match_id"],
+        match_id.as_str(),
+        "{}",
+        r.body
+    );
+    assert_eq!(listed["api_match"]["authoritative"], true);
+    assert!(
+        listed["api_match"]["label"]
+            .as_str()
+            .unwrap()
+            .contains("duel")
+    );
+    assert_eq!(listed["node"], match_id.split_once('.').unwrap().1);
+    let r = call(
+        &t,
+        "GET",
+        &format!("/v2/console/match?match_id={match_id}"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.body["matches"].as_array().unwrap().len(), 1, "{}", r.body);
+    let r = call(
+        &t,
+        "GET",
+        "/v2/console/match?authoritative=true&query=%2Blabel.mode%3Aranked",
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body.get("matches").is_none_or(|m| m == &json!([])),
+        "no match has that mode: {}",
+        r.body
+    );
+    // The state: the joined player, the tick, and the Lua state as JSON.
+    let path = format!("/v2/console/match/{match_id}/state");
+    let r = call(&t, "GET", &path, &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.body["presences"][0]["user_id"],
+        user_id(&s).as_str(),
+        "{}",
+        r.body
+    );
+    assert!(r.body["tick"].as_str().unwrap().parse::<i64>().is_ok());
+    let state = json_of(&r.body["state"]);
+    assert_eq!(state["count"], 1, "{state}");
+    assert_eq!(state["max"], 6);
+    // Bad ids and gone matches.
+    let r = call(
+        &t,
+        "GET",
+        "/v2/console/match/nonsense/state",
+        &root,
+        json!({}),
+    )
+    .await;
+    let msg = assert_error(&r, 400, 3);
+    assert!(msg.contains("nonsense"), "{msg}");
+    let gone = format!(
+        "/v2/console/match/{}.{}/state",
+        uuid::Uuid::new_v4(),
+        listed["node"].as_str().unwrap()
+    );
+    assert_error(&call(&t, "GET", &gone, &root, json!({})).await, 404, 5);
+    for bad in [
+        "limit=0",
+        "limit=101",
+        "min_size=-1",
+        "min_size=3&max_size=2",
+    ] {
+        let r = call(
+            &t,
+            "GET",
+            &format!("/v2/console/match?{bad}"),
+            &root,
+            json!({}),
+        )
+        .await;
+        assert_error(&r, 400, 3);
+    }
+    // MATCH read is needed.
+    let other = add_user(
+        &t,
+        &root,
+        "nomatch",
+        json!({"ACCOUNT": perm(true, false, false)}),
+    )
+    .await;
+    let msg = assert_error(&call(&t, "GET", &path, &other, json!({})).await, 403, 7);
+    assert!(msg.contains("permission on MATCH,"), "{msg}");
+    ws.close(None).await.unwrap();
+}
+
+async fn groups_and_members(b: Backend) {
+    let t = TestServer::start(b).await;
+    let root = root_token(&t).await;
+    let alice = t.device_session("console-group-a").await;
+    let bob = t.device_session("console-group-b").await;
+    let (alice_id, bob_id) = (user_id(&alice), user_id(&bob));
+    let r = t
+        .post_bearer(
+            "/v2/group",
+            &token(&alice),
+            json!({"name": "console-guild", "open": false}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let group_id = r.body["id"].as_str().unwrap().to_owned();
+    let r = call(
+        &t,
+        "GET",
+        "/v2/console/group?filter=console",
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["groups"][0]["id"], group_id.as_str(), "{}", r.body);
+    let r = call(
+        &t,
+        "GET",
+        &format!("/v2/console/group?filter={group_id}"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.body["total_count"], 1, "{}", r.body);
+    let path = format!("/v2/console/group/{group_id}");
+    // Edit as the server: no member role needed.
+    let r = call(
+        &t,
+        "POST",
+        &path,
+        &root,
+        json!({"description": "edited by ops", "open": true}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(&t, "GET", &path, &root, json!({})).await;
+    assert_eq!(r.body["description"], "edited by ops");
+    assert_eq!(r.body["open"], true);
+    let r = call(&t, "POST", &path, &root, json!({"max_count": 0})).await;
+    assert_error(&r, 400, 3);
+    // Members: add bob, promote him, demote him, remove him.
+    let r = call(
+        &t,
+        "POST",
+        &format!("{path}/add"),
+        &root,
+        json!({"ids": format!("{bob_id}")}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let role_of = |body: &Value, id: &str| {
+        body["group_users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["user"]["id"] == id)
+            .map(|u| u["state"].as_i64().unwrap_or(0))
+    };
+    let r = call(&t, "GET", &format!("{path}/member"), &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(role_of(&r.body, &alice_id), Some(0), "superadmin");
+    assert_eq!(role_of(&r.body, &bob_id), Some(2), "member");
+    let member = format!("{path}/account/{bob_id}");
+    let r = call(&t, "POST", &format!("{member}/promote"), &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(&t, "GET", &format!("{path}/member"), &root, json!({})).await;
+    assert_eq!(role_of(&r.body, &bob_id), Some(1), "admin");
+    let r = call(&t, "POST", &format!("{member}/demote"), &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(&t, "GET", &format!("{path}/member"), &root, json!({})).await;
+    assert_eq!(role_of(&r.body, &bob_id), Some(2), "member again");
+    let r = call(
+        &t,
+        "DELETE",
+        &format!("/v2/console/account/{bob_id}/group/{group_id}"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(&t, "GET", &format!("{path}/member"), &root, json!({})).await;
+    assert_eq!(role_of(&r.body, &bob_id), None, "{}", r.body);
+    // Bad input.
+    for (method, p, body) in [
+        ("POST", format!("{path}/add"), json!({"ids": "nope"})),
+        ("POST", format!("{path}/add"), json!({"ids": ""})),
+        ("GET", "/v2/console/group/nope".to_owned(), json!({})),
+    ] {
+        assert_error(&call(&t, method, &p, &root, body).await, 400, 3);
+    }
+    let missing = format!("/v2/console/group/{}", uuid::Uuid::new_v4());
+    assert_error(&call(&t, "GET", &missing, &root, json!({})).await, 404, 5);
+    // GROUP read does not delete; the delete takes the group.
+    let reader = add_user(
+        &t,
+        &root,
+        "groupreader",
+        json!({"GROUP": perm(true, false, false)}),
+    )
+    .await;
+    let msg = assert_error(&call(&t, "DELETE", &path, &reader, json!({})).await, 403, 7);
+    assert!(msg.contains("permission on GROUP,"), "{msg}");
+    let msg = assert_error(
+        &call(
+            &t,
+            "POST",
+            &format!("{path}/add"),
+            &reader,
+            json!({"ids": bob_id}),
+        )
+        .await,
+        403,
+        7,
+    );
+    assert!(msg.contains("permission on ACCOUNT_GROUPS,"), "{msg}");
+    let r = call(&t, "DELETE", &path, &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_error(&call(&t, "GET", &path, &root, json!({})).await, 404, 5);
 }

@@ -353,6 +353,31 @@ async function leaderboard(id) {
     records.records || []));
 }
 
+async function matches() {
+  const r = await api("GET", "/v2/console/match");
+  view.replaceChildren(h("h1", {}, "Matches"),
+    table([["Match id", (m) => m.api_match.match_id], ["Node", (m) => m.node || "relayed"],
+      ["Players", (m) => m.api_match.size || 0], ["Tick rate", (m) => m.api_match.tick_rate || ""],
+      ["Handler", (m) => m.api_match.handler_name || ""], ["Label", (m) => m.api_match.label || ""]],
+    r.matches || [], (m) => { location.hash = "#/match/" + enc(m.api_match.match_id); }));
+}
+
+async function matchState(id) {
+  const draw = async () => {
+    const r = await api("GET", "/v2/console/match/" + enc(id) + "/state");
+    view.replaceChildren(h("h1", {}, "Match ", id),
+      details([["Tick", r.tick || "0"], ["Players", (r.presences || []).length]]),
+      h("h2", {}, "Presences"),
+      table([["Username", (p) => p.username], ["User id", (p) => p.user_id], ["Session", (p) => p.session_id]],
+        r.presences || [], (p) => { location.hash = "#/account/" + p.user_id; }),
+      h("h2", {}, "State"),
+      h("pre", { id: "match-state" }, r.state ? pretty(r.state) : "(this match's handler shows no state)"),
+      h("p", { class: "muted" }, "Refreshed every 2 seconds."));
+  };
+  await draw();
+  refreshTimer = setInterval(() => attempt(draw), 2000);
+}
+
 async function runtime() {
   const r = await api("GET", "/v2/console/runtime");
   const list = (title, items) => [h("h2", {}, title),
@@ -420,6 +445,8 @@ const ROUTES = [
   [/^object\/([^/]+)\/([^/]+)\/([^/]+)$/, (m) => object(...m.slice(1, 4).map(decodeURIComponent))],
   [/^leaderboards$/, leaderboards],
   [/^leaderboard\/([^/]+)$/, (m) => leaderboard(decodeURIComponent(m[1]))],
+  [/^matches$/, matches],
+  [/^match\/([^/]+)$/, (m) => matchState(decodeURIComponent(m[1]))],
   [/^runtime$/, runtime],
   [/^config$/, config],
   [/^users$/, users],
