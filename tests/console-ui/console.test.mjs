@@ -160,6 +160,31 @@ test("a live match is listed and its state shown", async () => {
   await shot("match-state");
 });
 
+test("a group's member is promoted from the UI", async () => {
+  const signed = await signInDevice();
+  const made = await call(api, "POST", "/v2/group", "Bearer " + signed.body.token, { name: `ui-guild-${process.pid}` });
+  assert.equal(made.status, 200, JSON.stringify(made.body));
+  const other = await call(api, "POST", "/v2/account/authenticate/device?create=true", serverKey, { id: device + "-2" });
+  const otherUser = (await call(api, "GET", "/v2/account", "Bearer " + other.body.token)).body.user;
+  const otherId = otherUser.id;
+  await open("groups?filter=ui-guild", "groups");
+  await shot("groups");
+  await page.click("tbody tr.link");
+  await page.waitForSelector('main[data-page="group"]');
+  await page.type('input[name="ids"]', otherId);
+  await page.$$eval("form.inline button", (b) => b[b.length - 1].click());
+  await page.waitForFunction(() => document.querySelectorAll("tbody tr.link").length === 2);
+  // Promote the new member: it becomes an admin.
+  await page.$$eval("tbody tr.link", (rows, name) => rows.find((r) => r.cells[0].textContent === name)
+    .querySelector("button").click(), otherUser.username);
+  await page.waitForFunction((name) => [...document.querySelectorAll("tbody tr.link")]
+    .some((r) => r.cells[0].textContent === name && r.cells[1].textContent === "admin"), {}, otherUser.username);
+  await shot("group");
+  const members = await call(consoleUrl, "GET", `/v2/console/group/${made.body.id}/member`, root);
+  const role = members.body.group_users.find((m) => m.user.id === otherId).state;
+  assert.equal(role, 1, "admin");
+});
+
 test("the other pages render", async () => {
   for (const [hash, name] of [
     ["leaderboards", "leaderboards"],

@@ -8,7 +8,8 @@
 //! session (Bearer token, or the root user by HTTP Basic) and the one
 //! permission the route needs, and hands the handler a [`ConsoleCaller`].
 //! Nakama's console calls Ludus does not serve yet answer 501 (`absent.rs`).
-//! The web console's files are served at `/` (`ui.rs`).
+//! The web console's files are served at `/` (`ui.rs`). The gate logs
+//! every change a console user asks for (the audit trail).
 
 mod absent;
 mod account_edit;
@@ -126,8 +127,25 @@ async fn gate(
     if !caller.acl.allows(need) {
         return HttpError::new(Code::PermissionDenied, refused(need)).into_response();
     }
+    let changes = req.method() != axum::http::Method::GET;
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    let (user, user_id) = (caller.username.clone(), caller.id);
     req.extensions_mut().insert(caller);
-    next.run(req).await
+    let res = next.run(req).await;
+    // The audit trail: every change a console user made, as one log event
+    // (target `ludus::console::audit`); reads are not logged.
+    if changes {
+        tracing::info!(
+            target: "ludus::console::audit",
+            console_user = %user,
+            console_user_id = %user_id,
+            %method,
+            path,
+            status = res.status().as_u16(),
+            "console change"
+        );
+    }
+    res
 }
 
 fn refused(need: Need) -> String {

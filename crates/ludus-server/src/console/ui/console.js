@@ -218,7 +218,7 @@ async function account(id) {
     h("h2", {}, "Groups"),
     groups.error ? h("p", { class: "muted" }, groups.error)
       : table([["Group", (g) => g.group.name], ["Role", (g) => ["superadmin", "admin", "member", "join request"][g.state || 0]]],
-        groups.user_groups || []),
+        groups.user_groups || [], (g) => { location.hash = "#/group/" + g.group.id; }),
     h("h2", {}, "Storage"),
     h("form", {
       class: "inline",
@@ -353,6 +353,87 @@ async function leaderboard(id) {
     records.records || []));
 }
 
+async function groups(params) {
+  const filter = h("input", { name: "filter", placeholder: "name prefix or group id", value: params.get("filter") || "" });
+  const q = new URLSearchParams();
+  if (filter.value) q.set("filter", filter.value);
+  if (params.get("cursor")) q.set("cursor", params.get("cursor"));
+  const r = await api("GET", "/v2/console/group?" + q);
+  view.replaceChildren(h("h1", {}, "Groups"),
+    h("form", {
+      class: "inline",
+      onsubmit: (e) => {
+        e.preventDefault();
+        location.hash = "#/groups?filter=" + enc(filter.value.trim());
+      },
+    }, h("label", {}, "Search", filter), h("button", { type: "submit" }, "Search")),
+    table([["Name", (g) => g.name], ["Members", (g) => g.edge_count || 0], ["Open", (g) => (g.open ? "yes" : "no")],
+      ["Group id", (g) => g.id], ["Created", (g) => when(g.create_time)]],
+    r.groups || [], (g) => { location.hash = "#/group/" + g.id; }),
+    r.next_cursor ? h("div", { class: "actions" },
+      h("a", { href: "#/groups?cursor=" + enc(r.next_cursor) }, "Next page")) : null);
+}
+
+async function group(id) {
+  const path = "/v2/console/group/" + enc(id);
+  const g = await api("GET", path);
+  const members = await api("GET", path + "/member");
+  const description = h("textarea", { name: "description" }, g.description || "");
+  const open = h("input", { type: "checkbox", name: "open", checked: Boolean(g.open) });
+  const add = h("input", { name: "ids", placeholder: "user ids, separated by commas" });
+  const reload = () => group(id);
+  const roles = ["superadmin", "admin", "member", "join request"];
+  const act = (label, method, url) => h("button", {
+    class: "secondary",
+    onclick: (e) => {
+      e.stopPropagation();
+      attempt(async () => {
+        await api(method, url);
+        await reload();
+      });
+    },
+  }, label);
+  view.replaceChildren(h("h1", {}, "Group ", g.name),
+    details([["Group id", g.id], ["Members", `${g.edge_count || 0} of ${g.max_count || 0}`],
+      ["Language", g.lang_tag], ["Metadata", g.metadata], ["Created", when(g.create_time)]]),
+    h("div", { class: "actions" }, h("button", {
+      class: "danger",
+      onclick: () => attempt(async () => {
+        if (!confirm("Delete group " + g.name + "?")) return;
+        await api("DELETE", path);
+        location.hash = "#/groups";
+      }),
+    }, "Delete group")),
+    h("h2", {}, "Edit"),
+    h("form", {
+      onsubmit: (e) => {
+        e.preventDefault();
+        attempt(async () => {
+          await api("POST", path, { description: description.value, open: open.checked });
+          await reload();
+        });
+      },
+    }, h("label", {}, "Description", description), h("label", {}, h("span", {}, "Open"), open),
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Save"))),
+    h("h2", {}, "Members"),
+    table([["Username", (m) => m.user.username], ["Role", (m) => roles[m.state || 0]],
+      ["", (m) => h("span", { class: "actions" },
+        act("Promote", "POST", `${path}/account/${m.user.id}/promote`),
+        act("Demote", "POST", `${path}/account/${m.user.id}/demote`),
+        act("Remove", "DELETE", `/v2/console/account/${m.user.id}/group/${enc(id)}`))]],
+    members.group_users || [], (m) => { location.hash = "#/account/" + m.user.id; }),
+    h("form", {
+      class: "inline",
+      onsubmit: (e) => {
+        e.preventDefault();
+        attempt(async () => {
+          await api("POST", path + "/add", { ids: add.value });
+          await reload();
+        });
+      },
+    }, h("label", {}, "Add members", add), h("button", { type: "submit" }, "Add")));
+}
+
 async function matches() {
   const r = await api("GET", "/v2/console/match");
   view.replaceChildren(h("h1", {}, "Matches"),
@@ -445,6 +526,8 @@ const ROUTES = [
   [/^object\/([^/]+)\/([^/]+)\/([^/]+)$/, (m) => object(...m.slice(1, 4).map(decodeURIComponent))],
   [/^leaderboards$/, leaderboards],
   [/^leaderboard\/([^/]+)$/, (m) => leaderboard(decodeURIComponent(m[1]))],
+  [/^groups$/, (m, q) => groups(q)],
+  [/^group\/([^/]+)$/, (m) => group(decodeURIComponent(m[1]))],
   [/^matches$/, matches],
   [/^match\/([^/]+)$/, (m) => matchState(decodeURIComponent(m[1]))],
   [/^runtime$/, runtime],
