@@ -185,6 +185,21 @@ test("a group's member is promoted from the UI", async () => {
   assert.equal(role, 1, "admin");
 });
 
+test("the API explorer calls an RPC as a player", async () => {
+  await open("explorer", "explorer");
+  await page.select('select[name="rpc"]', "create_match_json");
+  await page.type('input[name="user_id"]', player.id);
+  await page.$eval('textarea[name="body"]', (t) => {
+    t.value = '{"params": {"mode": "explorer"}}';
+  });
+  await page.click('form button[type="submit"]');
+  await page.waitForFunction(() => document.querySelector("#explorer-result")?.textContent.includes("match_id"));
+  await shot("explorer");
+  const matchId = JSON.parse(await page.$eval("#explorer-result", (p) => p.textContent)).match_id;
+  const listed = await call(consoleUrl, "GET", `/v2/console/match?match_id=${encodeURIComponent(matchId)}`, root);
+  assert.equal(listed.body.matches.length, 1, "the match the RPC made is live");
+});
+
 test("the other pages render", async () => {
   for (const [hash, name] of [
     ["leaderboards", "leaderboards"],

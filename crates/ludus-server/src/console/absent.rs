@@ -50,11 +50,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/api/endpoints/{method}",
         "CallApiEndpoint",
     ),
-    (
-        M::POST,
-        "/v2/console/api/endpoints/rpc/{method}",
-        "CallRpcEndpoint",
-    ),
     (M::DELETE, "/v2/console/all", "DeleteAllData"),
     (M::DELETE, "/v2/console/message", "DeleteChannelMessages"),
     (
@@ -90,17 +85,11 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     (M::GET, "/v2/console/notification/{id}", "GetNotification"),
     (
         M::GET,
-        "/v2/console/iap/purchase/{transaction_id}",
-        "GetPurchase",
-    ),
-    (
-        M::GET,
         "/v2/console/iap/subscription/{original_transaction_id}",
         "GetSubscription",
     ),
     (M::GET, "/v2/console/audit/log", "ListAuditLogs"),
     (M::GET, "/v2/console/audit/log/users", "ListAuditLogsUsers"),
-    (M::GET, "/v2/console/api/endpoints", "ListApiEndpoints"),
     (M::GET, "/v2/console/setting", "ListSettings"),
     (
         M::GET,
@@ -109,8 +98,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     ),
     (M::GET, "/v2/console/channel", "ListChannelMessages"),
     (M::GET, "/v2/console/notification", "ListNotifications"),
-    (M::GET, "/v2/console/purchase", "ListPurchases"),
-    (M::GET, "/v2/console/subscription", "ListSubscriptions"),
     (
         M::POST,
         "/v2/console/user/{username}/mfa/require",

@@ -15,9 +15,11 @@ mod absent;
 mod account_edit;
 mod accounts;
 mod auth;
+mod explorer;
 mod groups;
 mod leaderboards;
 mod matches;
+mod purchases;
 mod status;
 mod storage;
 mod ui;
@@ -78,6 +80,8 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     leaderboards::routes(&mut routes);
     matches::routes(&mut routes);
     groups::routes(&mut routes);
+    explorer::routes(&mut routes);
+    purchases::routes(&mut routes);
     status::routes(&mut routes);
     let routed = ui::routes(absent::routes(routes.router))
         .fallback(not_found)

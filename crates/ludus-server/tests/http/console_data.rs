@@ -2,7 +2,7 @@
 //! the wallet ledger, storage objects, leaderboards and their records,
 //! node status, runtime registrations and the redacted configuration, the
 //! ACL in front of each, live matches and their state, groups and their
-//! members, and the web console's files.
+//! members, the API explorer's RPC calls, and the web console's files.
 
 use serde_json::{Value, json};
 
@@ -21,6 +21,7 @@ both_backends!(
     web_console_files_are_served,
     matches_listed_and_their_state_read,
     groups_and_members,
+    api_explorer_calls_rpcs_as_a_user,
 );
 
 async fn lua_server(b: Backend) -> TestServer {
@@ -966,4 +967,97 @@ async fn groups_and_members(b: Backend) {
     let r = call(&t, "DELETE", &path, &root, json!({})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_error(&call(&t, "GET", &path, &root, json!({})).await, 404, 5);
+}
+
+async fn api_explorer_calls_rpcs_as_a_user(b: Backend) {
+    let t = lua_server(b).await;
+    let root = root_token(&t).await;
+    let s = t.device_session("console-explorer-device").await;
+    let id = user_id(&s);
+    let r = call(&t, "GET", "/v2/console/api/endpoints", &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rpcs: Vec<&str> = r.body["rpc_endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["method"].as_str().unwrap())
+        .collect();
+    assert!(
+        rpcs.contains(&"console_ctx") && rpcs.contains(&"echo"),
+        "{rpcs:?}"
+    );
+    let path = "/v2/console/api/endpoints/rpc/console_ctx";
+    let r = call(
+        &t,
+        "POST",
+        path,
+        &root,
+        json!({"body": "hello", "user_id": id, "session_vars": {"tier": "gold"}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["error_message"], "", "{}", r.body);
+    let out = json_of(&r.body["body"]);
+    assert_eq!(out["user_id"], id.as_str());
+    assert_eq!(out["vars"], json!({"tier": "gold"}));
+    assert_eq!(out["payload"], "hello");
+    assert!(!out["username"].as_str().unwrap().is_empty());
+    // As the server: no user in ctx.
+    let r = call(&t, "POST", path, &root, json!({"body": "x"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        json_of(&r.body["body"]).get("user_id").is_none(),
+        "{}",
+        r.body
+    );
+    // The RPC's own error is answered, not raised.
+    let r = call(
+        &t,
+        "POST",
+        "/v2/console/api/endpoints/rpc/denied",
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body["error_message"].as_str().unwrap().contains("nope"),
+        "{}",
+        r.body
+    );
+    // Bad input.
+    let r = call(
+        &t,
+        "POST",
+        "/v2/console/api/endpoints/rpc/missing",
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_error(&r, 404, 5);
+    let r = call(&t, "POST", path, &root, json!({"user_id": "nope"})).await;
+    assert_error(&r, 400, 3);
+    let r = call(&t, "POST", path, &root, json!({"session_vars": {"a": "b"}})).await;
+    assert_error(&r, 400, 3);
+    let r = call(
+        &t,
+        "POST",
+        path,
+        &root,
+        json!({"user_id": uuid::Uuid::new_v4().to_string()}),
+    )
+    .await;
+    assert_error(&r, 404, 5);
+    // Reading the list does not allow calling.
+    let reader = add_user(
+        &t,
+        &root,
+        "explorer",
+        json!({"API_EXPLORER": perm(true, false, false)}),
+    )
+    .await;
+    let r = call(&t, "GET", "/v2/console/api/endpoints", &reader, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let msg = assert_error(&call(&t, "POST", path, &reader, json!({})).await, 403, 7);
+    assert!(msg.contains("permission on API_EXPLORER,"), "{msg}");
 }

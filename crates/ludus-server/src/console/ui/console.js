@@ -459,6 +459,37 @@ async function matchState(id) {
   refreshTimer = setInterval(() => attempt(draw), 2000);
 }
 
+async function explorer() {
+  const r = await api("GET", "/v2/console/api/endpoints");
+  const rpcs = (r.rpc_endpoints || []).map((e) => e.method);
+  const method = h("select", { name: "rpc" }, rpcs.map((m) => h("option", { value: m }, m)));
+  const user = h("input", { name: "user_id", placeholder: "empty: call as the server" });
+  const vars = h("textarea", { name: "session_vars" }, "{}");
+  const body = h("textarea", { name: "body" }, "");
+  const out = h("pre", { id: "explorer-result" }, "");
+  view.replaceChildren(h("h1", {}, "API explorer"),
+    rpcs.length === 0 ? h("p", { class: "muted" }, "No RPC is registered.") : null,
+    h("form", {
+      onsubmit: (e) => {
+        e.preventDefault();
+        attempt(async () => {
+          let sessionVars;
+          try {
+            sessionVars = JSON.parse(vars.value || "{}");
+          } catch {
+            throw new ApiError("session variables must be a JSON object of strings");
+          }
+          const res = await api("POST", "/v2/console/api/endpoints/rpc/" + enc(method.value),
+            { body: body.value, user_id: user.value.trim(), session_vars: sessionVars });
+          out.textContent = res.error_message ? "error: " + res.error_message : pretty(res.body);
+        });
+      },
+    }, h("div", { class: "inline" }, h("label", {}, "RPC", method), h("label", {}, "As user id", user)),
+    h("label", {}, "Session variables (JSON)", vars), h("label", {}, "Payload", body),
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Call"))),
+    h("h2", {}, "Answer"), out);
+}
+
 async function runtime() {
   const r = await api("GET", "/v2/console/runtime");
   const list = (title, items) => [h("h2", {}, title),
@@ -530,6 +561,7 @@ const ROUTES = [
   [/^group\/([^/]+)$/, (m) => group(decodeURIComponent(m[1]))],
   [/^matches$/, matches],
   [/^match\/([^/]+)$/, (m) => matchState(decodeURIComponent(m[1]))],
+  [/^explorer$/, explorer],
   [/^runtime$/, runtime],
   [/^config$/, config],
   [/^users$/, users],
