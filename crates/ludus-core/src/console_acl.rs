@@ -65,6 +65,7 @@ pub enum Resource {
     Leaderboard = 17,
     LeaderboardRecord = 18,
     Match = 19,
+    Notification = 20,
     StorageData = 23,
 }
 

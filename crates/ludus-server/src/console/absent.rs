@@ -97,7 +97,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "ListStorageCollections",
     ),
     (M::GET, "/v2/console/channel", "ListChannelMessages"),
-    (M::GET, "/v2/console/notification", "ListNotifications"),
     (
         M::POST,
         "/v2/console/user/{username}/mfa/require",

@@ -19,6 +19,7 @@ mod explorer;
 mod groups;
 mod leaderboards;
 mod matches;
+mod notifications;
 mod purchases;
 mod status;
 mod storage;
@@ -82,6 +83,7 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     groups::routes(&mut routes);
     explorer::routes(&mut routes);
     purchases::routes(&mut routes);
+    notifications::routes(&mut routes);
     status::routes(&mut routes);
     let routed = ui::routes(absent::routes(routes.router))
         .fallback(not_found)

@@ -691,7 +691,7 @@ async fn unserved_console_calls_answer_501(b: Backend) {
             "/v2/console/storage/collections",
             "ListStorageCollections",
         ),
-        ("GET", "/v2/console/notification", "ListNotifications"),
+        ("GET", "/v2/console/notification/n1", "GetNotification"),
     ] {
         let r = call(&t, method, path, &root, json!({})).await;
         let msg = assert_error(&r, 501, 12);

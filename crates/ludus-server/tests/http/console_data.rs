@@ -2,7 +2,8 @@
 //! the wallet ledger, storage objects, leaderboards and their records,
 //! node status, runtime registrations and the redacted configuration, the
 //! ACL in front of each, live matches and their state, groups and their
-//! members, the API explorer's RPC calls, and the web console's files.
+//! members, the API explorer's RPC calls, a player's notifications, and the
+//! web console's files.
 
 use serde_json::{Value, json};
 
@@ -22,6 +23,7 @@ both_backends!(
     matches_listed_and_their_state_read,
     groups_and_members,
     api_explorer_calls_rpcs_as_a_user,
+    a_players_notifications,
 );
 
 async fn lua_server(b: Backend) -> TestServer {
@@ -1060,4 +1062,68 @@ async fn api_explorer_calls_rpcs_as_a_user(b: Backend) {
     assert_eq!(r.status, 200, "{}", r.body);
     let msg = assert_error(&call(&t, "POST", path, &reader, json!({})).await, 403, 7);
     assert!(msg.contains("permission on API_EXPLORER,"), "{msg}");
+}
+
+async fn a_players_notifications(b: Backend) {
+    let t = lua_server(b).await;
+    let root = root_token(&t).await;
+    let alice = t.device_session("a-console-notify").await;
+    let bob = t.device_session("b-console-notify").await;
+    let bob_id = user_id(&bob);
+    let body = json!({"user_id": bob_id}).to_string();
+    let r = t
+        .post_bearer("/v2/rpc/rt_notify", &token(&alice), json!(body))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let path = format!("/v2/console/notification?user_id={bob_id}");
+    let r = call(&t, "GET", &path, &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let subjects: Vec<&str> = r.body["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        subjects,
+        ["one", "three"],
+        "the persistent ones, oldest first"
+    );
+    let first = &r.body["notifications"][0];
+    assert_eq!(first["code"], 101);
+    assert_eq!(first["user_id"], bob_id.as_str());
+    assert_eq!(first["sender_id"], user_id(&alice).as_str());
+    assert_eq!(json_of(&first["content"]), json!({"n": 1}));
+    assert_eq!(r.body["next_cursor"], "", "a short page is the last");
+    // Paged one at a time.
+    let r = call(&t, "GET", &format!("{path}&limit=1"), &root, json!({})).await;
+    assert_eq!(r.body["notifications"][0]["subject"], "one");
+    let cursor = r.body["next_cursor"].as_str().unwrap().to_owned();
+    assert!(!cursor.is_empty());
+    let r = call(
+        &t,
+        "GET",
+        &format!("{path}&limit=1&cursor={cursor}"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.body["notifications"][0]["subject"], "three", "{}", r.body);
+    for bad in [
+        "/v2/console/notification".to_owned(),
+        format!("{path}&limit=0"),
+        format!("{path}&cursor=garbage"),
+        "/v2/console/notification?user_id=nope".to_owned(),
+    ] {
+        assert_error(&call(&t, "GET", &bad, &root, json!({})).await, 400, 3);
+    }
+    let other = add_user(
+        &t,
+        &root,
+        "nonotes",
+        json!({"ACCOUNT": perm(true, false, false)}),
+    )
+    .await;
+    let msg = assert_error(&call(&t, "GET", &path, &other, json!({})).await, 403, 7);
+    assert!(msg.contains("permission on NOTIFICATION,"), "{msg}");
 }

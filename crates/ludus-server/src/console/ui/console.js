@@ -175,6 +175,7 @@ async function account(id) {
   const ledger = await api("GET", path + "/wallet?limit=100").catch((e) => ({ error: e.message }));
   const friends = await api("GET", path + "/friend").catch((e) => ({ error: e.message }));
   const groups = await api("GET", path + "/group").catch((e) => ({ error: e.message }));
+  const notes = await api("GET", "/v2/console/notification?user_id=" + enc(id)).catch((e) => ({ error: e.message }));
   const collection = h("input", { name: "collection", placeholder: "collection" });
   const objects = h("div", {});
   view.replaceChildren(
@@ -219,6 +220,10 @@ async function account(id) {
     groups.error ? h("p", { class: "muted" }, groups.error)
       : table([["Group", (g) => g.group.name], ["Role", (g) => ["superadmin", "admin", "member", "join request"][g.state || 0]]],
         groups.user_groups || [], (g) => { location.hash = "#/group/" + g.group.id; }),
+    h("h2", {}, "Notifications"),
+    notes.error ? h("p", { class: "muted" }, notes.error)
+      : table([["Subject", (n) => n.subject], ["Code", (n) => n.code], ["Content", (n) => n.content],
+        ["When", (n) => when(n.create_time)]], notes.notifications || []),
     h("h2", {}, "Storage"),
     h("form", {
       class: "inline",
