@@ -59,6 +59,7 @@ pub enum Resource {
     ApiExplorer = 10,
     AuditLog = 11,
     Configuration = 12,
+    ChannelMessage = 13,
     User = 14,
     Group = 15,
     InAppPurchase = 16,

@@ -96,7 +96,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/storage/collections",
         "ListStorageCollections",
     ),
-    (M::GET, "/v2/console/channel", "ListChannelMessages"),
     (
         M::POST,
         "/v2/console/user/{username}/mfa/require",

@@ -15,6 +15,7 @@ mod absent;
 mod account_edit;
 mod accounts;
 mod auth;
+mod channels;
 mod explorer;
 mod groups;
 mod leaderboards;
@@ -84,6 +85,7 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     explorer::routes(&mut routes);
     purchases::routes(&mut routes);
     notifications::routes(&mut routes);
+    channels::routes(&mut routes);
     status::routes(&mut routes);
     let routed = ui::routes(absent::routes(routes.router))
         .fallback(not_found)

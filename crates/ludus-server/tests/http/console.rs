@@ -678,7 +678,7 @@ async fn unserved_console_calls_answer_501(b: Backend) {
     let t = TestServer::start(b).await;
     let root = root_token(&t).await;
     for (method, path, name) in [
-        ("GET", "/v2/console/channel", "ListChannelMessages"),
+        ("DELETE", "/v2/console/message", "DeleteChannelMessages"),
         ("DELETE", "/v2/console/all", "DeleteAllData"),
         (
             "POST",

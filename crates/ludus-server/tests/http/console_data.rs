@@ -2,8 +2,8 @@
 //! the wallet ledger, storage objects, leaderboards and their records,
 //! node status, runtime registrations and the redacted configuration, the
 //! ACL in front of each, live matches and their state, groups and their
-//! members, the API explorer's RPC calls, a player's notifications, and the
-//! web console's files.
+//! members, the API explorer's RPC calls, a player's notifications, chat
+//! history, and the web console's files.
 
 use serde_json::{Value, json};
 
@@ -24,6 +24,7 @@ both_backends!(
     groups_and_members,
     api_explorer_calls_rpcs_as_a_user,
     a_players_notifications,
+    chat_history_of_a_room,
 );
 
 async fn lua_server(b: Backend) -> TestServer {
@@ -1126,4 +1127,103 @@ async fn a_players_notifications(b: Backend) {
     .await;
     let msg = assert_error(&call(&t, "GET", &path, &other, json!({})).await, 403, 7);
     assert!(msg.contains("permission on NOTIFICATION,"), "{msg}");
+}
+
+async fn chat_history_of_a_room(b: Backend) {
+    let t = lua_server(b).await;
+    let root = root_token(&t).await;
+    let alice = t.device_session("a-console-chat").await;
+    let bob = t.device_session("b-console-chat").await;
+    for _ in 0..2 {
+        let body = json!({"room": "console-lobby", "other": user_id(&bob)}).to_string();
+        let r = t
+            .post_bearer("/v2/rpc/rt_channel", &token(&alice), json!(body))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let r = call(
+        &t,
+        "GET",
+        "/v2/console/channel?type=2&label=console-lobby",
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let messages = r.body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{}", r.body);
+    assert_eq!(messages[0]["sender_id"], user_id(&alice).as_str());
+    assert_eq!(
+        json_of(&messages[0]["content"]),
+        json!({"text": "from lua"})
+    );
+    // The enum's name works as well as its number; another room is empty.
+    let r = call(
+        &t,
+        "GET",
+        "/v2/console/channel?type=ROOM&label=console-lobby",
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.body["messages"].as_array().unwrap().len(), 2);
+    let r = call(
+        &t,
+        "GET",
+        "/v2/console/channel?type=2&label=elsewhere",
+        &root,
+        json!({}),
+    )
+    .await;
+    assert!(
+        r.body.get("messages").is_none_or(|m| m == &json!([])),
+        "{}",
+        r.body
+    );
+    let r = call(
+        &t,
+        "GET",
+        &format!(
+            "/v2/console/channel?type=4&user_id_one={}&user_id_two={}",
+            user_id(&alice),
+            user_id(&bob)
+        ),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for bad in [
+        "type=9",
+        "type=2",
+        "type=3&group_id=nope",
+        "type=4&user_id_one=nope&user_id_two=nope",
+    ] {
+        let r = call(
+            &t,
+            "GET",
+            &format!("/v2/console/channel?{bad}"),
+            &root,
+            json!({}),
+        )
+        .await;
+        assert_error(&r, 400, 3);
+    }
+    let other = add_user(
+        &t,
+        &root,
+        "nochat",
+        json!({"ACCOUNT": perm(true, false, false)}),
+    )
+    .await;
+    let r = call(
+        &t,
+        "GET",
+        "/v2/console/channel?type=2&label=x",
+        &other,
+        json!({}),
+    )
+    .await;
+    let msg = assert_error(&r, 403, 7);
+    assert!(msg.contains("permission on CHANNEL_MESSAGE,"), "{msg}");
 }
