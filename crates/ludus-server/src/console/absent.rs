@@ -65,11 +65,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "DeleteNotification",
     ),
     (
-        M::DELETE,
-        "/v2/console/account/{account_id}/wallet/{wallet_id}",
-        "DeleteWalletLedger",
-    ),
-    (
         M::GET,
         "/v2/console/account/{account_id}/export",
         "ExportAccount",

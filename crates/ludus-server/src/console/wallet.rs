@@ -1,11 +1,12 @@
 //! A game account's wallet ledger in the console
 //! (`GET /v2/console/account/{id}/wallet`, Nakama's `GetWalletLedger`),
-//! newest first, behind `ACCOUNT_WALLET` read. The wallet itself is in the
-//! account (`GET /v2/console/account/{id}`).
+//! newest first, behind `ACCOUNT_WALLET` read, and the deletion of one entry
+//! (`DeleteWalletLedger`, `ACCOUNT_WALLET` delete). The wallet itself is in
+//! the account (`GET /v2/console/account/{id}`).
 
 use axum::extract::{Path, State};
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{delete, get};
 use ludus_core::console_acl::{Level, Need, Resource};
 use ludus_core::wallet::LedgerEntry;
 use serde::Serialize;
@@ -26,6 +27,25 @@ pub(super) fn routes(r: &mut ConsoleRoutes) {
         Need::Permission(Resource::AccountWallet, Level::Read),
         get(ledger),
     );
+    r.add(
+        "/v2/console/account/{account_id}/wallet/{wallet_id}",
+        Need::Permission(Resource::AccountWallet, Level::Delete),
+        delete(remove),
+    );
+}
+
+/// Deletes one ledger entry of the account; the wallet is not changed, as
+/// in Nakama.
+async fn remove(
+    State(state): State<ConsoleState>,
+    Path((id, entry)): Path<(String, String)>,
+) -> Result<Response, HttpError> {
+    let id = account_id(&id)?;
+    let entry = uuid::Uuid::parse_str(&entry).map_err(|_| {
+        HttpError::invalid(format!("wallet ledger id {entry:?} is not a valid uuid"))
+    })?;
+    state.app.storage.wallet_ledger_delete(id, entry).await?;
+    Ok(crate::api::empty())
 }
 
 /// Nakama's console `WalletLedger`.

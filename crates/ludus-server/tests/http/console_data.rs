@@ -215,6 +215,21 @@ async fn wallet_ledger_pages(b: Backend) {
     let a = account(&t, &root, &id).await;
     let wallet: Value = serde_json::from_str(a["account"]["wallet"].as_str().unwrap()).unwrap();
     assert_eq!(wallet, json!({"gold": 70, "gems": 3}));
+    // One entry deleted: the ledger loses it, the wallet stays.
+    let r = call(&t, "GET", &path, &root, json!({})).await;
+    let newest = r.body["items"][0]["id"].as_str().unwrap().to_owned();
+    let entry = format!("{path}/{newest}");
+    let r = call(&t, "DELETE", &entry, &root, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(&t, "GET", &path, &root, json!({})).await;
+    assert_eq!(r.body["items"].as_array().unwrap().len(), 2, "{}", r.body);
+    assert_ne!(r.body["items"][0]["id"], newest.as_str());
+    assert_error(&call(&t, "DELETE", &entry, &root, json!({})).await, 404, 5);
+    let r = call(&t, "DELETE", &format!("{path}/nope"), &root, json!({})).await;
+    assert_error(&r, 400, 3);
+    let a = account(&t, &root, &id).await;
+    let wallet: Value = serde_json::from_str(a["account"]["wallet"].as_str().unwrap()).unwrap();
+    assert_eq!(wallet, json!({"gold": 70, "gems": 3}));
 }
 
 async fn storage_write_read_list_and_delete(b: Backend) {

@@ -211,7 +211,15 @@ async function account(id) {
     h("pre", { id: "wallet" }, pretty(a.wallet || "{}")),
     h("h2", {}, "Wallet ledger"),
     ledger.error ? h("p", { class: "muted" }, ledger.error)
-      : table([["Changeset", (l) => l.changeset], ["Metadata", (l) => l.metadata], ["When", (l) => when(l.create_time)]], ledger.items || []),
+      : table([["Changeset", (l) => l.changeset], ["Metadata", (l) => l.metadata], ["When", (l) => when(l.create_time)],
+        ["", (l) => h("button", {
+          class: "danger secondary",
+          onclick: () => attempt(async () => {
+            if (!confirm("Delete this ledger entry? The wallet is not changed.")) return;
+            await api("DELETE", path + "/wallet/" + enc(l.id));
+            await reload();
+          }),
+        }, "Delete")]], ledger.items || []),
     h("h2", {}, "Friends"),
     friends.error ? h("p", { class: "muted" }, friends.error)
       : table([["Username", (f) => f.user.username], ["State", (f) => ["friend", "invite sent", "invite received", "blocked"][f.state || 0]]],
