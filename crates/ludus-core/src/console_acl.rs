@@ -56,12 +56,17 @@ pub enum Resource {
     AllAccounts = 7,
     AllData = 8,
     AllStorage = 9,
+    ApiExplorer = 10,
     AuditLog = 11,
     Configuration = 12,
+    ChannelMessage = 13,
     User = 14,
+    Group = 15,
+    InAppPurchase = 16,
     Leaderboard = 17,
     LeaderboardRecord = 18,
     Match = 19,
+    Notification = 20,
     StorageData = 23,
 }
 

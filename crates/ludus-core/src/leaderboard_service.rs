@@ -960,6 +960,27 @@ impl LeaderboardService {
         }
     }
 
+    /// Up to `limit` leaderboards and tournaments with their current
+    /// period, in id order after `cursor` (the console's list).
+    pub fn board_views(&self, limit: usize, cursor: &str) -> Vec<TournamentView> {
+        let mut boards: Vec<Arc<Board>> = self
+            .boards
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|b| b.def.id.as_str() > cursor)
+            .cloned()
+            .collect();
+        boards.sort_by(|a, b| a.def.id.cmp(&b.def.id));
+        boards.truncate(limit);
+        boards.iter().map(|b| self.tournament_view(b)).collect()
+    }
+
+    /// How many leaderboards and tournaments there are.
+    pub fn board_count(&self) -> usize {
+        self.boards.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     pub fn tournaments_get(&self, ids: &[String]) -> Vec<TournamentView> {
         ids.iter()
             .filter_map(|id| self.get(id))

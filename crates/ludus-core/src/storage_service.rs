@@ -272,6 +272,19 @@ impl StorageService {
         Ok(LedgerPage { entries, cursor })
     }
 
+    /// Deletes one of `user`'s ledger entries; `NotFound` when the user has
+    /// no such entry.
+    pub async fn wallet_ledger_delete(&self, user: Uuid, id: Uuid) -> Result<(), ApiError> {
+        if self.store.wallet_ledger_delete(user, id).await? {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                Code::NotFound,
+                "wallet ledger item not found for this user",
+            ))
+        }
+    }
+
     /// Merges metadata (a JSON object) into a ledger entry's.
     pub async fn wallet_ledger_update(
         &self,

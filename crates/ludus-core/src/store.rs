@@ -401,6 +401,11 @@ pub trait Store: Send + Sync + 'static {
         now_us: i64,
     ) -> StoreResult<Option<LedgerEntry>>;
 
+    /// Deletes one of `user`'s ledger entries (the console's
+    /// `DeleteWalletLedger`); false when `user` has no entry `id`. The
+    /// wallet itself is not changed, as in Nakama.
+    async fn wallet_ledger_delete(&self, user: Uuid, id: Uuid) -> StoreResult<bool>;
+
     /// Adds, deletes or blocks each of `targets` (distinct, never `user`)
     /// for `user` in ONE transaction, deciding each pair with
     /// [`crate::friend::plan`] on the edges read in it; `metadata` is the

@@ -157,6 +157,11 @@ impl Hub {
         self.sessions.count()
     }
 
+    /// Presences on every stream this node tracks (the console's status).
+    pub fn presence_count(&self) -> usize {
+        self.tracker.total()
+    }
+
     /// Asks one session to close, on whichever node it is; false when it
     /// is not here (other nodes are asked).
     pub fn disconnect(&self, id: Uuid, reason: CloseReason) -> bool {

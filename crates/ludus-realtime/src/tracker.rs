@@ -197,6 +197,12 @@ impl PresenceTracker {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Presences tracked, on every stream (the console's status); one pass
+    /// over the sessions under the lock, so not for hot paths.
+    pub(crate) fn total(&self) -> usize {
+        self.lock().by_session.values().map(Vec::len).sum()
+    }
+
     /// Puts a presence on a stream, or updates its metadata if it is there.
     pub(crate) fn track(&self, stream: &Stream, presence: Presence) -> TrackOutcome {
         let mut inner = self.lock();

@@ -33,7 +33,7 @@ pub use ludus_realtime::matches;
 pub use native::{
     AfterHook, BeforeHook, MatchFactory, NativeCall, NativeModule, RpcHandler, ShutdownHook,
 };
-pub use runtime::{HookStats, Runtime};
+pub use runtime::{HookStats, Runtime, RuntimeInfo};
 pub use server_services::ServerServices;
 pub use services::{
     Authenticated, HttpClient, HttpFuture, HttpRequest, HttpResponse, RuntimeServices, StreamMeta,

@@ -53,6 +53,20 @@ pub struct HookStats {
     pub after: ludus_core::metrics::RequestStats,
 }
 
+/// What the modules registered, for the console's `GetRuntime`.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeInfo {
+    pub native_rpcs: Vec<String>,
+    pub lua_rpcs: Vec<String>,
+    pub js_rpcs: Vec<String>,
+    /// Lua module files, in load order.
+    pub lua_modules: Vec<String>,
+    /// The JavaScript entry module, when one is loaded.
+    pub js_modules: Vec<String>,
+    /// `before/<api>` and `after/<api>` of every language, sorted.
+    pub hooks: Vec<String>,
+}
+
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
@@ -203,6 +217,53 @@ impl Runtime {
 
     pub fn settings(&self) -> &RuntimeSettings {
         &self.settings
+    }
+
+    /// What is registered, by language (the console's runtime page).
+    pub fn info(&self) -> RuntimeInfo {
+        let sorted = |ids: &mut dyn Iterator<Item = &str>| {
+            let mut v: Vec<String> = ids.map(str::to_owned).collect();
+            v.sort();
+            v
+        };
+        let mut hooks: Vec<String> = self
+            .native
+            .before
+            .keys()
+            .map(|k| format!("before/{k}"))
+            .chain(self.native.after.keys().map(|k| format!("after/{k}")))
+            .collect();
+        if let Some(lua) = &self.lua {
+            let r = lua.registered();
+            hooks.extend(r.before.iter().map(|k| format!("before/{k}")));
+            hooks.extend(r.after.iter().map(|k| format!("after/{k}")));
+        }
+        hooks.sort();
+        hooks.dedup();
+        RuntimeInfo {
+            native_rpcs: sorted(&mut self.native.rpcs.keys().map(String::as_str)),
+            lua_rpcs: self
+                .lua
+                .as_ref()
+                .map(|l| l.registered().rpcs.iter().cloned().collect())
+                .unwrap_or_default(),
+            js_rpcs: self
+                .js
+                .as_ref()
+                .map(|j| sorted(&mut j.rpc_ids()))
+                .unwrap_or_default(),
+            lua_modules: self
+                .lua
+                .as_ref()
+                .map(|l| l.module_paths().map(str::to_owned).collect())
+                .unwrap_or_default(),
+            js_modules: self
+                .js
+                .as_ref()
+                .map(|j| vec![j.module().to_owned()])
+                .unwrap_or_default(),
+            hooks,
+        }
     }
 
     /// Every registered RPC id, lower case.

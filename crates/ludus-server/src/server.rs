@@ -329,6 +329,7 @@ async fn start_console(
     let app = crate::console::router(crate::console::ConsoleState {
         app: state.clone(),
         console: Arc::new(service),
+        started_ms: crate::console::now_ms(),
     });
     tracing::info!(addr = %local, "serving the admin console");
     let task = tokio::spawn(crate::serve::serve(

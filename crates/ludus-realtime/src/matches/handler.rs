@@ -118,6 +118,12 @@ pub trait MatchHandler: Send + 'static {
         grace_seconds: u32,
     ) -> Result<Step, HandlerError>;
 
+    /// The match's state as JSON text, for the console's `GetMatchState`;
+    /// empty when the handler has no such view of its state.
+    fn state_json(&mut self) -> Result<String, HandlerError> {
+        Ok(String::new())
+    }
+
     /// `match_signal` from a module: answers a string to the caller.
     fn signal(
         &mut self,

@@ -3,7 +3,8 @@
 //!
 //! - [`handler`]: the handler trait, its values and the [`Dispatcher`].
 //! - `task.rs`: one task per authoritative match, ticking at its rate and
-//!   serving calls (join attempts, joins, leaves, signals) between ticks.
+//!   serving calls (join attempts, joins, leaves, signals, the console's
+//!   state reads) between ticks.
 //! - `socket.rs`: the `match_create|join|leave|data_send` envelopes.
 //! - [`MatchRegistry`]: the live authoritative matches of this node, their
 //!   labels for listing, and where their tasks run.
@@ -184,6 +185,19 @@ pub(crate) enum Call {
         data: String,
         reply: oneshot::Sender<Result<String, RtError>>,
     },
+    /// The console reads the match's presences, tick and state.
+    State {
+        reply: oneshot::Sender<Result<MatchState, RtError>>,
+    },
+}
+
+/// What the console shows of a running match (Nakama's `MatchState`).
+#[derive(Debug, Clone, Default)]
+pub struct MatchState {
+    pub presences: Vec<Presence>,
+    pub tick: i64,
+    /// The handler's state as JSON text; empty when it cannot tell.
+    pub state: String,
 }
 
 pub(crate) enum Inbox {
@@ -587,6 +601,41 @@ impl MatchRegistry {
             Err(_) => Err(RtError::new(
                 RtCode::RuntimeException,
                 format!("match {match_id} did not answer the signal in time"),
+            )),
+        }
+    }
+
+    /// A match's presences, tick and state (the console's `GetMatchState`).
+    /// A relayed match has no state; a match of another node is read on
+    /// that node.
+    pub async fn state(&self, match_id: &str) -> Result<MatchState, RtError> {
+        let (id, node) = parse_id(match_id)?;
+        if node.is_empty() {
+            let stream = relayed_stream(id);
+            if self.hub.count(&stream) == 0 {
+                return Err(not_found());
+            }
+            return Ok(MatchState::default());
+        }
+        if node != &*self.node {
+            return Err(RtError::new(
+                RtCode::BadInput,
+                format!(
+                    "match {match_id} runs on node {node}, read its state on that node's console"
+                ),
+            ));
+        }
+        let entry = self.local_entry(match_id)?;
+        let (reply, answer) = oneshot::channel();
+        entry
+            .call(Call::State { reply })
+            .map_err(|()| busy(match_id))?;
+        match tokio::time::timeout(self.config.call_timeout(), answer).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(not_found()),
+            Err(_) => Err(RtError::new(
+                RtCode::RuntimeException,
+                format!("match {match_id} did not answer in time"),
             )),
         }
     }

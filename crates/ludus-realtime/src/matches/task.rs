@@ -19,7 +19,9 @@ use super::handler::{
     Dispatcher, Effect, HandlerError, JoinDecision, MatchHandler, MatchInfo, MatchMessage, Step,
     check_init,
 };
-use super::{Call, Entry, Event, HandlerFactory, Inbox, JoinReply, Labelled, MatchRegistry};
+use super::{
+    Call, Entry, Event, HandlerFactory, Inbox, JoinReply, Labelled, MatchRegistry, MatchState,
+};
 use crate::error::{RtCode, RtError, error_envelope};
 use crate::stream::Stream;
 use crate::tracker::Presence;
@@ -345,6 +347,21 @@ impl Match {
                 self.unlist_if_ending(&flow);
                 let _ = reply.send(answer);
                 flow
+            }
+            Call::State { reply } => {
+                // Reading the state runs no callback: the match goes on.
+                let state = self.handler.state_json().map_err(|e| {
+                    RtError::new(
+                        RtCode::RuntimeException,
+                        format!("cannot encode the match state: {e}"),
+                    )
+                });
+                let _ = reply.send(state.map(|state| MatchState {
+                    presences: self.presences.values().cloned().collect(),
+                    tick: self.tick,
+                    state,
+                }));
+                Ok(())
             }
             Call::Signal { data, reply } => {
                 let mut answer = String::new();

@@ -344,6 +344,12 @@ impl MatchHandler for LuaMatch {
             .0)
     }
 
+    fn state_json(&mut self) -> Result<String, HandlerError> {
+        let lua = self.vm.lua();
+        // Runs no module code: the conversion is bounded by its own limit.
+        unlimited(lua, || convert::json_text(lua, &self.state)).map_err(|e| e.to_string())
+    }
+
     fn signal(
         &mut self,
         d: &mut Dispatcher,

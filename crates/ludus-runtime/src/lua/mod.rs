@@ -143,6 +143,11 @@ impl LuaRuntime {
         &self.unknown_nk
     }
 
+    /// The loaded modules' files, as error messages name them.
+    pub(crate) fn module_paths(&self) -> impl Iterator<Item = &str> {
+        self.sources.iter().map(|m| m.display_path.as_str())
+    }
+
     pub(crate) fn module_count(&self) -> usize {
         self.sources.len()
     }

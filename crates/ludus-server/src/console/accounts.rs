@@ -57,7 +57,7 @@ pub(super) fn routes(r: &mut ConsoleRoutes) {
 }
 
 /// A game account's id from the path: a valid uuid, not the system user.
-fn account_id(text: &str) -> Result<Uuid, HttpError> {
+pub(super) fn account_id(text: &str) -> Result<Uuid, HttpError> {
     match Uuid::parse_str(text) {
         Ok(id) if !id.is_nil() => Ok(id),
         Ok(_) => Err(HttpError::invalid(

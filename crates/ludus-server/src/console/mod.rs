@@ -8,11 +8,25 @@
 //! session (Bearer token, or the root user by HTTP Basic) and the one
 //! permission the route needs, and hands the handler a [`ConsoleCaller`].
 //! Nakama's console calls Ludus does not serve yet answer 501 (`absent.rs`).
+//! The web console's files are served at `/` (`ui.rs`). The gate logs
+//! every change a console user asks for (the audit trail).
 
 mod absent;
+mod account_edit;
 mod accounts;
 mod auth;
+mod channels;
+mod explorer;
+mod groups;
+mod leaderboards;
+mod matches;
+mod notifications;
+mod purchases;
+mod status;
+mod storage;
+mod ui;
 mod users;
+mod wallet;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +56,8 @@ use crate::state::AppState;
 pub(crate) struct ConsoleState {
     pub(crate) app: AppState,
     pub(crate) console: Arc<ConsoleService>,
+    /// When this node's console started, milliseconds since the epoch.
+    pub(crate) started_ms: i64,
 }
 
 /// Milliseconds since the epoch, the console's clock for tokens and lockouts.
@@ -60,7 +76,18 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     };
     users::routes(&mut routes);
     accounts::routes(&mut routes);
-    let routed = absent::routes(routes.router)
+    account_edit::routes(&mut routes);
+    wallet::routes(&mut routes);
+    storage::routes(&mut routes);
+    leaderboards::routes(&mut routes);
+    matches::routes(&mut routes);
+    groups::routes(&mut routes);
+    explorer::routes(&mut routes);
+    purchases::routes(&mut routes);
+    notifications::routes(&mut routes);
+    channels::routes(&mut routes);
+    status::routes(&mut routes);
+    let routed = ui::routes(absent::routes(routes.router))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state);
@@ -108,8 +135,25 @@ async fn gate(
     if !caller.acl.allows(need) {
         return HttpError::new(Code::PermissionDenied, refused(need)).into_response();
     }
+    let changes = req.method() != axum::http::Method::GET;
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    let (user, user_id) = (caller.username.clone(), caller.id);
     req.extensions_mut().insert(caller);
-    next.run(req).await
+    let res = next.run(req).await;
+    // The audit trail: every change a console user made, as one log event
+    // (target `ludus::console::audit`); reads are not logged.
+    if changes {
+        tracing::info!(
+            target: "ludus::console::audit",
+            console_user = %user,
+            console_user_id = %user_id,
+            %method,
+            path,
+            status = res.status().as_u16(),
+            "console change"
+        );
+    }
+    res
 }
 
 fn refused(need: Need) -> String {

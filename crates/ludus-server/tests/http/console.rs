@@ -26,10 +26,16 @@ both_backends!(
     default_password_is_refused_on_a_public_interface,
 );
 
-const ROOT: (&str, &str) = ("admin", "password");
+pub(crate) const ROOT: (&str, &str) = ("admin", "password");
 const OPS_PASSWORD: &str = "a long ops password";
 
-async fn call(t: &TestServer, method: &str, path: &str, token: &str, body: Value) -> Reply {
+pub(crate) async fn call(
+    t: &TestServer,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Value,
+) -> Reply {
     let url = format!("{}{}", t.console, path);
     let req = t
         .http
@@ -49,7 +55,7 @@ async fn sign_in(t: &TestServer, username: &str, password: &str) -> Reply {
     .await
 }
 
-async fn root_token(t: &TestServer) -> String {
+pub(crate) async fn root_token(t: &TestServer) -> String {
     let r = sign_in(t, ROOT.0, ROOT.1).await;
     assert_eq!(r.status, 200, "{}", r.body);
     r.body["token"].as_str().unwrap().to_owned()
@@ -57,7 +63,7 @@ async fn root_token(t: &TestServer) -> String {
 
 /// Adds a console user with `acl`, sets its password with the invitation
 /// code and answers its session token.
-async fn add_user(t: &TestServer, by: &str, name: &str, acl: Value) -> String {
+pub(crate) async fn add_user(t: &TestServer, by: &str, name: &str, acl: Value) -> String {
     let r = call(
         t,
         "POST",
@@ -82,7 +88,7 @@ async fn add_user(t: &TestServer, by: &str, name: &str, acl: Value) -> String {
     r.body["token"].as_str().unwrap().to_owned()
 }
 
-fn perm(read: bool, write: bool, delete: bool) -> Value {
+pub(crate) fn perm(read: bool, write: bool, delete: bool) -> Value {
     json!({"read": read, "write": write, "delete": delete})
 }
 
@@ -672,7 +678,7 @@ async fn unserved_console_calls_answer_501(b: Backend) {
     let t = TestServer::start(b).await;
     let root = root_token(&t).await;
     for (method, path, name) in [
-        ("GET", "/v2/console/config", "GetConfig"),
+        ("DELETE", "/v2/console/message", "DeleteChannelMessages"),
         ("DELETE", "/v2/console/all", "DeleteAllData"),
         (
             "POST",
@@ -685,7 +691,7 @@ async fn unserved_console_calls_answer_501(b: Backend) {
             "/v2/console/storage/collections",
             "ListStorageCollections",
         ),
-        ("PUT", "/v2/console/storage/c/k/u", "WriteStorageObject"),
+        ("GET", "/v2/console/notification/n1", "GetNotification"),
     ] {
         let r = call(&t, method, path, &root, json!({})).await;
         let msg = assert_error(&r, 501, 12);

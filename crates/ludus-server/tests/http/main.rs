@@ -8,6 +8,7 @@ mod account;
 mod after_hooks;
 mod authenticate;
 mod console;
+mod console_data;
 mod grpc;
 mod hooks;
 mod hostile_json;

@@ -5,7 +5,8 @@
 //! key made here) and Android Publisher, and Huawei's token and order
 //! services. Huawei purchase data is signed with an RSA key made here and
 //! Facebook Instant payments with an HMAC written out below; the server's
-//! own code checks them. Every outcome is checked on both backends.
+//! own code checks them. Every outcome is checked on both backends, and the
+//! console's purchase and subscription calls list what was stored.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -518,6 +519,58 @@ async fn apple_purchases_and_subscriptions_validate_and_persist(b: Backend) {
         )
         .await;
     assert_error(&r, 400, 9);
+
+    // The console sees every player's purchases and subscriptions.
+    let root = crate::console::root_token(&t).await;
+    let r = console_get(&t, "/v2/console/purchase", &root).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ids: Vec<&str> = r.body["validated_purchases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["transaction_id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"1000"), "{ids:?}");
+    let ann_id = user_id(&ann);
+    let r = console_get(&t, &format!("/v2/console/purchase?user_id={ann_id}"), &root).await;
+    for p in r.body["validated_purchases"].as_array().unwrap() {
+        assert_eq!(p["user_id"], ann_id.as_str(), "{}", r.body);
+    }
+    let r = console_get(&t, "/v2/console/iap/purchase/1000", &root).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["transaction_id"], "1000");
+    assert_error(
+        &console_get(&t, "/v2/console/iap/purchase/nope", &root).await,
+        404,
+        5,
+    );
+    let r = console_get(&t, "/v2/console/subscription", &root).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.body["validated_subscriptions"][0]["original_transaction_id"],
+        "orig-1"
+    );
+    for bad in ["limit=0", "limit=101", "user_id=nope"] {
+        let r = console_get(&t, &format!("/v2/console/purchase?{bad}"), &root).await;
+        assert_error(&r, 400, 3);
+    }
+    let other = crate::console::add_user(
+        &t,
+        &root,
+        "noiap",
+        json!({"ACCOUNT": crate::console::perm(true, true, true)}),
+    )
+    .await;
+    let msg = assert_error(
+        &console_get(&t, "/v2/console/subscription", &other).await,
+        403,
+        7,
+    );
+    assert!(msg.contains("permission on IN_APP_PURCHASE,"), "{msg}");
+}
+
+async fn console_get(t: &TestServer, path: &str, token: &str) -> crate::support::Reply {
+    crate::console::call(t, "GET", path, token, json!({})).await
 }
 
 async fn google_huawei_and_instant_purchases_validate(b: Backend) {

@@ -21,6 +21,11 @@ rpc("ctx", function(ctx, payload)
   })
 end)
 
+-- The console's API explorer calls RPCs as a chosen user with session vars.
+rpc("console_ctx", function(ctx, payload)
+  return nk.json_encode({ user_id = ctx.user_id, username = ctx.username, vars = ctx.vars, payload = payload })
+end)
+
 rpc("denied", function(ctx, payload) error({ "nope", 7 }) end)
 
 rpc("spin", function(ctx, payload) while true do end end)

@@ -1068,6 +1068,21 @@ impl Store for PgStore {
         .await
     }
 
+    async fn wallet_ledger_delete(&self, user: Uuid, id: Uuid) -> StoreResult<bool> {
+        with_retry("delete wallet ledger entry", || async {
+            let conn = self.pool.get().await?;
+            let n = conn
+                .client
+                .execute(
+                    "DELETE FROM wallet_ledger WHERE id = $1 AND user_id = $2",
+                    &[&id, &user],
+                )
+                .await?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
     async fn wallet_ledger_update(
         &self,
         id: Uuid,

@@ -515,6 +515,12 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn wallet_ledger_delete(&self, user: Uuid, id: Uuid) -> StoreResult<bool> {
+        self.writer
+            .write(move |conn| storage::ledger_delete(conn, user, id))
+            .await
+    }
+
     async fn wallet_ledger_update(
         &self,
         id: Uuid,

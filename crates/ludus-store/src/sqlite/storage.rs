@@ -431,6 +431,21 @@ pub(super) fn merge_ledger(conn: &Connection) -> StoreResult<usize> {
     Ok(moved)
 }
 
+/// Deletes a user's ledger entry from whichever of the two tables holds it.
+pub(super) fn ledger_delete(conn: &Connection, user: Uuid, id: Uuid) -> StoreResult<bool> {
+    let mut deleted = 0;
+    for table in LEDGER_TABLES {
+        deleted += conn
+            .prepare_cached(&format!(
+                "DELETE FROM {table} WHERE id = ?1 AND user_id = ?2"
+            ))
+            .map_err(map_err)?
+            .execute(params![IdText::new(id), IdText::new(user)])
+            .map_err(map_err)?;
+    }
+    Ok(deleted > 0)
+}
+
 pub(super) fn ledger_update(
     conn: &Connection,
     id: Uuid,

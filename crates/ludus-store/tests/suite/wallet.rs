@@ -214,6 +214,15 @@ pub(crate) async fn ledger_pages_newest_first_and_takes_metadata<B: Backend>() {
         .await
         .unwrap_err();
     assert_eq!(e.code, Code::NotFound);
+
+    // Deleting an entry: only its owner's, once; the wallet stays.
+    let e = svc.wallet_ledger_delete(bob, entry.id).await.unwrap_err();
+    assert_eq!(e.code, Code::NotFound, "not bob's entry");
+    svc.wallet_ledger_delete(ann, entry.id).await.unwrap();
+    let e = svc.wallet_ledger_delete(ann, entry.id).await.unwrap_err();
+    assert_eq!(e.code, Code::NotFound, "already gone");
+    let left = svc.wallet_ledger_list(ann, 10, "").await.unwrap();
+    assert_eq!(amounts(&left.entries), [4, 3, 2, 1]);
 }
 
 /// Entries made in one transaction share their time: pages still walk them
