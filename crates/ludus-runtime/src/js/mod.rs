@@ -15,6 +15,7 @@ mod nk;
 mod nk_account;
 mod nk_auth;
 mod nk_common;
+mod nk_leaderboard;
 mod nk_realtime;
 mod nk_social;
 mod nk_storage;

@@ -272,7 +272,62 @@ async fn js_nk_utilities_and_sql(b: Backend) {
     starts(&out, "satori", "Error: satori is not configured");
 }
 
+async fn js_nk_leaderboards_and_tournaments(b: Backend) {
+    let s = TestServer::start_with(b, config).await;
+    let me = s.device_session("js-nk-boards-0001").await;
+    let other = s.device_session("js-nk-boards-0002").await;
+    let (me_id, other_id) = (user_id(&me), user_id(&other));
+    let out = call(&s, "nk_boards", json!({"me": me_id, "other": other_id})).await;
+    let board = &out["board"][0];
+    assert_eq!(out["board"].as_array().unwrap().len(), 1, "{out}");
+    assert_eq!(board["id"], "js-nk-board");
+    assert_eq!(board["sortOrder"], 1);
+    assert_eq!(board["operator"], "best");
+    assert_eq!(board["authoritative"], true);
+    assert_eq!(board["metadata"], json!({"season": 1}));
+    assert_eq!(out["first"]["score"], 10);
+    assert_eq!(out["first"]["subscore"], 1);
+    assert_eq!(out["first"]["metadata"], json!({"run": 1}));
+    assert_eq!(out["first"]["ownerId"], me_id.as_str());
+    // "best" keeps 10 over 5; the other's 20 ranks first.
+    assert_eq!(out["list"], json!([["other", 20, 1], ["me", 10, 2]]));
+    // A score that is not better changes nothing, its count included.
+    assert_eq!(out["owners"], json!([[true, 1]]));
+    assert_eq!(out["cursors"], json!([null, null]));
+    assert_eq!(out["haystack"], 2);
+    assert_eq!(out["listed"], json!(["js-nk-board"]));
+    assert_eq!(out["afterDelete"], 1);
+    starts(
+        &out,
+        "badSort",
+        "TypeError: leaderboardCreate: expects sort order to be 'asc' or 'desc'",
+    );
+    assert_eq!(
+        out["cup"],
+        json!([["Cup", 1, 10, true, "increment", null, true]])
+    );
+    assert_eq!(out["cupRecords"], json!([[7, 2]]));
+    assert_eq!(out["cups"], json!(["js-nk-cup"]));
+    starts(
+        &out,
+        "notJoined",
+        "Error: error writing tournament record: ",
+    );
+    assert_eq!(out["cupsAfter"], 0);
+    // The records are the server's, as REST lists them.
+    let r = s
+        .get_bearer("/v2/leaderboard/js-nk-board", &token(&me))
+        .await;
+    assert_eq!(
+        r.body["records"][0]["owner_id"],
+        me_id.as_str(),
+        "{}",
+        r.body
+    );
+}
+
 both_backends!(
+    js_nk_leaderboards_and_tournaments,
     js_nk_utilities_and_sql,
     js_nk_accounts_and_users,
     js_nk_authenticate_and_link,

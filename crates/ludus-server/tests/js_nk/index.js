@@ -185,7 +185,41 @@ function util(ctx, logger, nk, payload) {
   return JSON.stringify(out);
 }
 
+function boards(ctx, logger, nk, payload) {
+  var p = JSON.parse(payload);
+  var out = {};
+  nk.leaderboardCreate("js-nk-board", true, "desc", "best", null, { season: 1 });
+  out.board = nk.leaderboardsGetId(["js-nk-board", "absent"]);
+  out.first = nk.leaderboardRecordWrite("js-nk-board", p.me, "me", 10, 1, { run: 1 });
+  nk.leaderboardRecordWrite("js-nk-board", p.me, "me", 5);
+  nk.leaderboardRecordWrite("js-nk-board", p.other, "other", 20);
+  var list = nk.leaderboardRecordsList("js-nk-board", [p.me], 10);
+  out.list = list.records.map(function (r) { return [r.username, r.score, r.rank]; });
+  out.owners = list.ownerRecords.map(function (r) { return [r.ownerId === p.me, r.numScore]; });
+  out.cursors = [list.nextCursor, list.prevCursor];
+  out.haystack = nk.leaderboardRecordsHaystack("js-nk-board", p.me, 10).records.length;
+  out.listed = nk.leaderboardList(10).leaderboards.map(function (b) { return b.id; });
+  nk.leaderboardRecordDelete("js-nk-board", p.other);
+  out.afterDelete = nk.leaderboardRecordsList("js-nk-board", null, 10).records.length;
+  out.badSort = thrown(function () { nk.leaderboardCreate("js-nk-bad", false, "sideways"); });
+  var now = Math.floor(Date.now() / 1000);
+  nk.tournamentCreate("js-nk-cup", true, "desc", "incr", 3600, null, { cup: true }, "Cup", "a cup", 1, now - 10, 0, 10, 3, true);
+  nk.tournamentJoin("js-nk-cup", p.me, "me");
+  nk.tournamentRecordWrite("js-nk-cup", p.me, "me", 3);
+  nk.tournamentRecordWrite("js-nk-cup", p.me, "me", 4);
+  out.cup = nk.tournamentsGetId(["js-nk-cup"]).map(function (t) {
+    return [t.title, t.size, t.maxSize, t.joinRequired, t.operator, t.endTime, t.canEnter];
+  });
+  out.cupRecords = nk.tournamentRecordsList("js-nk-cup", [], 10).records.map(function (r) { return [r.score, r.numScore]; });
+  out.cups = nk.tournamentList(0, 127).tournaments.map(function (t) { return t.id; });
+  out.notJoined = thrown(function () { nk.tournamentRecordWrite("js-nk-cup", p.other, "other", 1); });
+  nk.tournamentDelete("js-nk-cup");
+  out.cupsAfter = nk.tournamentsGetId(["js-nk-cup"]).length;
+  return JSON.stringify(out);
+}
+
 function InitModule(ctx, logger, nk, initializer) {
+  initializer.registerRpc("nk_boards", boards);
   initializer.registerRpc("nk_util", util);
   initializer.registerRpc("nk_accounts", accounts);
   initializer.registerRpc("nk_ban", ban);
