@@ -16,6 +16,7 @@ mod nk_account;
 mod nk_auth;
 mod nk_common;
 mod nk_leaderboard;
+mod nk_purchase;
 mod nk_realtime;
 mod nk_social;
 mod nk_storage;

@@ -3,7 +3,8 @@
 //! `notificationsDelete`, `notificationsGetId`, `notificationsDeleteId`),
 //! chat (`channelIdBuild`, `channelMessageSend|Update|Remove`,
 //! `channelMessagesList`), status follows and streams (`streamUser*`,
-//! `streamCount`, `streamClose`, `streamSend`, `streamSendRaw`), with
+//! `streamCount`, `streamClose`, `streamSend`, `streamSendRaw`) and
+//! `partyList`, with
 //! Nakama's argument order, defaults and result keys.
 
 use std::sync::Arc;
@@ -524,6 +525,39 @@ fn streams<'js>(ctx: &Ctx<'js>, nk: &Object<'js>, shared: &Arc<JsShared>) -> rqu
             }),
             None => Json::Null,
         })
+    })?;
+    define(ctx, nk, shared, "partyList", |s, a| {
+        let limit = a.int_or(0, 10, "limit")?;
+        if !(1..=100).contains(&limit) {
+            return Err(arg("limit must be 1-100"));
+        }
+        let open = match a.get(1) {
+            Json::Null => None,
+            _ => Some(a.bool_or(1, false, "open")?),
+        };
+        let hidden = a.bool_or(2, false, "show hidden")?;
+        let query = a.string(3, "query")?;
+        let cursor = a.string(4, "cursor")?;
+        let (parties, next) = s
+            .services
+            .party_list(limit as usize, open, hidden, &query, &cursor)
+            .map_err(server("failed to list parties"))?;
+        let list: Vec<Json> = parties
+            .iter()
+            .map(|p| {
+                json!({
+                    "partyId": p.party_id,
+                    "open": p.open,
+                    "maxSize": p.max_size,
+                    "label": p.label,
+                })
+            })
+            .collect();
+        let mut out = json!({ "parties": list });
+        if let Some(c) = next.filter(|c| !c.is_empty()) {
+            out["cursor"] = c.into();
+        }
+        answer(out)
     })?;
     define(ctx, nk, shared, "streamCount", |s, a| {
         let stream = stream_of(a.get(0))?;

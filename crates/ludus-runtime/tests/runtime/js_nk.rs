@@ -187,7 +187,7 @@ const NAKAMA_JS_NK: [&str; 171] = [
 
 /// Nakama's functions Ludus's JS runtime lacks (docs/differences.md lists
 /// them); the match functions come with `registerMatch`.
-const MISSING: [&str; 21] = [
+const MISSING: [&str; 9] = [
     "accountExportId",
     "accountImportId",
     "matchCreate",
@@ -196,19 +196,7 @@ const MISSING: [&str; 21] = [
     "matchSignal",
     "notificationSendAll",
     "notificationsUpdate",
-    "partyList",
-    "purchaseGetByTransactionId",
-    "purchaseValidateApple",
-    "purchaseValidateFacebookInstant",
-    "purchaseValidateGoogle",
-    "purchaseValidateHuawei",
-    "purchaseValidateSamsung",
-    "purchasesList",
     "storageWriteRetry",
-    "subscriptionGetByProductId",
-    "subscriptionValidateApple",
-    "subscriptionValidateGoogle",
-    "subscriptionsList",
 ];
 
 async fn runtime() -> Runtime {

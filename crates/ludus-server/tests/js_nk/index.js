@@ -133,6 +133,8 @@ function inbox(ctx, logger, nk, payload) {
   out.streamCount = nk.streamCount(stream);
   out.streamUsers = nk.streamUserList(stream).length;
   out.badStream = thrown(function () { nk.streamCount({ mode: 2, subject: "nope" }); });
+  out.parties = nk.partyList(10, null, true).parties.length;
+  out.badParties = thrown(function () { nk.partyList(0); });
   return JSON.stringify(out);
 }
 
@@ -218,7 +220,24 @@ function boards(ctx, logger, nk, payload) {
   return JSON.stringify(out);
 }
 
+function purchases(ctx, logger, nk, payload) {
+  var p = JSON.parse(payload);
+  var out = {};
+  out.apple = nk.purchaseValidateApple(ctx.userId, p.apple).validatedPurchases;
+  out.again = nk.purchaseValidateApple(ctx.userId, p.apple).validatedPurchases[0].seenBefore;
+  out.get = nk.purchaseGetByTransactionId(p.appleTx);
+  out.list = nk.purchasesList(ctx.userId, 10);
+  out.google = thrown(function () { nk.purchaseValidateGoogle(ctx.userId, p.google); });
+  out.samsung = thrown(function () { nk.purchaseValidateSamsung(ctx.userId, "x"); });
+  out.sub = nk.subscriptionValidateApple(ctx.userId, p.appleSub).validatedSubscription;
+  out.subGet = nk.subscriptionGetByProductId(ctx.userId, out.sub.productId).originalTransactionId;
+  out.subs = nk.subscriptionsList(ctx.userId, 10).validatedSubscriptions.length;
+  out.badLimit = thrown(function () { nk.purchasesList(ctx.userId, 101); });
+  return JSON.stringify(out);
+}
+
 function InitModule(ctx, logger, nk, initializer) {
+  initializer.registerRpc("nk_purchases", purchases);
   initializer.registerRpc("nk_boards", boards);
   initializer.registerRpc("nk_util", util);
   initializer.registerRpc("nk_accounts", accounts);
