@@ -72,7 +72,8 @@ where
     nk.set(name, func)
 }
 
-fn throw(ctx: &Ctx<'_>, name: &str, e: NkError) -> rquickjs::Error {
+/// `e` thrown as Nakama throws it from the function `name`.
+pub(super) fn throw(ctx: &Ctx<'_>, name: &str, e: NkError) -> rquickjs::Error {
     match e {
         NkError::Arg(m) => Exception::throw_type(ctx, &format!("{name}: {m}")),
         NkError::Server(m) => Exception::throw_message(ctx, &m),

@@ -1,5 +1,6 @@
 //! Storage and wallets of Nakama's JS `nk`: `storageRead`, `storageWrite`,
-//! `storageDelete`, `storageList`, `storageIndexList`, `walletsUpdate`,
+//! `storageDelete`, `storageList`, `storageIndexList`, `storageWriteRetry`,
+//! `walletsUpdate`,
 //! `walletLedgerList`, `walletLedgerUpdate` and `multiUpdate`, with
 //! Nakama's camelCase request and result objects. They act as the server
 //! (permissions are not checked; a missing `userId` is the system user),
@@ -10,17 +11,18 @@ use std::sync::Arc;
 use ludus_core::model::AccountUpdate;
 use ludus_core::multi_update::MultiUpdate;
 use ludus_core::storage::{
-    Access, ObjectId, ReadPermission, SYSTEM_USER_ID, StorageAck, StorageDelete, StorageWrite,
-    WritePermission,
+    Access, ObjectId, ReadPermission, Rejection, SYSTEM_USER_ID, StorageAck, StorageDelete,
+    StorageWrite, VersionCheck, WritePermission,
 };
 use ludus_core::wallet::{LedgerEntry, Wallet, WalletUpdate, WalletUpdateResult};
-use rquickjs::{Ctx, Object};
+use rquickjs::function::Opt;
+use rquickjs::{Ctx, Function, Object, Value};
 use serde_json::{Map, Value as Json, json};
 use uuid::Uuid;
 
 use super::nk_common::{
-    NkError, answer, arg, define, field, int_of, json_text, nothing, parsed, served,
-    storage_object_json, string_of,
+    NkError, answer, arg, define, field, int_of, json_of, json_text, nothing, parsed, served,
+    storage_object_json, string_of, throw, to_js,
 };
 use super::shared::JsShared;
 
@@ -151,6 +153,7 @@ pub(super) fn install<'js>(
         })?;
         answer(ledger_json(&entry))
     })?;
+    write_retry(ctx, nk, shared)?;
     define(ctx, nk, shared, "multiUpdate", |s, a| {
         let mut update = MultiUpdate::new(Access::Server);
         update.accounts = each(a.get(0), "account updates", account_update)?;
@@ -168,6 +171,94 @@ pub(super) fn install<'js>(
         }))
     })?;
     Ok(())
+}
+
+/// Most retries `storageWriteRetry` makes (Nakama's).
+const MAX_WRITE_RETRIES: i64 = 10;
+
+/// `storageWriteRetry(keys, updateFn, maxRetries)`: reads `keys`, hands the
+/// objects to `updateFn`, and writes the objects it answers, each held to
+/// the version read (or to not existing, for a key that was absent) unless
+/// it names a version of its own; when another write came first, the
+/// round runs again, up to `maxRetries` more times.
+fn write_retry<'js>(
+    ctx: &Ctx<'js>,
+    nk: &Object<'js>,
+    shared: &Arc<JsShared>,
+) -> rquickjs::Result<()> {
+    const NAME: &str = "storageWriteRetry";
+    let s = shared.clone();
+    let f = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, keys: Value<'js>, update: Value<'js>, retries: Opt<Value<'js>>| {
+            let fail = |e: NkError| throw(&ctx, NAME, e);
+            let keys = json_of(keys, 0).map_err(fail)?;
+            let ids = each(&keys, "keys", object_id).map_err(fail)?;
+            if ids.is_empty() {
+                return to_js(&ctx, &json!([]));
+            }
+            let Some(update) = update.into_function() else {
+                return Err(fail(arg("expects an update function")));
+            };
+            let retries = match retries.0 {
+                None => 0,
+                Some(v) => match json_of(v, 0).map_err(fail)? {
+                    Json::Null => 0,
+                    v => int_of(&v, "max retries").map_err(fail)?,
+                },
+            };
+            if !(0..=MAX_WRITE_RETRIES).contains(&retries) {
+                return Err(fail(arg(format!(
+                    "max retries must be 0-{MAX_WRITE_RETRIES}"
+                ))));
+            }
+            let conflict = ludus_core::ApiError::from(Rejection::Version).message;
+            let mut left = retries;
+            loop {
+                let (services, read) = (s.services.clone(), ids.clone());
+                let objects = served(&s, "failed to read storage objects", async move {
+                    services.storage_read(read).await
+                })
+                .map_err(fail)?;
+                let listed = Json::Array(objects.iter().map(storage_object_json).collect());
+                let answered: Value = update.call((to_js(&ctx, &listed)?,))?;
+                let answered = json_of(answered, 0).map_err(fail)?;
+                let mut writes = each(&answered, "writes", storage_write).map_err(fail)?;
+                if writes.is_empty() {
+                    return to_js(&ctx, &json!([]));
+                }
+                for w in &mut writes {
+                    if w.check != VersionCheck::Any {
+                        continue;
+                    }
+                    if let Some(o) = objects.iter().find(|o| {
+                        o.collection == w.id.collection
+                            && o.key == w.id.key
+                            && o.user_id == w.id.user_id
+                    }) {
+                        w.check = VersionCheck::IfMatch(o.version.clone());
+                    } else if ids.contains(&w.id) {
+                        w.check = VersionCheck::IfNotExists;
+                    }
+                }
+                let services = s.services.clone();
+                let written = s
+                    .wait(async move { services.storage_write(writes).await })
+                    .map_err(|e| fail(NkError::Server(e)))?;
+                match written {
+                    Ok(acks) => return to_js(&ctx, &acks_json(&acks)),
+                    Err(e) if e.message == conflict && left > 0 => left -= 1,
+                    Err(e) => {
+                        return Err(fail(NkError::Server(format!(
+                            "failed to write storage objects with retry: {}",
+                            e.message
+                        ))));
+                    }
+                }
+            }
+        },
+    )?;
+    nk.set(NAME, f)
 }
 
 /// Each object of an array (`null`: none), parsed by `f`.

@@ -187,7 +187,7 @@ const NAKAMA_JS_NK: [&str; 171] = [
 
 /// Nakama's functions Ludus's JS runtime lacks (docs/differences.md lists
 /// them); the match functions come with `registerMatch`.
-const MISSING: [&str; 9] = [
+const MISSING: [&str; 8] = [
     "accountExportId",
     "accountImportId",
     "matchCreate",
@@ -196,7 +196,6 @@ const MISSING: [&str; 9] = [
     "matchSignal",
     "notificationSendAll",
     "notificationsUpdate",
-    "storageWriteRetry",
 ];
 
 async fn runtime() -> Runtime {

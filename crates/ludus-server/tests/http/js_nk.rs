@@ -160,6 +160,17 @@ async fn js_nk_storage_and_wallets(b: Backend) {
         json!({"gold": 7})
     );
     starts(&out, "overdraw", "Error: failed to update user wallet: ");
+    assert_eq!(out["race"], json!([2, 101]));
+    starts(
+        &out,
+        "noRetry",
+        "Error: failed to write storage objects with retry: storage write rejected - version check failed",
+    );
+    starts(
+        &out,
+        "badRetries",
+        "TypeError: storageWriteRetry: max retries must be 0-10",
+    );
     // What REST sees.
     let r = s.get_bearer("/v2/account", &token(&me)).await;
     assert_eq!(r.body["user"]["display_name"], "Multi");

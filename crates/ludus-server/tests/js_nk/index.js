@@ -104,6 +104,21 @@ function storage(ctx, logger, nk, payload) {
     [{ userId: p.me, changeset: { gold: -3 } }],
     false
   );
+  // A competing write during the first round makes it run again.
+  function racing(key, retries) {
+    var calls = 0;
+    var id = { collection: "counters", key: key, userId: p.me };
+    nk.storageWriteRetry([id], function (objects) {
+      calls++;
+      if (calls === 1) nk.storageWrite([{ collection: "counters", key: key, userId: p.me, value: { n: 100 } }]);
+      var n = objects.length ? objects[0].value.n : 0;
+      return [{ collection: "counters", key: key, userId: p.me, value: { n: n + 1 } }];
+    }, retries);
+    return [calls, nk.storageRead([id])[0].value.n];
+  }
+  out.race = racing("race", 2);
+  out.noRetry = thrown(function () { racing("race-once", 0); });
+  out.badRetries = thrown(function () { nk.storageWriteRetry([{ collection: "c", key: "k" }], function () { return []; }, 11); });
   out.overdraw = thrown(function () { nk.walletsUpdate([{ userId: p.me, changeset: { gold: -100 } }]); });
   return JSON.stringify(out);
 }
