@@ -249,7 +249,12 @@ async fn js_nk_friends_and_groups(b: Backend) {
 }
 
 async fn js_nk_utilities_and_sql(b: Backend) {
-    let s = TestServer::start_with(b, config).await;
+    let port = ludus_testkit::free_port();
+    let s = TestServer::start_with(b, |c| {
+        config(c);
+        c.metrics.prometheus_port = port;
+    })
+    .await;
     let out = call(&s, "nk_util", json!({})).await;
     assert_eq!(out["inserted"], 1, "{out}");
     assert_eq!(
@@ -281,6 +286,28 @@ async fn js_nk_utilities_and_sql(b: Backend) {
     assert_eq!(out["cronPrev"], 1_700_002_800);
     assert_eq!(out["random"], 8);
     starts(&out, "satori", "Error: satori is not configured");
+    // What the module recorded is on the exporter's page, as Lua's is.
+    starts(&out, "badTags", "TypeError: metricsCounterAdd: expects tag values to be a string");
+    let page = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let sample = |prefix: &str| {
+        page.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in\n{page}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+    };
+    assert_eq!(sample("nakama_custom_js_nk_calls{"), 5.0);
+    assert_eq!(sample("nakama_custom_js_nk_queue"), 7.5);
+    assert_eq!(sample("nakama_custom_js_nk_work_count"), 1.0);
+    assert!(!page.contains("js_nk_bad"), "refused arguments record nothing");
 }
 
 async fn js_nk_leaderboards_and_tournaments(b: Backend) {

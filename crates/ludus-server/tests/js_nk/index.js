@@ -197,7 +197,11 @@ function util(ctx, logger, nk, payload) {
   out.cronPrev = nk.cronPrev("0 * * * *", 1700003000);
   out.random = nk.secureRandomBytes(8).byteLength;
   out.satori = thrown(function () { nk.getSatori().flagsList("u"); });
-  nk.metricsCounterAdd("js_nk_calls", { mode: "test" }, 1);
+  nk.metricsCounterAdd("js_nk_calls", { mode: "test" }, 2);
+  nk.metricsCounterAdd("js_nk_calls", { mode: "test" }, 3);
+  nk.metricsGaugeSet("js_nk_queue", {}, 7.5);
+  nk.metricsTimerRecord("js_nk_work", null, 1500000);
+  out.badTags = thrown(function () { nk.metricsCounterAdd("js_nk_bad", { mode: 1 }, 1); });
   nk.event("js_nk_event", { a: "b" });
   return JSON.stringify(out);
 }
