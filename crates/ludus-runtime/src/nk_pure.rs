@@ -1,7 +1,8 @@
 //! What both runtimes' `nk` compute without the server, written once for
 //! the Lua and the JS bindings: AES (Nakama's CFB with the IV in front),
 //! JWT signing (HS256, RS256), RSA-SHA256 signatures, Go's header names,
-//! and the rule that keeps `file_read` under `runtime.path`. Errors are Nakama's
+//! the checks of a notification, and the rule that keeps `file_read` under
+//! `runtime.path`. Errors are Nakama's
 //! messages without the calling function's name; each binding adds it.
 
 use std::path::{Component, Path, PathBuf};
@@ -164,6 +165,34 @@ pub(crate) fn read_module_file(root: &Path, rel: &str) -> Result<Vec<u8>, String
         ));
     }
     std::fs::read(&path).map_err(|e| format!("failed to read file: {e}"))
+}
+
+/// A notification a module sends, checked as Nakama checks it: a subject,
+/// and a code above 0 (lower ones are Nakama's own).
+pub(crate) fn notification(
+    user_id: uuid::Uuid,
+    subject: String,
+    content: String,
+    code: i64,
+    sender_id: uuid::Uuid,
+    persistent: bool,
+) -> Result<ludus_core::notification::Notification, &'static str> {
+    if subject.is_empty() {
+        return Err("expects subject to be a non-empty string");
+    }
+    if code <= 0 || code > i32::MAX as i64 {
+        return Err("expects code to be a number above 0, lower ones are reserved");
+    }
+    Ok(ludus_core::notification::Notification {
+        id: ludus_core::new_row_id(),
+        user_id,
+        subject,
+        content,
+        code: code as i32,
+        sender_id,
+        create_time_us: ludus_core::chat::now_us(),
+        persistent,
+    })
 }
 
 /// `content-type` → `Content-Type`, as Go's HTTP client reports names.

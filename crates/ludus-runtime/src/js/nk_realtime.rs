@@ -54,24 +54,9 @@ fn notification(
     sender_id: Uuid,
     persistent: bool,
 ) -> Result<Notification, NkError> {
-    if subject.is_empty() {
-        return Err(arg("expects subject to be a non-empty string"));
-    }
-    if code <= 0 || code > i32::MAX as i64 {
-        return Err(arg(
-            "expects code to be a number above 0, lower ones are reserved",
-        ));
-    }
-    Ok(Notification {
-        id: ludus_core::new_row_id(),
-        user_id,
-        subject,
-        content: content.unwrap_or_else(|| "{}".into()),
-        code: code as i32,
-        sender_id,
-        create_time_us: ludus_core::chat::now_us(),
-        persistent,
-    })
+    let content = content.unwrap_or_else(|| "{}".into());
+    crate::nk_pure::notification(user_id, subject, content, code, sender_id, persistent)
+        .map_err(arg)
 }
 
 fn notifications<'js>(

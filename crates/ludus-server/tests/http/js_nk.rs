@@ -287,7 +287,11 @@ async fn js_nk_utilities_and_sql(b: Backend) {
     assert_eq!(out["random"], 8);
     starts(&out, "satori", "Error: satori is not configured");
     // What the module recorded is on the exporter's page, as Lua's is.
-    starts(&out, "badTags", "TypeError: metricsCounterAdd: expects tag values to be a string");
+    starts(
+        &out,
+        "badTags",
+        "TypeError: metricsCounterAdd: expects tag values to be a string",
+    );
     let page = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
         .await
         .unwrap()
@@ -307,7 +311,10 @@ async fn js_nk_utilities_and_sql(b: Backend) {
     assert_eq!(sample("nakama_custom_js_nk_calls{"), 5.0);
     assert_eq!(sample("nakama_custom_js_nk_queue"), 7.5);
     assert_eq!(sample("nakama_custom_js_nk_work_count"), 1.0);
-    assert!(!page.contains("js_nk_bad"), "refused arguments record nothing");
+    assert!(
+        !page.contains("js_nk_bad"),
+        "refused arguments record nothing"
+    );
 }
 
 async fn js_nk_leaderboards_and_tournaments(b: Backend) {
