@@ -437,3 +437,27 @@ async fn crypto_matches_the_reference_vectors() {
     assert_eq!(out["cronPrev"], 1_699_920_000);
     starts(&out, "satori", "Error: satori is not configured");
 }
+
+/// `nk.event` queues the event for the modules' event callbacks: here a Lua
+/// module's `register_event` receives what JS sent.
+#[tokio::test]
+async fn an_event_sent_from_js_reaches_the_event_callback() {
+    let rt = std::sync::Arc::new(start(settings("js_events")).await.unwrap());
+    rt.start_events();
+    rt.rpc(CallContext::default(), "emit", "gold".into())
+        .await
+        .unwrap();
+    // Delivery is asynchronous: wait for it, within a bound.
+    let mut seen = String::new();
+    for _ in 0..200 {
+        seen = rt
+            .rpc(CallContext::default(), "seen", String::new())
+            .await
+            .unwrap();
+        if !seen.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(seen, "gold|true|1700000000");
+}
