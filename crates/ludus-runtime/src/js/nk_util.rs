@@ -179,10 +179,10 @@ fn binary<'js>(ctx: &Ctx<'js>, nk: &Object<'js>) -> rquickjs::Result<()> {
         "secureRandomBytes",
         Function::new(ctx.clone(), |ctx: Ctx<'js>, count: Value<'js>| {
             let n = count.as_number().filter(|n| n.fract() == 0.0);
-            let Some(n) = n.filter(|n| (0.0..=1_000_000.0).contains(n)) else {
+            let Some(n) = n.filter(|n| (1.0..=1000.0).contains(n)) else {
                 return Err(Exception::throw_type(
                     &ctx,
-                    "secureRandomBytes: expects a number of bytes, 0 to 1000000",
+                    "secureRandomBytes: count must be 1-1000",
                 ));
             };
             let mut bytes = vec![0u8; n as usize];
