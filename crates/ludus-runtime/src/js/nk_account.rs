@@ -12,8 +12,8 @@ use rquickjs::{Ctx, Object};
 use serde_json::{Value as Json, json};
 
 use super::nk_common::{
-    Args, account_json, answer, arg, define, json_text, nothing, parsed, served, user_json,
-    uuids_of,
+    Args, NkError, NkResult, account_json, answer, arg, define, json_text, nothing, parsed, served,
+    user_json, uuids_of,
 };
 use super::shared::JsShared;
 
@@ -151,9 +151,7 @@ pub(super) fn install<'js>(
         }
         s.services
             .session_disconnect(session, reason as i32)
-            .map_err(|e| {
-                super::nk_common::NkError::Server(format!("failed to disconnect: {}", e.message))
-            })?;
+            .map_err(|e| NkError::Server(format!("failed to disconnect: {}", e.message)))?;
         nothing()
     })?;
     define(ctx, nk, shared, "sessionLogout", |s, a| {
@@ -169,7 +167,7 @@ pub(super) fn install<'js>(
     Ok(())
 }
 
-fn users(s: &JsShared, ids: Vec<String>, names: Vec<String>) -> super::nk_common::NkResult {
+fn users(s: &JsShared, ids: Vec<String>, names: Vec<String>) -> NkResult {
     if ids.is_empty() && names.is_empty() {
         return answer(json!([]));
     }
