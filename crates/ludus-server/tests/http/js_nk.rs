@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::both_backends;
-use crate::support::{Backend, TestServer, token, user_id};
+use crate::support::{Backend, TestServer, assert_error, token, user_id};
 
 fn config(config: &mut ludus_server::Config) {
     config.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js_nk").into();
@@ -86,6 +86,23 @@ async fn js_nk_accounts_and_users(b: Backend) {
     .await;
     let r = s.get_bearer("/v2/account", &token(&other)).await;
     assert_eq!(r.status, 401, "{}", r.body);
+
+    // An nk error the module lets through reaches the client as Nakama's
+    // does: code 13 with the error's message.
+    for (payload, message) in [
+        ("server", "error getting account: "),
+        ("type", "TypeError: accountGetId: invalid user id"),
+    ] {
+        let r = s
+            .post_key(
+                "/v2/rpc/nk_uncaught?http_key=defaulthttpkey",
+                Value::String(payload.into()),
+            )
+            .await;
+        assert_error(&r, 500, 13);
+        let got = r.body["message"].as_str().unwrap_or_default();
+        assert!(got.starts_with(message), "{got:?} is not {message:?}…");
+    }
 
     // A deleted account is gone.
     call(&s, "nk_delete", json!({"user": other_id})).await;

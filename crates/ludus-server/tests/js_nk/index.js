@@ -255,7 +255,14 @@ function purchases(ctx, logger, nk, payload) {
   return JSON.stringify(out);
 }
 
+// An nk error the module does not catch.
+function uncaught(ctx, logger, nk, payload) {
+  nk.accountGetId(payload === "type" ? "nope" : GONE);
+  return "";
+}
+
 function InitModule(ctx, logger, nk, initializer) {
+  initializer.registerRpc("nk_uncaught", uncaught);
   initializer.registerRpc("nk_purchases", purchases);
   initializer.registerRpc("nk_boards", boards);
   initializer.registerRpc("nk_util", util);
