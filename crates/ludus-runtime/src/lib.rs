@@ -18,6 +18,7 @@ mod js;
 mod localcache;
 mod lua;
 mod native;
+mod nk_pure;
 mod runtime;
 mod server_services;
 mod services;

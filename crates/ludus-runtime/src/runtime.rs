@@ -124,6 +124,7 @@ impl Runtime {
                     settings: settings.clone(),
                     services: services.clone(),
                     cache,
+                    events: events.clone(),
                     handle: js_handle,
                     entrypoint,
                     shutdown: Arc::default(),

@@ -1,9 +1,10 @@
-//! The `nk` object JS callbacks get: Nakama's JS names (camelCase twins of
-//! the Lua ones) for the functions this runtime has so far. Pure functions
-//! (ids, encodings, hashes, cron, time) run right here; the node-local cache
-//! is the one the Lua modules share; server calls go through
-//! `RuntimeServices`, and the context's thread waits for their answer (see
-//! `pool.rs` for why that never holds a thread another call needs).
+//! The `nk` object JS callbacks get: Nakama's JS names. The pure functions
+//! (ids, encodings, hashes, cron, time), the node-local cache the Lua
+//! modules share and `walletUpdate` are here; every other group is a
+//! `nk_<area>.rs` file installed below with one line, each a function of
+//! JSON arguments over `RuntimeServices` (`nk_common.rs`). The context's
+//! thread waits for a server call's answer (see `pool.rs` for why that
+//! never holds a thread another call needs).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use rquickjs::{ArrayBuffer, Ctx, Exception, Function, Object, Value};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use super::nk_common::{bytes_of, to_js};
 use super::shared::JsShared;
 
 /// Makes a context's `nk`, frozen so no call can change what a later call
@@ -147,6 +149,14 @@ pub(super) fn nk<'js>(ctx: &Ctx<'js>, shared: &Arc<JsShared>) -> rquickjs::Resul
     )?;
     cache(ctx, &nk, shared)?;
     wallet(ctx, &nk, shared)?;
+    super::nk_account::install(ctx, &nk, shared)?;
+    super::nk_auth::install(ctx, &nk, shared)?;
+    super::nk_storage::install(ctx, &nk, shared)?;
+    super::nk_realtime::install(ctx, &nk, shared)?;
+    super::nk_social::install(ctx, &nk, shared)?;
+    super::nk_util::install(ctx, &nk, shared)?;
+    super::nk_leaderboard::install(ctx, &nk, shared)?;
+    super::nk_purchase::install(ctx, &nk, shared)?;
     let freeze: Function = ctx.eval("Object.freeze")?;
     freeze.call::<_, ()>((nk.clone(),))?;
     Ok(nk)
@@ -317,30 +327,6 @@ fn wallet<'js>(ctx: &Ctx<'js>, nk: &Object<'js>, shared: &Arc<JsShared>) -> rqui
         )?,
     )?;
     Ok(())
-}
-
-/// A JSON value as a JS value.
-pub(super) fn to_js<'js>(ctx: &Ctx<'js>, v: &serde_json::Value) -> rquickjs::Result<Value<'js>> {
-    match v {
-        serde_json::Value::String(s) => {
-            rquickjs::String::from_str(ctx.clone(), s).map(|s| s.into_value())
-        }
-        other => ctx.json_parse(other.to_string()),
-    }
-}
-
-/// The bytes of a string or an `ArrayBuffer` argument.
-fn bytes_of<'js>(ctx: &Ctx<'js>, what: &str, v: Value<'js>) -> rquickjs::Result<Vec<u8>> {
-    if let Some(s) = v.as_string() {
-        return Ok(s.to_string()?.into_bytes());
-    }
-    if let Some(buffer) = ArrayBuffer::from_value(v) {
-        return Ok(buffer.as_bytes().unwrap_or_default().to_vec());
-    }
-    Err(Exception::throw_type(
-        ctx,
-        &format!("{what} expects a string or an ArrayBuffer"),
-    ))
 }
 
 fn hex(bytes: &[u8]) -> String {

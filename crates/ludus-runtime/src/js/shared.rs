@@ -1,6 +1,6 @@
 //! What every JS context of the runtime shares: the settings, the server
-//! behind `RuntimeServices`, the node-local cache, the async runtime that
-//! server calls run on, and the stop raised at shutdown.
+//! behind `RuntimeServices`, the node-local cache, the event queue, the
+//! async runtime that server calls run on, and the stop raised at shutdown.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,6 +14,8 @@ pub(crate) struct JsShared {
     pub(crate) settings: RuntimeSettings,
     pub(crate) services: Arc<dyn RuntimeServices>,
     pub(crate) cache: Arc<LocalCache>,
+    /// Where `nk.event` queues events for the event callbacks.
+    pub(crate) events: crate::events::EventQueue,
     pub(crate) handle: tokio::runtime::Handle,
     /// The bundle every context evaluates (`runtime.js_entrypoint`).
     pub(crate) entrypoint: PathBuf,

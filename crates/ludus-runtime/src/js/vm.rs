@@ -21,7 +21,8 @@ use rquickjs::{Context, Ctx, Function, Object, Persistent, Runtime as Engine, Va
 use super::budget::Budget;
 use super::initializer::{Callbacks, initializer};
 use super::logger::root_logger;
-use super::nk::{nk, to_js};
+use super::nk::nk;
+use super::nk_common::to_js;
 use super::shared::JsShared;
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, RuntimeError};

@@ -5,7 +5,6 @@
 //! SHA-256, key in PEM: PKCS#8 `PRIVATE KEY` as Nakama reads it, or PKCS#1
 //! `RSA PRIVATE KEY`).
 
-use aes::cipher::{AsyncStreamCipher, KeyIvInit};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use hmac::{Hmac, Mac};
@@ -15,8 +14,6 @@ use sha2::{Digest, Sha256};
 
 use super::call_state::{check_memory, unlimited, within_limit};
 use super::convert;
-
-const AES_BLOCK: usize = 16;
 
 /// Most bytes of Lua heap one byte of JSON text becomes, with a margin: the
 /// worst case is arrays nested in arrays (`[[[…]]]`, two bytes a level), a
@@ -194,9 +191,9 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
                     )));
                 }
                 let out = if encrypt {
-                    aes_encrypt(&input, &key)
+                    crate::nk_pure::aes_encrypt(&input, &key)
                 } else {
-                    aes_decrypt(&input, &key)?
+                    crate::nk_pure::aes_decrypt(&input, &key).map_err(mlua::Error::runtime)?
                 };
                 lua.create_string(out)
             })?,
@@ -226,88 +223,7 @@ fn unhex(text: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn jwt_generate(lua: &Lua, algo: &str, key: &str, claims: &Table) -> mlua::Result<String> {
-    let header: &[u8] = match algo {
-        "HS256" => br#"{"alg":"HS256","typ":"JWT"}"#,
-        "RS256" => br#"{"alg":"RS256","typ":"JWT"}"#,
-        _ => {
-            return Err(mlua::Error::runtime(format!(
-                "jwt_generate: unsupported algo type {algo:?} - only allowed 'HS256', 'RS256'"
-            )));
-        }
-    };
-    if key.is_empty() {
-        return Err(mlua::Error::runtime("jwt_generate: expects a signing key"));
-    }
     let claims = convert::from_lua(lua, &LuaValue::Table(claims.clone()))?;
-    let payload =
-        URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).map_err(mlua::Error::runtime)?);
-    let signing_input = format!("{}.{payload}", URL_SAFE_NO_PAD.encode(header));
-    let sig = if algo == "RS256" {
-        rs256_sign(key, signing_input.as_bytes())?
-    } else {
-        let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes())
-            .map_err(|e| mlua::Error::runtime(format!("jwt_generate: bad key: {e}")))?;
-        mac.update(signing_input.as_bytes());
-        mac.finalize().into_bytes().to_vec()
-    };
-    Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig)))
-}
-
-/// RSASSA-PKCS1-v1_5 with SHA-256 over `message`, with a PEM private key.
-fn rs256_sign(pem: &str, message: &[u8]) -> mlua::Result<Vec<u8>> {
-    use rsa::pkcs1::DecodeRsaPrivateKey as _;
-    use rsa::pkcs8::DecodePrivateKey as _;
-    use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _};
-
-    let bad = |why: String| {
-        mlua::Error::runtime(format!(
-            "jwt_generate: could not parse private key: {why}; RS256 expects an RSA private key \
-             in PEM (-----BEGIN PRIVATE KEY----- or -----BEGIN RSA PRIVATE KEY-----)"
-        ))
-    };
-    let pem = pem.trim();
-    let key = if pem.starts_with("-----BEGIN PRIVATE KEY-----") {
-        rsa::RsaPrivateKey::from_pkcs8_pem(pem).map_err(|e| bad(e.to_string()))?
-    } else if pem.starts_with("-----BEGIN RSA PRIVATE KEY-----") {
-        rsa::RsaPrivateKey::from_pkcs1_pem(pem).map_err(|e| bad(e.to_string()))?
-    } else {
-        return Err(bad("no valid PEM block found".into()));
-    };
-    let signer = rsa::pkcs1v15::SigningKey::<Sha256>::new(key);
-    // Randomized only in its blinding (against timing attacks); the
-    // signature itself is deterministic, as PKCS#1 v1.5 is.
-    let signature = signer
-        .try_sign_with_rng(&mut rsa::rand_core::OsRng, message)
-        .map_err(|e| mlua::Error::runtime(format!("jwt_generate: failed to sign token: {e}")))?;
-    Ok(signature.to_vec())
-}
-
-/// AES in CFB mode with a random IV in front of the ciphertext. Like Nakama,
-/// the input is padded with spaces to a multiple of 4 bytes first.
-fn aes_encrypt(input: &[u8], key: &[u8]) -> Vec<u8> {
-    let mut data = input.to_vec();
-    let pad = (4 - data.len() % 4) % 4;
-    data.extend(std::iter::repeat_n(b' ', pad));
-    let mut iv = [0u8; AES_BLOCK];
-    rand::fill(&mut iv);
-    match key.len() {
-        16 => cfb_mode::Encryptor::<aes::Aes128>::new(key.into(), (&iv).into()).encrypt(&mut data),
-        _ => cfb_mode::Encryptor::<aes::Aes256>::new(key.into(), (&iv).into()).encrypt(&mut data),
-    }
-    let mut out = iv.to_vec();
-    out.extend(data);
-    out
-}
-
-fn aes_decrypt(input: &[u8], key: &[u8]) -> mlua::Result<Vec<u8>> {
-    if input.len() < AES_BLOCK {
-        return Err(mlua::Error::runtime("aes decrypt: input too short"));
-    }
-    let (iv, rest) = input.split_at(AES_BLOCK);
-    let mut data = rest.to_vec();
-    match key.len() {
-        16 => cfb_mode::Decryptor::<aes::Aes128>::new(key.into(), iv.into()).decrypt(&mut data),
-        _ => cfb_mode::Decryptor::<aes::Aes256>::new(key.into(), iv.into()).decrypt(&mut data),
-    }
-    Ok(data)
+    crate::nk_pure::jwt_sign(algo, key, &claims)
+        .map_err(|e| mlua::Error::runtime(format!("jwt_generate: {e}")))
 }

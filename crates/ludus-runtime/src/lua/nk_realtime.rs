@@ -499,26 +499,15 @@ fn notification(
     sender_id: Uuid,
     persistent: bool,
 ) -> mlua::Result<Notification> {
-    if subject.is_empty() {
-        return Err(mlua::Error::runtime(
-            "expects subject to be a non-empty string",
-        ));
-    }
-    if code <= 0 {
-        return Err(mlua::Error::runtime(
-            "expects code to be a number above 0, lower ones are reserved",
-        ));
-    }
-    Ok(Notification {
-        id: ludus_core::new_row_id(),
+    crate::nk_pure::notification(
         user_id,
         subject,
         content,
-        code,
+        code.into(),
         sender_id,
-        create_time_us: ludus_core::chat::now_us(),
         persistent,
-    })
+    )
+    .map_err(mlua::Error::runtime)
 }
 
 /// One entry of `nk.notifications_update`: `id`, and any of `content`

@@ -250,7 +250,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
                 let headers = lua.create_table()?;
                 for (name, values) in &response.headers {
                     if let Some(first) = values.first() {
-                        headers.raw_set(canonical_header(name), first.as_str())?;
+                        headers.raw_set(crate::nk_pure::canonical_header(name), first.as_str())?;
                     }
                 }
                 Ok((response.status, headers, lua.create_string(&response.body)?))
@@ -359,22 +359,6 @@ pub(super) fn parse_uuid(id: &str) -> mlua::Result<Uuid> {
             "expects user id to be a valid identifier, got {id:?}"
         ))
     })
-}
-
-/// `content-type` → `Content-Type`, as Go's HTTP client reports names.
-fn canonical_header(name: &str) -> String {
-    name.split('-')
-        .map(|part| {
-            let mut chars = part.chars();
-            match chars.next() {
-                Some(c) => {
-                    c.to_ascii_uppercase().to_string() + &chars.as_str().to_ascii_lowercase()
-                }
-                None => String::new(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("-")
 }
 
 /// The user ids of `nk.users_ban_id` and `nk.users_unban_id`, refused with

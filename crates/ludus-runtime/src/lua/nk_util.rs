@@ -4,19 +4,16 @@
 //! messages. `file_read` reads only below `runtime.path`, which Nakama does
 //! not check.
 
-use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use ludus_core::schedule::Schedule;
 use mlua::{Lua, LuaString, Table, Value as LuaValue};
-use sha2::Sha256;
 
 use super::call_state::{check_memory, unlimited, within_limit};
 use super::nk_common::{arg_error, whole_arg};
 use super::shared::LuaShared;
 
-/// Largest file `nk.file_read` reads (bigger ones are refused, not cut).
-const MAX_FILE_BYTES: u64 = 16 << 20;
+use crate::nk_pure::MAX_FILE_BYTES;
 
 /// The calls of Nakama's Satori client, each of which fails here.
 const SATORI_FUNCTIONS: [&str; 14] = [
@@ -36,8 +33,7 @@ const SATORI_FUNCTIONS: [&str; 14] = [
     "message_delete",
 ];
 
-/// What every Satori call answers: Ludus has no Satori client.
-const SATORI_NOT_CONFIGURED: &str = "satori is not configured: this server has no satori client, so remove the module's satori calls";
+use crate::nk_pure::SATORI_NOT_CONFIGURED;
 
 /// The tags of an `nk.metrics_*` call (argument 2): nil or a table of
 /// strings by string.
@@ -159,7 +155,8 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
             if key.is_empty() {
                 return Err(arg_error(2, "expects key string"));
             }
-            let signature = rsa_sign(&input.as_bytes(), &key)?;
+            let signature = crate::nk_pure::rsa_sha256(&input.as_bytes(), &key)
+                .map_err(mlua::Error::runtime)?;
             lua.create_string(&signature)
         })?,
     )?;
@@ -189,7 +186,7 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
             if rel.is_empty() {
                 return Err(arg_error(1, "expects relative path string"));
             }
-            let path = under_root(&root, &rel).ok_or_else(|| {
+            let path = crate::nk_pure::under_root(&root, &rel).ok_or_else(|| {
                 mlua::Error::runtime(format!(
                     "failed to open file: {rel}: the path must stay inside runtime.path"
                 ))
@@ -211,59 +208,4 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
         })?,
     )?;
     Ok(())
-}
-
-/// `rel` joined to `root` when it names a file inside `root`: relative,
-/// and no `..` climbing above it. Symbolic links inside `runtime.path` are
-/// the operator's own and are followed.
-fn under_root(root: &Path, rel: &str) -> Option<PathBuf> {
-    let rel = Path::new(rel);
-    let mut depth = 0usize;
-    for part in rel.components() {
-        match part {
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
-            Component::ParentDir => depth = depth.checked_sub(1)?,
-            Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    Some(root.join(rel))
-}
-
-/// Nakama's `rsa_sha256_hash`: an RSASSA-PKCS1-v1_5 SHA-256 signature with
-/// a PKCS#1 (`RSA PRIVATE KEY`) PEM key, raw bytes.
-fn rsa_sign(input: &[u8], pem: &str) -> mlua::Result<Vec<u8>> {
-    use rsa::pkcs1::DecodeRsaPrivateKey as _;
-    use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _};
-    if !pem.contains("-----BEGIN ") {
-        return Err(mlua::Error::runtime(
-            "could not parse private key: no valid blocks found",
-        ));
-    }
-    let key = rsa::RsaPrivateKey::from_pkcs1_pem(pem)
-        .map_err(|e| mlua::Error::runtime(format!("error parsing key: {e}")))?;
-    let signer = rsa::pkcs1v15::SigningKey::<Sha256>::new(key);
-    let signature = signer
-        .try_sign_with_rng(&mut rsa::rand_core::OsRng, input)
-        .map_err(|e| mlua::Error::runtime(format!("error signing input: {e}")))?;
-    Ok(signature.to_vec())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::under_root;
-    use std::path::Path;
-
-    #[test]
-    fn file_read_stays_under_the_root() {
-        let root = Path::new("/srv/modules");
-        assert_eq!(
-            under_root(root, "data/a.json"),
-            Some(root.join("data/a.json"))
-        );
-        assert!(under_root(root, "data/../a.json").is_some());
-        assert_eq!(under_root(root, "../secret"), None);
-        assert_eq!(under_root(root, "data/../../secret"), None);
-        assert_eq!(under_root(root, "/etc/passwd"), None);
-    }
 }

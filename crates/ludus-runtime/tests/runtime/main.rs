@@ -6,6 +6,7 @@ mod r#await;
 mod context;
 mod hostile;
 mod js;
+mod js_nk;
 mod loading;
 mod native;
 mod nk;

@@ -13,6 +13,7 @@ mod grpc;
 mod hooks;
 mod hostile_json;
 mod https_request;
+mod js_nk;
 mod js_rpc;
 mod lane;
 mod leaderboard;

@@ -32,6 +32,7 @@ both_backends!(
     google_huawei_and_instant_purchases_validate,
     bad_receipts_and_failing_stores_are_refused_never_500,
     lua_purchase_functions_with_nakamas_arguments,
+    js_purchase_functions_with_nakamas_keys,
 );
 
 const SECRET: &str = "apple-shared-secret";
@@ -882,5 +883,63 @@ async fn lua_purchase_functions_with_nakamas_arguments(b: Backend) {
         tokens.load(Ordering::SeqCst),
         1,
         "one token for the override account"
+    );
+}
+
+/// The JS module's `nk.purchase*` and `nk.subscription*`
+/// (`tests/js_nk/index.js`) against the same fake stores: Nakama's JS keys.
+async fn js_purchase_functions_with_nakamas_keys(b: Backend) {
+    let keys = keys();
+    let (t, _tokens) = start_tweaked(b, &keys, |c| {
+        c.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js_nk").into();
+        c.runtime.max_rpc_payload_bytes = 1 << 16;
+        c.iap.google.client_email = String::new();
+    })
+    .await;
+    let payload = json!({
+        "apple": "purchase:js-1",
+        "appleTx": "js-1",
+        "appleSub": "sub:js-orig",
+        "google": google_receipt("js-g-1"),
+    });
+    let s = t.device_session("js-purchases-device").await;
+    let r = t
+        .post_bearer(
+            "/v2/rpc/nk_purchases",
+            &token(&s),
+            json!(payload.to_string()),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    let me = user_id(&s);
+    let apple = &out["apple"][0];
+    assert_eq!(apple["transactionId"], "js-1", "{out}");
+    assert_eq!(apple["store"], "APPLE_APP_STORE");
+    assert_eq!(apple["environment"], "PRODUCTION");
+    assert_eq!(apple["purchaseTime"], 1_700_000_000);
+    assert_eq!(apple["seenBefore"], false);
+    assert_eq!(apple["userId"], me.as_str());
+    assert!(apple["createTime"].as_i64().is_some(), "persisted: {out}");
+    assert_eq!(out["again"], true);
+    assert_eq!(out["get"]["transactionId"], "js-1");
+    assert_eq!(
+        out["list"]["validatedPurchases"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(out["list"]["cursor"], Value::Null);
+    let text = |k: &str| out[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("google").contains("google iap is not configured"),
+        "{out}"
+    );
+    assert!(text("samsung").contains("samsung"), "{out}");
+    assert_eq!(out["sub"]["originalTransactionId"], "js-orig", "{out}");
+    assert_eq!(out["sub"]["active"], true);
+    assert_eq!(out["subGet"], "js-orig");
+    assert_eq!(out["subs"], 1);
+    assert!(
+        text("badLimit").starts_with("TypeError: purchasesList: limit must be 1-100"),
+        "{out}"
     );
 }
