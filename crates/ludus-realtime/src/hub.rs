@@ -157,7 +157,8 @@ impl Hub {
         self.sessions.count()
     }
 
-    /// Presences on every stream this node tracks (the console's status).
+    /// Presences on every stream this node tracks (the console's status,
+    /// the `presences` gauge).
     pub fn presence_count(&self) -> usize {
         self.tracker.total()
     }
@@ -308,11 +309,6 @@ impl Hub {
     /// The cluster bus's health; `None` on one node.
     pub fn bus_health(&self) -> Option<crate::bus::BusHealth> {
         self.router.bus().health()
-    }
-
-    /// Every presence this node knows of, on every stream.
-    pub fn presence_count(&self) -> usize {
-        self.tracker.presence_count()
     }
 
     pub fn contains(&self, stream: &Stream, session: Uuid) -> bool {

@@ -295,11 +295,6 @@ impl PresenceTracker {
         self.lock().by_stream.get(stream)?.get(&session).cloned()
     }
 
-    /// Every presence on every stream (Nakama's `presences` gauge).
-    pub(crate) fn presence_count(&self) -> usize {
-        self.lock().by_session.values().map(Vec::len).sum()
-    }
-
     pub(crate) fn count(&self, stream: &Stream) -> usize {
         self.lock().by_stream.get(stream).map_or(0, Members::len)
     }

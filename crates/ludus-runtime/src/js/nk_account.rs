@@ -1,8 +1,9 @@
 //! Accounts, users and sessions of Nakama's JS `nk`: `accountGetId`,
 //! `accountsGetId`, `accountUpdateId`, `accountDeleteId`, `usersGetId`,
 //! `usersGetUsername`, `usersGetRandom`, `usersGetFriendStatus`,
-//! `usersBanId`, `usersUnbanId`, `sessionDisconnect` and `sessionLogout`,
-//! over the same `RuntimeServices` calls as the Lua ones.
+//! `usersBanId`, `usersUnbanId`, `accountExportId`, `accountImportId`,
+//! `sessionDisconnect` and `sessionLogout`, over the same
+//! `RuntimeServices` calls as the Lua ones.
 
 use std::sync::Arc;
 
@@ -70,6 +71,26 @@ pub(super) fn install<'js>(
             services.update_account(user, update).await
         })?;
         nothing()
+    })?;
+    define(ctx, nk, shared, "accountExportId", |s, a| {
+        let user = a.uuid(0, "user id")?;
+        let services = s.services.clone();
+        let export = served(s, "error exporting account", async move {
+            services.account_export(user).await
+        })?;
+        answer(Json::String(export))
+    })?;
+    define(ctx, nk, shared, "accountImportId", |s, a| {
+        let data = a.string(0, "data")?;
+        let into = match a.get(1) {
+            Json::Null => None,
+            _ => Some(a.uuid(1, "user id")?),
+        };
+        let services = s.services.clone();
+        let account = served(s, "error importing account", async move {
+            services.account_import(data, into).await
+        })?;
+        answer(account_json(&account))
     })?;
     define(ctx, nk, shared, "accountDeleteId", |s, a| {
         // `recorded` (Nakama's tombstone row) has no counterpart: Ludus

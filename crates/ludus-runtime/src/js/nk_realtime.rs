@@ -1,6 +1,7 @@
 //! The realtime side of Nakama's JS `nk`: notifications
-//! (`notificationSend`, `notificationsSend`, `notificationsList`,
-//! `notificationsDelete`, `notificationsGetId`, `notificationsDeleteId`),
+//! (`notificationSend`, `notificationsSend`, `notificationSendAll`,
+//! `notificationsList`, `notificationsDelete`, `notificationsGetId`,
+//! `notificationsDeleteId`, `notificationsUpdate`),
 //! chat (`channelIdBuild`, `channelMessageSend|Update|Remove`,
 //! `channelMessagesList`), status follows and streams (`streamUser*`,
 //! `streamCount`, `streamClose`, `streamSend`, `streamSendRaw`) and
@@ -10,7 +11,7 @@
 use std::sync::Arc;
 
 use ludus_core::chat::{ChannelKey, MODE_DIRECT, MODE_GROUP, MODE_ROOM};
-use ludus_core::notification::Notification;
+use ludus_core::notification::{Notification, NotificationUpdate};
 use ludus_proto::realtime::ChannelMessageAck;
 use ludus_realtime::{Presence, Stream, StreamMode};
 use rquickjs::{Ctx, Object};
@@ -74,6 +75,64 @@ fn notifications<'js>(
             a.bool_or(5, false, "persistent")?,
         )?;
         send(s, vec![n])
+    })?;
+    define(ctx, nk, shared, "notificationSendAll", |s, a| {
+        // From the system; each recipient's copy carries its own user id.
+        let n = notification(
+            Uuid::nil(),
+            a.string(0, "subject")?,
+            json_text(a.get(1), "content")?,
+            a.int_or(2, 0, "code")?,
+            Uuid::nil(),
+            a.bool_or(3, false, "persistent")?,
+        )?;
+        let services = s.services.clone();
+        served(s, "failed to send notification", async move {
+            services.notification_send_all(n).await
+        })?;
+        nothing()
+    })?;
+    define(ctx, nk, shared, "notificationsUpdate", |s, a| {
+        let Json::Array(items) = a.get(0) else {
+            return Err(arg("expects an array of notification updates"));
+        };
+        let mut updates = Vec::with_capacity(items.len());
+        for item in items {
+            let Json::Object(o) = item else {
+                return Err(arg("expects each update to be an object"));
+            };
+            let id = Uuid::parse_str(&string_of(field(o, "id"), "id")?)
+                .map_err(|_| arg("expects 'id' value to be a valid id"))?;
+            let text = |key: &str| -> Result<Option<String>, NkError> {
+                match field(o, key) {
+                    Json::Null => Ok(None),
+                    v => match string_of(v, key)? {
+                        t if t.is_empty() => Err(arg(format!(
+                            "expects '{key}' value to be a non-empty string"
+                        ))),
+                        t => Ok(Some(t)),
+                    },
+                }
+            };
+            let sender_id = match text("sender")? {
+                None => None,
+                Some(t) => Some(
+                    Uuid::parse_str(&t)
+                        .map_err(|_| arg("expects 'sender' value to be a valid id"))?,
+                ),
+            };
+            updates.push(NotificationUpdate {
+                id,
+                content: json_text(field(o, "content"), "content")?,
+                subject: text("subject")?,
+                sender_id,
+            });
+        }
+        let services = s.services.clone();
+        served(s, "failed to update notifications", async move {
+            services.notifications_update(updates).await
+        })?;
+        nothing()
     })?;
     define(ctx, nk, shared, "notificationsSend", |s, a| {
         let Json::Array(items) = a.get(0) else {

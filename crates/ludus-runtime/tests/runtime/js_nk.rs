@@ -187,16 +187,7 @@ const NAKAMA_JS_NK: [&str; 171] = [
 
 /// Nakama's functions Ludus's JS runtime lacks (docs/differences.md lists
 /// them); the match functions come with `registerMatch`.
-const MISSING: [&str; 8] = [
-    "accountExportId",
-    "accountImportId",
-    "matchCreate",
-    "matchGet",
-    "matchList",
-    "matchSignal",
-    "notificationSendAll",
-    "notificationsUpdate",
-];
+const MISSING: [&str; 4] = ["matchCreate", "matchGet", "matchList", "matchSignal"];
 
 async fn runtime() -> Runtime {
     start(settings("js_nk")).await.unwrap()

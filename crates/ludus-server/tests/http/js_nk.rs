@@ -396,4 +396,35 @@ both_backends!(
     js_nk_storage_and_wallets,
     js_nk_notifications_chat_and_streams,
     js_nk_friends_and_groups,
+    js_nk_export_import_and_notification_updates,
 );
+
+async fn js_nk_export_import_and_notification_updates(b: Backend) {
+    let s = TestServer::start_with(b, config).await;
+    let me = s.device_session("js-nk-porting-0001").await;
+    let me_id = user_id(&me);
+    let out = call(&s, "nk_porting", json!({"me": me_id})).await;
+    assert_eq!(out["exported"], json!([me_id, 1, 1]), "{out}");
+    assert_eq!(
+        out["imported"],
+        json!(["4a7b9c2d-1e3f-4a5b-8c6d-7e8f9a0b1c2d", "js_imported", 1])
+    );
+    assert_eq!(out["importedObjects"], 1);
+    starts(
+        &out,
+        "importTwice",
+        "Error: error importing account: user identifier already exists",
+    );
+    starts(
+        &out,
+        "badImport",
+        "Error: error importing account: expects data to be a valid account export",
+    );
+    assert_eq!(out["updated"], json!(["updated", 2, 7]));
+    starts(
+        &out,
+        "badUpdate",
+        "TypeError: notificationsUpdate: expects 'id' value to be a valid id",
+    );
+    starts(&out, "badSendAll", "TypeError: notificationSendAll: ");
+}

@@ -261,7 +261,35 @@ function uncaught(ctx, logger, nk, payload) {
   return "";
 }
 
+// accountExportId, accountImportId, notificationsUpdate and
+// notificationSendAll.
+function porting(ctx, logger, nk, payload) {
+  var p = JSON.parse(payload);
+  var out = {};
+  nk.storageWrite([{ collection: "port", key: "k", userId: p.me, value: { n: 1 } }]);
+  nk.notificationSend(p.me, "to update", { v: 1 }, 7, null, true);
+  var e = JSON.parse(nk.accountExportId(p.me));
+  out.exported = [e.account.user.id, e.objects.length, e.notifications.length];
+  e.account.user.id = "4a7b9c2d-1e3f-4a5b-8c6d-7e8f9a0b1c2d";
+  e.account.user.username = "js_imported";
+  e.account.devices = [{ id: "js-imported-device-01" }];
+  var made = nk.accountImportId(JSON.stringify(e));
+  out.imported = [made.user.userId, made.user.username, made.devices.length];
+  out.importedObjects = nk.storageRead([{ collection: "port", key: "k", userId: made.user.userId }]).length;
+  out.importTwice = thrown(function () { nk.accountImportId(JSON.stringify(e)); });
+  out.badImport = thrown(function () { nk.accountImportId("{nope"); });
+  var id = nk.notificationsList(p.me, 10).notifications[0].id;
+  nk.notificationsUpdate([{ id: id, subject: "updated", content: { v: 2 } }]);
+  var got = nk.notificationsGetId([id])[0];
+  out.updated = [got.subject, got.content.v, got.code];
+  out.badUpdate = thrown(function () { nk.notificationsUpdate([{ id: "nope" }]); });
+  nk.notificationSendAll("to everyone", { all: true }, 8, false);
+  out.badSendAll = thrown(function () { nk.notificationSendAll("", {}, 8); });
+  return JSON.stringify(out);
+}
+
 function InitModule(ctx, logger, nk, initializer) {
+  initializer.registerRpc("nk_porting", porting);
   initializer.registerRpc("nk_uncaught", uncaught);
   initializer.registerRpc("nk_purchases", purchases);
   initializer.registerRpc("nk_boards", boards);
