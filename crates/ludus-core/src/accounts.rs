@@ -506,9 +506,10 @@ impl AccountService {
     ) -> Result<(), ApiError> {
         let now = unix_now();
         if token.is_empty() && refresh_token.is_empty() {
-            self.store.revoke_user_sessions(user, now).await?;
-            self.revocations.revoke_user(user, now);
-            self.publish(Revoked::User { user, cutoff: now });
+            let cutoff = self.revocations.issue_time(user, now);
+            self.store.revoke_user_sessions(user, cutoff).await?;
+            self.revocations.revoke_user(user, cutoff);
+            self.publish(Revoked::User { user, cutoff });
             return Ok(());
         }
         for (raw, kind) in [
@@ -557,8 +558,9 @@ impl AccountService {
         let now = unix_now();
         self.store.set_users_banned(ids, Some(now)).await?;
         for &user in ids {
-            self.revocations.revoke_user(user, now);
-            self.publish(Revoked::User { user, cutoff: now });
+            let cutoff = self.revocations.issue_time(user, now);
+            self.revocations.revoke_user(user, cutoff);
+            self.publish(Revoked::User { user, cutoff });
         }
         Ok(())
     }
@@ -690,10 +692,10 @@ impl AccountService {
     /// Deletes the account and revokes every session it had.
     pub async fn delete_account(&self, user: Uuid) -> Result<(), ApiError> {
         self.store.delete_user(user).await?;
-        let now = unix_now();
-        self.store.revoke_user_sessions(user, now).await?;
-        self.revocations.revoke_user(user, now);
-        self.publish(Revoked::User { user, cutoff: now });
+        let cutoff = self.revocations.issue_time(user, unix_now());
+        self.store.revoke_user_sessions(user, cutoff).await?;
+        self.revocations.revoke_user(user, cutoff);
+        self.publish(Revoked::User { user, cutoff });
         Ok(())
     }
 

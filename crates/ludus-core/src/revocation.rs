@@ -145,7 +145,10 @@ impl RevocationList {
     }
 
     /// The `iat` to give a new token of this user: never at or before a cutoff,
-    /// so a sign-in in the same second as a logout is not born revoked.
+    /// so a sign-in in the same second as a logout is not born revoked. It is
+    /// also the cutoff a logout of every session takes: a token signed after
+    /// an earlier logout of the same second carries `cutoff + 1`, and must
+    /// go too.
     pub fn issue_time(&self, user: Uuid, now: i64) -> i64 {
         let inner = self.inner.read().unwrap_or_else(|e| e.into_inner());
         match inner.users.get(&user) {

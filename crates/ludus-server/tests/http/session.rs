@@ -224,6 +224,24 @@ async fn logout_all_sessions(b: Backend) {
         )
         .await;
     assert_eq!(r.status, 200);
+    // Regression: a second logout of everything in the same second missed
+    // the tokens signed after the first (they carry the cutoff's next
+    // second). It revokes them too.
+    let r = t
+        .raw(
+            t.http
+                .post(t.url("/v2/session/logout"))
+                .bearer_auth(token(&fresh)),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_error(&t.get_bearer("/v2/account", &token(&fresh)).await, 401, 16);
+    let again = t.device_session("device-logall1").await;
+    assert_eq!(
+        t.get_bearer("/v2/account", &token(&again)).await.status,
+        200,
+        "and the next sign-in is not born revoked"
+    );
 }
 
 async fn logout_survives_restart(b: Backend) {
