@@ -19,7 +19,7 @@ use crate::events::{Event, EventKind, EventQueue, Queued};
 use crate::js::{JsRuntime, JsShared};
 use crate::localcache::LocalCache;
 use crate::lua::{LuaRuntime, LuaShared};
-use crate::native::{Handlers, NativeCall, NativeModule, TournamentHook};
+use crate::native::{Handlers, NativeCall, NativeModule, ScriptMatches, ScriptSet, TournamentHook};
 use crate::services::RuntimeServices;
 use crate::settings::RuntimeSettings;
 
@@ -41,6 +41,8 @@ pub struct Runtime {
     /// The event queue and, until `start_events` takes it, its receiver.
     events: EventQueue,
     event_rx: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Queued>>>,
+    /// The script runtimes `handlers` reaches weakly, kept alive here.
+    script_matches: Vec<Arc<dyn ScriptMatches>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -77,6 +79,8 @@ impl Runtime {
         let lua_cache = cache.clone();
         let (events, event_rx) = EventQueue::new(settings.event_queue_size);
         let lua_events = events.clone();
+        let scripts = ScriptSet::default();
+        let lua_scripts = scripts.clone();
         let (shared, lua) = tokio::task::spawn_blocking(move || {
             let sources = Arc::new(crate::lua::discover(&lua_settings.path)?);
             let shared = Arc::new(LuaShared {
@@ -86,6 +90,7 @@ impl Runtime {
                 handle,
                 sources,
                 native_matches: lua_native,
+                scripts: lua_scripts,
                 run_once: Default::default(),
                 events: lua_events,
             });
@@ -93,16 +98,22 @@ impl Runtime {
         })
         .await
         .map_err(|e| LoadError::Setup(format!("module loading was interrupted: {e}")))??;
+        let handlers = Handlers {
+            services,
+            native: native_matches,
+            scripts,
+        };
         let js = match JsShared::entrypoint_of(&settings) {
             None => None,
             Some(entrypoint) => {
                 let js_shared = Arc::new(JsShared {
                     settings: settings.clone(),
-                    services: services.clone(),
+                    services: handlers.services.clone(),
                     cache,
                     handle: js_handle,
                     entrypoint,
                     shutdown: Arc::default(),
+                    handlers: handlers.clone(),
                 });
                 let js = tokio::task::spawn_blocking(move || JsRuntime::start(js_shared))
                     .await
@@ -121,21 +132,18 @@ impl Runtime {
                 "native module registered"
             );
         }
-        let handlers = Handlers {
-            services,
-            native: native_matches,
-            scripts: lua
-                .is_some()
-                .then_some(shared as Arc<dyn crate::native::ScriptMatches>),
-        };
-        Ok(Runtime::assemble(
-            settings,
-            native,
-            lua,
-            js,
-            handlers,
-            (events, event_rx),
-        ))
+        let mut script_matches: Vec<Arc<dyn ScriptMatches>> = Vec::new();
+        if lua.is_some() {
+            script_matches.push(shared);
+        }
+        if let Some(js) = &js {
+            script_matches.push(js.matches().clone());
+        }
+        handlers.scripts.fill(&script_matches);
+        let mut runtime =
+            Runtime::assemble(settings, native, lua, js, handlers, (events, event_rx));
+        runtime.script_matches = script_matches;
+        Ok(runtime)
     }
 
     /// A runtime with no modules, for servers and tests that need none.
@@ -143,7 +151,7 @@ impl Runtime {
         let handlers = Handlers {
             services,
             native: Arc::default(),
-            scripts: None,
+            scripts: ScriptSet::default(),
         };
         Runtime::assemble(
             RuntimeSettings::default(),
@@ -173,6 +181,7 @@ impl Runtime {
             rt_after: HashSet::new(),
             events,
             event_rx: std::sync::Mutex::new(Some(event_rx)),
+            script_matches: Vec::new(),
         };
         runtime.rt_before = MESSAGE_NAMES
             .iter()
@@ -824,6 +833,21 @@ fn refuse_shared_ids(
         if let Some(other) = other {
             return Err(LoadError::Setup(format!(
                 "rpc id {id:?} is registered twice: by the js module {} and by {other}; rename one of them",
+                js.module()
+            )));
+        }
+    }
+    for name in js.matches().names() {
+        let other = if native.matches.contains_key(name) {
+            Some("the native module")
+        } else if lua.is_some_and(|l| l.has_module(name)) {
+            Some("a lua module of that name")
+        } else {
+            None
+        };
+        if let Some(other) = other {
+            return Err(LoadError::Setup(format!(
+                "match handler {name:?} is registered twice: by the js module {} and by {other}; rename one of them",
                 js.module()
             )));
         }

@@ -1,4 +1,5 @@
-//! The `initializer` that `InitModule` gets: `registerRpc`, the REST
+//! The `initializer` that `InitModule` gets: `registerRpc`, `registerMatch`
+//! (match handlers by their global function names), the REST
 //! `registerBefore*` / `registerAfter*` hooks (Nakama's names, stored under
 //! the same lower-case API names as the Lua runtime's hooks), and, for every
 //! other `register*` function of Nakama's, a function that fails loading
@@ -101,7 +102,6 @@ const HOOKED_APIS: &[&str] = &[
 /// Nakama's other `register*` functions, which this runtime does not run
 /// yet: calling one fails loading, naming it.
 pub(super) const NOT_YET: &[&str] = &[
-    "registerMatch",
     "registerRtBefore",
     "registerRtAfter",
     "registerMatchmakerMatched",
@@ -121,12 +121,42 @@ pub(super) const NOT_YET: &[&str] = &[
 /// `before/<api>`, `after/<api>` (the keys the Lua runtime uses too).
 pub(super) type Callbacks = HashMap<String, Persistent<Function<'static>>>;
 
+/// Nakama's match handler keys, in the order `MatchFns` holds them.
+pub(super) const MATCH_CALLBACKS: [&str; 7] = [
+    "matchInit",
+    "matchJoinAttempt",
+    "matchJoin",
+    "matchLeave",
+    "matchLoop",
+    "matchTerminate",
+    "matchSignal",
+];
+
+/// The global names of one match handler's functions, in
+/// `MATCH_CALLBACKS` order: a match's context evaluates the bundle and
+/// finds them there, as Nakama does (it runs no `InitModule` per match).
+pub(super) type MatchFns = [String; 7];
+
+/// The match handlers `InitModule` registered, by name.
+pub(super) type Matches = HashMap<String, MatchFns>;
+
 /// Makes the initializer; registrations land in `callbacks`.
 pub(super) fn initializer<'js>(
     ctx: &Ctx<'js>,
     callbacks: &Rc<RefCell<Callbacks>>,
+    matches: &Rc<RefCell<Matches>>,
 ) -> rquickjs::Result<Object<'js>> {
     let init = Object::new(ctx.clone())?;
+    let store = matches.clone();
+    init.set(
+        "registerMatch",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, name: rquickjs::Value<'js>, handlers: rquickjs::Value<'js>| {
+                register_match(&ctx, &store, name, handlers)
+            },
+        )?,
+    )?;
     let store = callbacks.clone();
     init.set(
         "registerRpc",
@@ -184,6 +214,72 @@ pub(super) fn initializer<'js>(
         )?;
     }
     Ok(init)
+}
+
+/// `registerMatch(name, handlers)`: every one of Nakama's seven callbacks
+/// must be a function declared at the top level of the bundle, since each
+/// match's context finds them by their global names (Nakama's rule too).
+fn register_match<'js>(
+    ctx: &Ctx<'js>,
+    store: &Rc<RefCell<Matches>>,
+    name: rquickjs::Value<'js>,
+    handlers: rquickjs::Value<'js>,
+) -> rquickjs::Result<()> {
+    let Some(name) = name.as_string().map(|s| s.to_string()).transpose()? else {
+        return Err(Exception::throw_type(
+            ctx,
+            "registerMatch expects a name string as its first argument",
+        ));
+    };
+    if name.is_empty() {
+        return Err(Exception::throw_type(
+            ctx,
+            "registerMatch expects a non-empty name",
+        ));
+    }
+    let Some(handlers) = handlers.as_object() else {
+        return Err(Exception::throw_type(
+            ctx,
+            &format!("registerMatch({name:?}) expects an object of match handler functions"),
+        ));
+    };
+    let globals = ctx.globals();
+    let mut fns: MatchFns = Default::default();
+    for (slot, key) in fns.iter_mut().zip(MATCH_CALLBACKS) {
+        let f: rquickjs::Value = handlers.get(key)?;
+        let Some(function) = f.as_function() else {
+            return Err(Exception::throw_type(
+                ctx,
+                &format!("registerMatch({name:?}): {key} is missing or not a function"),
+            ));
+        };
+        let global: String = function.get("name").unwrap_or_default();
+        let found: rquickjs::Value = if global.is_empty() {
+            rquickjs::Value::new_undefined(ctx.clone())
+        } else {
+            globals.get(global.as_str())?
+        };
+        if found != f {
+            return Err(Exception::throw_type(
+                ctx,
+                &format!(
+                    "registerMatch({name:?}): {key} must be a function declared at the top level of the bundle (each match's context finds it by its global name, as Nakama does); declare `function {key}(...)` outside InitModule and pass it"
+                ),
+            ));
+        }
+        *slot = global;
+    }
+    let mut matches = store.borrow_mut();
+    if matches.contains_key(&name) {
+        return Err(Exception::throw_internal(
+            ctx,
+            &format!(
+                "match handler {name:?} is registered twice in the js module; register it once"
+            ),
+        ));
+    }
+    matches.insert(name, fns);
+    Ok(())
 }
 
 fn register<'js>(

@@ -147,6 +147,7 @@ pub(super) fn nk<'js>(ctx: &Ctx<'js>, shared: &Arc<JsShared>) -> rquickjs::Resul
     )?;
     cache(ctx, &nk, shared)?;
     wallet(ctx, &nk, shared)?;
+    super::nk_match::install(ctx, &nk, shared)?;
     let freeze: Function = ctx.eval("Object.freeze")?;
     freeze.call::<_, ()>((nk.clone(),))?;
     Ok(nk)

@@ -1,12 +1,14 @@
 //! What every JS context of the runtime shares: the settings, the server
 //! behind `RuntimeServices`, the node-local cache, the async runtime that
-//! server calls run on, and the stop raised at shutdown.
+//! server calls run on, the stop raised at shutdown, and the match handlers
+//! `nk.matchCreate` reaches.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use crate::localcache::LocalCache;
+use crate::native::Handlers;
 use crate::services::RuntimeServices;
 use crate::settings::RuntimeSettings;
 
@@ -19,6 +21,8 @@ pub(crate) struct JsShared {
     pub(crate) entrypoint: PathBuf,
     /// Raised at shutdown: every running call stops at its next check.
     pub(crate) shutdown: Arc<AtomicBool>,
+    /// Where `nk.matchCreate` finds handlers: native, Lua or JS.
+    pub(crate) handlers: Handlers,
 }
 
 impl JsShared {
