@@ -490,6 +490,10 @@ impl Runtime {
     }
 
     fn has_event_callback(&self, kind: EventKind) -> bool {
+        self.lua_has_event(kind) || self.has_js(event_key(kind))
+    }
+
+    fn lua_has_event(&self, kind: EventKind) -> bool {
         self.lua.as_ref().is_some_and(|lua| {
             let reg = lua.registered();
             match kind {
@@ -500,24 +504,30 @@ impl Runtime {
         })
     }
 
+    /// Hands an event to the Lua and the JS callback of its kind, each
+    /// that registered one.
     async fn deliver(&self, queued: Queued) {
-        let Some(lua) = &self.lua else { return };
-        let key = match queued.kind {
-            EventKind::Custom => "event",
-            EventKind::SessionStart => "event_session_start",
-            EventKind::SessionEnd => "event_session_end",
-        };
+        let key = event_key(queued.kind);
         let mut ctx = queued.ctx;
         ctx.mode = ExecutionMode::Event;
-        if let Err(e) = lua
-            .call(key.into(), ctx, vec![queued.event.to_value()])
-            .await
+        let event = queued.event.to_value();
+        if let Some(lua) = self
+            .lua
+            .as_ref()
+            .filter(|_| self.lua_has_event(queued.kind))
+            && let Err(e) = lua.call(key.into(), ctx.clone(), vec![event.clone()]).await
         {
             tracing::warn!(callback = key, error = %e, "lua event callback failed");
         }
+        if let Some(js) = self.js.as_ref().filter(|js| js.has(key))
+            && let Err(e) = js.call(key.into(), ctx, vec![event]).await
+        {
+            tracing::warn!(callback = key, error = %e, "js event callback failed");
+        }
     }
 
-    /// Runs the shutdown hooks, then refuses further Lua calls.
+    /// Runs the shutdown hooks (native, Lua, JS), then refuses further
+    /// module calls.
     pub async fn shutdown(&self) {
         for hook in &self.native.shutdown {
             hook(self.native_call(CallContext::new(ExecutionMode::Shutdown))).await;
@@ -532,6 +542,12 @@ impl Runtime {
             lua.close();
         }
         if let Some(js) = &self.js {
+            if js.has("shutdown") {
+                let ctx = CallContext::new(ExecutionMode::Shutdown);
+                if let Err(e) = js.call("shutdown".into(), ctx, Vec::new()).await {
+                    tracing::error!(error = %e, "js shutdown function failed");
+                }
+            }
             js.close();
         }
     }
@@ -853,6 +869,15 @@ fn refuse_shared_ids(
         }
     }
     Ok(())
+}
+
+/// The callback key of an event kind, the same in Lua and JS.
+fn event_key(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Custom => "event",
+        EventKind::SessionStart => "event_session_start",
+        EventKind::SessionEnd => "event_session_end",
+    }
 }
 
 /// `id` in lower case (RPC ids are case-insensitive), copied only when it

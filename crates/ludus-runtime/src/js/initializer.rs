@@ -102,19 +102,25 @@ const HOOKED_APIS: &[&str] = &[
 /// Nakama's other `register*` functions, which this runtime does not run
 /// yet: calling one fails loading, naming it.
 pub(super) const NOT_YET: &[&str] = &[
-    "registerRtBefore",
-    "registerRtAfter",
     "registerMatchmakerMatched",
     "registerLeaderboardReset",
     "registerTournamentEnd",
     "registerTournamentReset",
-    "registerShutdown",
     "registerStorageIndex",
     "registerStorageIndexFilter",
     "registerPurchaseNotificationApple",
     "registerPurchaseNotificationGoogle",
     "registerSubscriptionNotificationApple",
     "registerSubscriptionNotificationGoogle",
+];
+
+/// Registrations of one callback each, and the key it is stored under (the
+/// Lua runtime's key for the same callback).
+const SINGLE: &[(&str, &str)] = &[
+    ("registerShutdown", "shutdown"),
+    ("registerEvent", "event"),
+    ("registerEventSessionStart", "event_session_start"),
+    ("registerEventSessionEnd", "event_session_end"),
 ];
 
 /// The callbacks one context's `InitModule` registered, by key: `rpc/<id>`,
@@ -201,6 +207,44 @@ pub(super) fn initializer<'js>(
                 )?,
             )?;
         }
+    }
+    for (name, key) in SINGLE {
+        let store = callbacks.clone();
+        init.set(
+            *name,
+            Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>, f: rquickjs::Value<'js>| {
+                    register(&ctx, &store, (*key).to_owned(), name, f)
+                },
+            )?,
+        )?;
+    }
+    for (name, kind) in [("registerRtBefore", "before"), ("registerRtAfter", "after")] {
+        let store = callbacks.clone();
+        init.set(
+            name,
+            Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>, message: rquickjs::Value<'js>, f: rquickjs::Value<'js>| {
+                    // Nakama's names are the envelope's (`ChannelJoin`); the
+                    // server asks for them in lower case.
+                    let message = message
+                        .as_string()
+                        .map(|m| m.to_string())
+                        .transpose()?
+                        .map(|m| m.to_ascii_lowercase())
+                        .filter(|m| ludus_realtime::hooks::MESSAGE_NAMES.contains(&m.as_str()));
+                    let Some(message) = message else {
+                        return Err(Exception::throw_type(
+                            &ctx,
+                            &format!("{name} expects a realtime message name such as \"ChannelJoin\" or \"MatchDataSend\" as its first argument"),
+                        ));
+                    };
+                    register(&ctx, &store, format!("{kind}/rt.{message}"), name, f)
+                },
+            )?,
+        )?;
     }
     for name in NOT_YET {
         init.set(

@@ -605,3 +605,84 @@ mod matches {
         .await;
     }
 }
+
+mod hooks {
+    //! `registerRtBefore|After`, `registerEvent*` and `registerShutdown`,
+    //! each fired where the Lua twin fires.
+
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use ludus_runtime::{CallContext, Event};
+    use serde_json::json;
+
+    use crate::support::{FakeServices, settings, start_with};
+
+    async fn seen(rt: &ludus_runtime::Runtime, key: &str) -> String {
+        rt.rpc(CallContext::default(), "seen", key.to_owned())
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn js_realtime_event_and_shutdown_callbacks_fire() {
+        let services = Arc::new(FakeServices::default());
+        let rt = Arc::new(
+            start_with(settings("js_hooks"), services.clone())
+                .await
+                .unwrap(),
+        );
+        // Nakama's message names, case-insensitive; an unknown one is
+        // refused naming what is expected.
+        assert!(
+            seen(&rt, "badName").await.contains("realtime message name"),
+            "{}",
+            seen(&rt, "badName").await
+        );
+        let user = "4ec4f126-3f9d-11e7-84ef-b7c182b36521";
+        let call = || CallContext {
+            user_id: Some(user.into()),
+            ..CallContext::default()
+        };
+        let envelope = json!({"channelJoin": {"target": "lobby", "type": 1}});
+        let rewritten = rt
+            .rt_before(call(), "channeljoin", envelope.clone())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(rewritten["channelJoin"]["target"], "rewritten");
+        rt.rt_after(call(), "channeljoin", json!({}), rewritten)
+            .await
+            .unwrap();
+        assert_eq!(seen(&rt, "after").await, format!("rewritten by {user}"));
+
+        rt.start_events();
+        rt.event(
+            call(),
+            Event {
+                name: "level_up".into(),
+                properties: [("level".to_owned(), "3".to_owned())].into(),
+                timestamp_ms: 0,
+                external: true,
+            },
+        );
+        rt.session_event(true, call);
+        for _ in 0..200 {
+            if seen(&rt, "start").await != "nothing" && seen(&rt, "event").await != "nothing" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(seen(&rt, "event").await, "level_up 3 true event");
+        assert_eq!(seen(&rt, "start").await, format!("session_start {user}"));
+
+        assert_eq!(services.max_in_flight.load(Ordering::Relaxed), 0);
+        rt.shutdown().await;
+        assert_eq!(
+            services.max_in_flight.load(Ordering::Relaxed),
+            1,
+            "the shutdown callback ran its server call"
+        );
+    }
+}
