@@ -407,21 +407,25 @@ impl Runtime {
             .await
     }
 
-    /// Calls `register_matchmaker_matched` with the matched entries; answers
-    /// the match id the module returned, if any.
+    /// Calls `register_matchmaker_matched` (Lua) or
+    /// `registerMatchmakerMatched` (JS) with the matched entries; answers the
+    /// match id the module returned, if any.
     pub async fn matchmaker_matched(&self, entries: Value) -> Result<Option<String>, RuntimeError> {
-        let Some(lua) = self
-            .lua
-            .as_ref()
-            .filter(|l| l.registered().matchmaker_matched)
-        else {
-            return Ok(None);
-        };
         let ctx = CallContext::new(ExecutionMode::Matchmaker);
-        match lua
-            .call("matchmaker_matched".into(), ctx, vec![entries])
-            .await?
-        {
+        let key = "matchmaker_matched";
+        let answer = match &self.lua {
+            Some(lua) if lua.registered().matchmaker_matched => {
+                lua.call(key.into(), ctx, vec![entries]).await?
+            }
+            _ => match &self.js {
+                Some(js) if js.has(key) => {
+                    js.call(key.into(), ctx, vec![js_matched_entries(entries)])
+                        .await?
+                }
+                _ => return Ok(None),
+            },
+        };
+        match answer {
             Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
             _ => Ok(None),
         }
@@ -869,6 +873,34 @@ fn refuse_shared_ids(
         }
     }
     Ok(())
+}
+
+/// The matched entries under Nakama's JS key names: `presence.userId`,
+/// `sessionId`, `username`, `node`, `properties`, `partyId`.
+fn js_matched_entries(entries: Value) -> Value {
+    let Value::Array(entries) = entries else {
+        return entries;
+    };
+    let rename = |o: &mut serde_json::Map<String, Value>, from: &str, to: &str| {
+        if let Some(v) = o.remove(from) {
+            o.insert(to.to_owned(), v);
+        }
+    };
+    Value::Array(
+        entries
+            .into_iter()
+            .map(|mut e| {
+                if let Some(o) = e.as_object_mut() {
+                    rename(o, "party_id", "partyId");
+                    if let Some(Value::Object(p)) = o.get_mut("presence") {
+                        rename(p, "user_id", "userId");
+                        rename(p, "session_id", "sessionId");
+                    }
+                }
+                e
+            })
+            .collect(),
+    )
 }
 
 /// The callback key of an event kind, the same in Lua and JS.

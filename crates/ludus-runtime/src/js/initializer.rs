@@ -102,7 +102,6 @@ const HOOKED_APIS: &[&str] = &[
 /// Nakama's other `register*` functions, which this runtime does not run
 /// yet: calling one fails loading, naming it.
 pub(super) const NOT_YET: &[&str] = &[
-    "registerMatchmakerMatched",
     "registerLeaderboardReset",
     "registerTournamentEnd",
     "registerTournamentReset",
@@ -118,6 +117,7 @@ pub(super) const NOT_YET: &[&str] = &[
 /// Lua runtime's key for the same callback).
 const SINGLE: &[(&str, &str)] = &[
     ("registerShutdown", "shutdown"),
+    ("registerMatchmakerMatched", "matchmaker_matched"),
     ("registerEvent", "event"),
     ("registerEventSessionStart", "event_session_start"),
     ("registerEventSessionEnd", "event_session_end"),

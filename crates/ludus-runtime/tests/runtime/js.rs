@@ -677,6 +677,18 @@ mod hooks {
         assert_eq!(seen(&rt, "event").await, "level_up 3 true event");
         assert_eq!(seen(&rt, "start").await, format!("session_start {user}"));
 
+        // The matched entries under Nakama's JS names; the answer is the id.
+        let entries = json!([
+            {"presence": {"user_id": "u1", "session_id": "s1", "username": "ana", "node": "n1"},
+             "properties": {"region": "eu"}},
+            {"presence": {"user_id": "u2", "session_id": "s2", "username": "bo", "node": "n1"},
+             "properties": {}, "party_id": "p2"},
+        ]);
+        assert_eq!(
+            rt.matchmaker_matched(entries).await.unwrap().as_deref(),
+            Some("m 2 u1 s1 ana n1 eu p2 matchmaker")
+        );
+
         assert_eq!(services.max_in_flight.load(Ordering::Relaxed), 0);
         rt.shutdown().await;
         assert_eq!(
