@@ -63,6 +63,11 @@ function signalMatch(ctx, logger, nk, payload) {
   return nk.matchSignal(req.matchId, req.data);
 }
 
+// A matched group plays in a new JS match labelled with its size.
+function matched(ctx, logger, nk, matches) {
+  return nk.matchCreate("js_arena", { mode: "matched " + matches.length + " " + (matches[0].presence.userId ? "ids" : "no ids") });
+}
+
 function InitModule(ctx, logger, nk, initializer) {
   initializer.registerMatch("js_arena", {
     matchInit: arenaInit,
@@ -73,6 +78,7 @@ function InitModule(ctx, logger, nk, initializer) {
     matchTerminate: arenaTerminate,
     matchSignal: arenaSignal,
   });
+  initializer.registerMatchmakerMatched(matched);
   initializer.registerRpc("js_create", createMatch);
   initializer.registerRpc("js_get", getMatch);
   initializer.registerRpc("js_list", listMatches);

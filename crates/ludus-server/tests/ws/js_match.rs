@@ -1,8 +1,8 @@
 //! JS authoritative matches over real sockets, JSON and protobuf: the
 //! handler in `tests/js_match` (Nakama's JS shapes), created through
 //! `nk.matchCreate` from JS and from a Lua module, the dispatcher's four
-//! functions, signals, a runaway `matchLoop`, and `matchTerminate` at
-//! shutdown.
+//! functions, signals, a runaway `matchLoop`, `matchTerminate` at
+//! shutdown, and `registerMatchmakerMatched` sending a group to a JS match.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +15,11 @@ use crate::both_backends;
 use crate::client::{Fmt, WsClient, error_of, user};
 use crate::support::{Backend, TestServer};
 
-both_backends!(js_match_lifecycle, js_match_runaway_and_terminate);
+both_backends!(
+    js_match_lifecycle,
+    js_match_runaway_and_terminate,
+    js_matchmaker_hook_creates_a_js_match
+);
 
 async fn js_server(backend: Backend) -> TestServer {
     TestServer::start_with(backend, |config| {
@@ -242,4 +246,50 @@ async fn js_match_runaway_and_terminate(backend: Backend) {
         terminated,
         "matchTerminate's broadcast before the close: {before:?}"
     );
+}
+
+async fn js_matchmaker_hook_creates_a_js_match(backend: Backend) {
+    let server = TestServer::start_with(backend, |config| {
+        config.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js_match").into();
+        config.runtime.js_max_count = 2;
+        config.runtime.lua_pool_size = 1;
+        config.matchmaker.interval_sec = 1;
+    })
+    .await;
+    let (ta, ..) = user(&server, "jsm4-matched-a").await;
+    let (tb, ..) = user(&server, "jsm5-matched-b").await;
+    let mut a = WsClient::connect(&server, &ta, Fmt::Json).await;
+    let mut b = WsClient::connect(&server, &tb, Fmt::Protobuf).await;
+    let add = Message::MatchmakerAdd(MatchmakerAdd {
+        min_count: 2,
+        max_count: 2,
+        query: "*".into(),
+        ..Default::default()
+    });
+    for c in [&mut a, &mut b] {
+        assert!(matches!(
+            c.request(add.clone()).await.message,
+            Some(Message::MatchmakerTicket(_))
+        ));
+    }
+    let mut ids = Vec::new();
+    for c in [&mut a, &mut b] {
+        let id = loop {
+            if let Some(Message::MatchmakerMatched(m)) = c.push().await.message {
+                match m.id {
+                    Some(matchmaker_matched::Id::MatchId(id)) => break id,
+                    other => panic!("expected a match id from the js hook, got {other:?}"),
+                }
+            }
+        };
+        ids.push(id);
+    }
+    assert_eq!(ids[0], ids[1]);
+    let got = get(&mut a, &ids[0]).await;
+    assert_eq!(got["handlerName"], "js_arena");
+    assert_eq!(got["label"], r#"{"mode":"matched 2 ids"}"#);
+    let Some(Message::Match(m)) = join(&mut b, &ids[0], &[]).await.message else {
+        panic!("bob could not join the matched match")
+    };
+    assert!(m.authoritative);
 }
