@@ -815,21 +815,31 @@ impl Runtime {
             .await;
     }
 
-    async fn schedule_call(&self, key: &str, mode: ExecutionMode, args: Vec<Value>) {
-        let Some(lua) = self.lua.as_ref() else {
-            return;
-        };
-        let registered = lua.registered();
-        let wanted = match mode {
-            ExecutionMode::LeaderboardReset => registered.leaderboard_reset,
-            ExecutionMode::TournamentEnd => registered.tournament_end,
-            _ => registered.tournament_reset,
-        };
-        if !wanted {
-            return;
-        }
-        if let Err(e) = lua.call(key.into(), CallContext::new(mode), args).await {
+    /// The Lua hook registered under `key`, then the JS one (which gets
+    /// the leaderboard or tournament under Nakama's camelCase JS keys).
+    async fn schedule_call(&self, key: &str, mode: ExecutionMode, mut args: Vec<Value>) {
+        let wanted = self.lua.as_ref().filter(|lua| {
+            let registered = lua.registered();
+            match mode {
+                ExecutionMode::LeaderboardReset => registered.leaderboard_reset,
+                ExecutionMode::TournamentEnd => registered.tournament_end,
+                _ => registered.tournament_reset,
+            }
+        });
+        if let Some(lua) = wanted
+            && let Err(e) = lua
+                .call(key.into(), CallContext::new(mode), args.clone())
+                .await
+        {
             tracing::error!(error = %e, hook = key, "lua schedule hook failed");
+        }
+        if let Some(js) = self.js.as_ref().filter(|js| js.has(key)) {
+            if let Some(first) = args.first_mut() {
+                *first = camel_keys(std::mem::take(first));
+            }
+            if let Err(e) = js.call(key.into(), CallContext::new(mode), args).await {
+                tracing::error!(error = %e, hook = key, "js schedule hook failed");
+            }
         }
     }
 }
@@ -901,6 +911,30 @@ fn js_matched_entries(entries: Value) -> Value {
             })
             .collect(),
     )
+}
+
+/// An object's top-level keys in camelCase (`sort_order` → `sortOrder`),
+/// as Nakama's JS API names the fields its Lua API names in snake case.
+fn camel_keys(v: Value) -> Value {
+    let Value::Object(o) = v else {
+        return v;
+    };
+    let camel = |k: &str| {
+        let mut out = String::with_capacity(k.len());
+        let mut upper = false;
+        for c in k.chars() {
+            if c == '_' {
+                upper = true;
+            } else if upper {
+                out.extend(c.to_uppercase());
+                upper = false;
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    Value::Object(o.into_iter().map(|(k, v)| (camel(&k), v)).collect())
 }
 
 /// The callback key of an event kind, the same in Lua and JS.

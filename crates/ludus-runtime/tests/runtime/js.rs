@@ -698,3 +698,56 @@ mod hooks {
         );
     }
 }
+
+mod schedules {
+    //! `registerLeaderboardReset`, `registerTournamentEnd|Reset` through the
+    //! runtime's `ScheduleHooks`, with Nakama's JS keys.
+
+    use ludus_core::leaderboard::{Leaderboard, SortOrder};
+    use ludus_core::leaderboard_service::{ScheduleHooks, TournamentView};
+    use ludus_runtime::CallContext;
+
+    use crate::support::{settings, start};
+
+    async fn seen(rt: &ludus_runtime::Runtime, key: &str) -> String {
+        rt.rpc(CallContext::default(), "seen", key.to_owned())
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn js_schedule_hooks_get_nakamas_js_arguments() {
+        let rt = start(settings("js_hooks")).await.unwrap();
+        let mut board = Leaderboard::new("weekly", 1_700_000_000);
+        board.sort_order = SortOrder::Ascending;
+        board.reset_schedule = Some("0 0 * * 1".into());
+        rt.leaderboard_reset(&board, 1_700_438_400).await;
+        assert_eq!(
+            seen(&rt, "leaderboard_reset").await,
+            "leaderboard_reset weekly 0 1700438400"
+        );
+        let mut def = Leaderboard::new("cup", 1_700_000_000);
+        def.duration = 600;
+        def.title = "Cup".into();
+        let view = TournamentView {
+            def,
+            size: 3,
+            can_enter: false,
+            start_active: 1_700_000_000,
+            end_active: 1_700_000_600,
+            prev_reset: 0,
+            next_reset: 1_700_003_600,
+        };
+        rt.tournament_end(&view, 1_700_000_600, 1_700_003_600).await;
+        assert_eq!(
+            seen(&rt, "tournament_end").await,
+            "tournament_end Cup 1700000600 1700000600 1700003600"
+        );
+        rt.tournament_reset(&view, 1_700_000_600, 1_700_003_600)
+            .await;
+        assert_eq!(
+            seen(&rt, "tournament_reset").await,
+            "tournament_reset cup 1700000600 1700003600"
+        );
+    }
+}
