@@ -114,6 +114,7 @@ impl Runtime {
                     entrypoint,
                     shutdown: Arc::default(),
                     handlers: handlers.clone(),
+                    indexes_declared: Default::default(),
                 });
                 let js = tokio::task::spawn_blocking(move || JsRuntime::start(js_shared))
                     .await
@@ -684,6 +685,7 @@ impl ludus_core::storage_index::IndexFilter for Runtime {
                 .lua
                 .as_ref()
                 .is_some_and(|l| l.registered().index_filters.contains(index))
+            || self.has_js(&format!("{}{index}", crate::lua::FILTER_PREFIX))
     }
 
     async fn keep(
@@ -694,9 +696,9 @@ impl ludus_core::storage_index::IndexFilter for Runtime {
         if let Some(filter) = self.native.index_filters.get(index) {
             return Ok(filter(object));
         }
-        let Some(lua) = self.lua.as_ref().filter(|_| self.has_filter(index)) else {
+        if !self.has_filter(index) {
             return Ok(true);
-        };
+        }
         let value: Value = serde_json::from_str(&object.value).unwrap_or(Value::Null);
         let write = serde_json::json!({
             "key": object.key,
@@ -709,7 +711,18 @@ impl ludus_core::storage_index::IndexFilter for Runtime {
         });
         let ctx = CallContext::new(ExecutionMode::StorageIndexFilter);
         let key = format!("{}{index}", crate::lua::FILTER_PREFIX);
-        match lua.call(key, ctx, vec![write]).await {
+        let answer = match self
+            .lua
+            .as_ref()
+            .filter(|l| l.registered().index_filters.contains(index))
+        {
+            Some(lua) => lua.call(key, ctx, vec![write]).await,
+            None => match &self.js {
+                Some(js) => js.call(key, ctx, vec![camel_keys(write)]).await,
+                None => return Ok(true),
+            },
+        };
+        match answer {
             Ok(Some(Value::Bool(keep))) => Ok(keep),
             Ok(_) => Err(ludus_core::ApiError::new(
                 Code::Internal,

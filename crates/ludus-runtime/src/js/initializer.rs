@@ -102,8 +102,6 @@ const HOOKED_APIS: &[&str] = &[
 /// Nakama's other `register*` functions, which this runtime does not run
 /// yet: calling one fails loading, naming it.
 pub(super) const NOT_YET: &[&str] = &[
-    "registerStorageIndex",
-    "registerStorageIndexFilter",
     "registerPurchaseNotificationApple",
     "registerPurchaseNotificationGoogle",
     "registerSubscriptionNotificationApple",
@@ -151,8 +149,86 @@ pub(super) fn initializer<'js>(
     ctx: &Ctx<'js>,
     callbacks: &Rc<RefCell<Callbacks>>,
     matches: &Rc<RefCell<Matches>>,
+    shared: &std::sync::Arc<super::shared::JsShared>,
 ) -> rquickjs::Result<Object<'js>> {
     let init = Object::new(ctx.clone())?;
+    let s = shared.clone();
+    init.set(
+        "registerStorageIndex",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>,
+                  name: String,
+                  collection: String,
+                  rest: rquickjs::function::Rest<rquickjs::Value<'js>>| {
+                // Every context runs InitModule; the index is declared by
+                // the first only.
+                if s.indexes_declared
+                    .load(std::sync::atomic::Ordering::Acquire)
+                {
+                    return Ok(());
+                }
+                // key, fields, sortableFields, maxEntries, indexOnly.
+                let arg = |i: usize| {
+                    rest.0
+                        .get(i)
+                        .cloned()
+                        .filter(|v| !v.is_undefined() && !v.is_null())
+                };
+                let key = arg(0)
+                    .map(|k| k.get::<String>())
+                    .transpose()?
+                    .unwrap_or_default();
+                let fields = arg(1)
+                    .map(|f| f.get::<Vec<String>>())
+                    .transpose()?
+                    .unwrap_or_default();
+                let sort_fields = arg(2)
+                    .map(|f| f.get::<Vec<String>>())
+                    .transpose()?
+                    .unwrap_or_default();
+                let max_entries = arg(3).and_then(|n| n.as_number()).unwrap_or(-1.0);
+                if max_entries.fract() != 0.0 || max_entries < 0.0 {
+                    return Err(Exception::throw_type(
+                        &ctx,
+                        "registerStorageIndex expects maxEntries to be a whole number of 0 or more",
+                    ));
+                }
+                let index_only = arg(4).and_then(|b| b.as_bool()).unwrap_or(false);
+                let spec = ludus_core::storage_index::IndexSpec {
+                    name,
+                    collection,
+                    key,
+                    fields,
+                    sort_fields,
+                    max_entries: max_entries as usize,
+                    index_only,
+                };
+                s.services.storage_index_register(spec).map_err(|e| {
+                    Exception::throw_internal(
+                        &ctx,
+                        &format!("failed to create storage index: {}", e.message),
+                    )
+                })
+            },
+        )?,
+    )?;
+    let store = callbacks.clone();
+    init.set(
+        "registerStorageIndexFilter",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, name: String, f: rquickjs::Value<'js>| {
+                register(
+                    &ctx,
+                    &store,
+                    format!("{}{name}", crate::lua::FILTER_PREFIX),
+                    "registerStorageIndexFilter",
+                    f,
+                )
+            },
+        )?,
+    )?;
     let store = matches.clone();
     init.set(
         "registerMatch",

@@ -47,6 +47,7 @@ impl JsRuntime {
     pub(crate) fn start(shared: Arc<JsShared>) -> Result<JsRuntime, LoadError> {
         let module = shared.entrypoint.display().to_string();
         let (pool, (keys, matches)) = JsPool::start(shared.clone())?;
+        shared.indexes_declared.store(true, Ordering::Release);
         let matches = Arc::new(JsMatches::new(shared.clone(), matches));
         tracing::info!(
             module = %module,

@@ -21,6 +21,9 @@ pub(crate) struct JsShared {
     pub(crate) entrypoint: PathBuf,
     /// Raised at shutdown: every running call stops at its next check.
     pub(crate) shutdown: Arc<AtomicBool>,
+    /// Set once the first context ran `InitModule`: later contexts declare
+    /// no storage index again.
+    pub(crate) indexes_declared: AtomicBool,
     /// Where `nk.matchCreate` finds handlers: native, Lua or JS.
     pub(crate) handlers: Handlers,
 }

@@ -77,7 +77,7 @@ impl JsVm {
             };
             let jsctx = call_context(&ctx, &shared, &CallContext::new(ExecutionMode::RunOnce))
                 .map_err(fail)?;
-            let initializer = initializer(&ctx, &registered, &matches).map_err(fail)?;
+            let initializer = initializer(&ctx, &registered, &matches, &shared).map_err(fail)?;
             init.call::<_, ()>((jsctx, logger.clone(), nk.clone(), initializer))
                 .map_err(fail)?;
             Ok((Persistent::save(&ctx, logger), Persistent::save(&ctx, nk)))

@@ -751,3 +751,52 @@ mod schedules {
         );
     }
 }
+
+mod storage_index {
+    //! `registerStorageIndex` reaches the services from the first context;
+    //! `registerStorageIndexFilter` decides through `IndexFilter`.
+
+    use ludus_core::storage::{ReadPermission, StorageObject, WritePermission};
+    use ludus_core::storage_index::IndexFilter;
+    use ludus_runtime::CallContext;
+    use uuid::Uuid;
+
+    use crate::support::{settings, start};
+
+    #[tokio::test]
+    async fn js_storage_index_and_its_filter() {
+        let rt = start(settings("js_hooks")).await.unwrap();
+        let index = rt
+            .rpc(CallContext::default(), "seen", "index".into())
+            .await
+            .unwrap();
+        assert!(
+            index.starts_with("failed to create storage index: "),
+            "{index}"
+        );
+        assert!(rt.has_filter("players") && !rt.has_filter("others"));
+        let user = Uuid::new_v4();
+        let mut object = StorageObject {
+            collection: "profiles".into(),
+            key: "me".into(),
+            user_id: user,
+            value: r#"{"tier":"gold"}"#.into(),
+            version: "v1".into(),
+            read: ReadPermission::OwnerRead,
+            write: WritePermission::OwnerWrite,
+            create_time: 0,
+            update_time: 0,
+        };
+        assert!(rt.keep("players", &object).await.unwrap());
+        object.value = r#"{"tier":"tin"}"#.into();
+        assert!(!rt.keep("players", &object).await.unwrap());
+        let seen = rt
+            .rpc(CallContext::default(), "seen", "filter".into())
+            .await
+            .unwrap();
+        assert!(
+            seen == format!("storage_index_filter profiles {user} 1"),
+            "{seen}"
+        );
+    }
+}
