@@ -46,16 +46,40 @@ impl NativeCall {
 }
 
 /// Where match handlers come from: native registrations first, then Lua
-/// modules (each match in a VM of its own).
+/// modules and the JS module's `registerMatch` (each match in a VM or
+/// context of its own).
 #[derive(Clone)]
 pub(crate) struct Handlers {
     pub(crate) services: Arc<dyn RuntimeServices>,
     /// Where [`NativeCall::event`] queues events.
     pub(crate) events: crate::events::EventQueue,
     pub(crate) native: Arc<HashMap<String, MatchFactory>>,
-    /// Match handlers written as script modules (Lua), consulted after the
-    /// native registrations.
-    pub(crate) scripts: Option<Arc<dyn ScriptMatches>>,
+    /// Match handlers written as script modules (Lua or JS), consulted
+    /// after the native registrations.
+    pub(crate) scripts: ScriptSet,
+}
+
+/// The script runtimes that make matches, set once all have loaded. Each
+/// runtime reaches the others' handlers through it (a Lua module's
+/// `nk.match_create` finds a JS `registerMatch` name and the other way
+/// round), which is a cycle: the set holds them weakly, and `Runtime`
+/// keeps them alive.
+#[derive(Clone, Default)]
+pub(crate) struct ScriptSet(Arc<std::sync::OnceLock<Vec<std::sync::Weak<dyn ScriptMatches>>>>);
+
+impl ScriptSet {
+    /// Sets the runtimes once; a second call changes nothing.
+    pub(crate) fn fill(&self, runtimes: &[Arc<dyn ScriptMatches>]) {
+        let _ = self.0.set(runtimes.iter().map(Arc::downgrade).collect());
+    }
+
+    fn find(&self, name: &str) -> Option<Arc<dyn ScriptMatches>> {
+        self.0
+            .get()?
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .find(|s| s.has(name))
+    }
 }
 
 /// Match handlers that script modules define: the Lua runtime implements
@@ -83,13 +107,13 @@ impl Handlers {
             );
             return Box::new(move || Ok(factory(call)));
         }
-        match &self.scripts {
-            Some(scripts) if scripts.has(name) => scripts.clone().factory(name),
-            _ => {
+        match self.scripts.find(name) {
+            Some(scripts) => scripts.factory(name),
+            None => {
                 let name = name.to_owned();
                 Box::new(move || {
                     Err(format!(
-                        "no match handler named {name:?}: register one natively or add {name}.lua under runtime.path"
+                        "no match handler named {name:?}: register one natively, add {name}.lua under runtime.path or call initializer.registerMatch({name:?}, ...) in the js module"
                     ))
                 })
             }
@@ -98,7 +122,7 @@ impl Handlers {
 
     /// Whether `name` makes a match.
     pub(crate) fn has(&self, name: &str) -> bool {
-        self.native.contains_key(name) || self.scripts.as_ref().is_some_and(|s| s.has(name))
+        self.native.contains_key(name) || self.scripts.find(name).is_some()
     }
 }
 

@@ -19,7 +19,7 @@ use crate::events::{Event, EventKind, EventQueue, Queued};
 use crate::js::{JsRuntime, JsShared};
 use crate::localcache::LocalCache;
 use crate::lua::{LuaRuntime, LuaShared};
-use crate::native::{Handlers, NativeCall, NativeModule, TournamentHook};
+use crate::native::{Handlers, NativeCall, NativeModule, ScriptMatches, ScriptSet, TournamentHook};
 use crate::services::RuntimeServices;
 use crate::settings::RuntimeSettings;
 
@@ -41,6 +41,8 @@ pub struct Runtime {
     /// The event queue and, until `start_events` takes it, its receiver.
     events: EventQueue,
     event_rx: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Queued>>>,
+    /// The script runtimes `handlers` reaches weakly, kept alive here.
+    script_matches: Vec<Arc<dyn ScriptMatches>>,
     /// Before and after hooks that ran (REST and realtime): Nakama's
     /// `overall_before_*` and `overall_after_*`.
     hook_stats: HookStats,
@@ -101,6 +103,8 @@ impl Runtime {
         let lua_cache = cache.clone();
         let (events, event_rx) = EventQueue::new(settings.event_queue_size);
         let lua_events = events.clone();
+        let scripts = ScriptSet::default();
+        let lua_scripts = scripts.clone();
         let (shared, lua) = tokio::task::spawn_blocking(move || {
             let sources = Arc::new(crate::lua::discover(&lua_settings.path)?);
             let shared = Arc::new(LuaShared {
@@ -110,6 +114,7 @@ impl Runtime {
                 handle,
                 sources,
                 native_matches: lua_native,
+                scripts: lua_scripts,
                 run_once: Default::default(),
                 events: lua_events,
             });
@@ -117,17 +122,25 @@ impl Runtime {
         })
         .await
         .map_err(|e| LoadError::Setup(format!("module loading was interrupted: {e}")))??;
+        let handlers = Handlers {
+            services,
+            events: events.clone(),
+            native: native_matches,
+            scripts,
+        };
         let js = match JsShared::entrypoint_of(&settings) {
             None => None,
             Some(entrypoint) => {
                 let js_shared = Arc::new(JsShared {
                     settings: settings.clone(),
-                    services: services.clone(),
+                    services: handlers.services.clone(),
                     cache,
                     events: events.clone(),
                     handle: js_handle,
                     entrypoint,
                     shutdown: Arc::default(),
+                    handlers: handlers.clone(),
+                    indexes_declared: Default::default(),
                 });
                 let js = tokio::task::spawn_blocking(move || JsRuntime::start(js_shared))
                     .await
@@ -146,22 +159,18 @@ impl Runtime {
                 "native module registered"
             );
         }
-        let handlers = Handlers {
-            services,
-            events: events.clone(),
-            native: native_matches,
-            scripts: lua
-                .is_some()
-                .then_some(shared as Arc<dyn crate::native::ScriptMatches>),
-        };
-        Ok(Runtime::assemble(
-            settings,
-            native,
-            lua,
-            js,
-            handlers,
-            (events, event_rx),
-        ))
+        let mut script_matches: Vec<Arc<dyn ScriptMatches>> = Vec::new();
+        if lua.is_some() {
+            script_matches.push(shared);
+        }
+        if let Some(js) = &js {
+            script_matches.push(js.matches().clone());
+        }
+        handlers.scripts.fill(&script_matches);
+        let mut runtime =
+            Runtime::assemble(settings, native, lua, js, handlers, (events, event_rx));
+        runtime.script_matches = script_matches;
+        Ok(runtime)
     }
 
     /// A runtime with no modules, for servers and tests that need none.
@@ -171,7 +180,7 @@ impl Runtime {
             services,
             events: events.clone(),
             native: Arc::default(),
-            scripts: None,
+            scripts: ScriptSet::default(),
         };
         Runtime::assemble(
             RuntimeSettings::default(),
@@ -201,6 +210,7 @@ impl Runtime {
             rt_after: HashSet::new(),
             events,
             event_rx: std::sync::Mutex::new(Some(event_rx)),
+            script_matches: Vec::new(),
             hook_stats: HookStats::default(),
         };
         runtime.rt_before = MESSAGE_NAMES
@@ -487,25 +497,29 @@ impl Runtime {
             .await
     }
 
-    /// Calls `register_matchmaker_matched` with the matched entries; answers
-    /// the match id the module returned, if any.
+    /// Calls `register_matchmaker_matched` (Lua) or
+    /// `registerMatchmakerMatched` (JS) with the matched entries; answers the
+    /// match id the module returned, if any.
     pub async fn matchmaker_matched(&self, entries: Value) -> Result<Option<String>, RuntimeError> {
         if let Some(hook) = &self.native.matchmaker_matched {
             let call = self.native_call(CallContext::new(ExecutionMode::Matchmaker));
             return Ok(hook(call, entries).await?.filter(|id| !id.is_empty()));
         }
-        let Some(lua) = self
-            .lua
-            .as_ref()
-            .filter(|l| l.registered().matchmaker_matched)
-        else {
-            return Ok(None);
-        };
         let ctx = CallContext::new(ExecutionMode::Matchmaker);
-        match lua
-            .call("matchmaker_matched".into(), ctx, vec![entries])
-            .await?
-        {
+        let key = "matchmaker_matched";
+        let answer = match &self.lua {
+            Some(lua) if lua.registered().matchmaker_matched => {
+                lua.call(key.into(), ctx, vec![entries]).await?
+            }
+            _ => match &self.js {
+                Some(js) if js.has(key) => {
+                    js.call(key.into(), ctx, vec![js_matched_entries(entries)])
+                        .await?
+                }
+                _ => return Ok(None),
+            },
+        };
+        match answer {
             Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
             _ => Ok(None),
         }
@@ -588,52 +602,57 @@ impl Runtime {
     }
 
     fn has_event_callback(&self, kind: EventKind) -> bool {
-        let native = match kind {
+        !self.native_event_hooks(kind).is_empty()
+            || self.lua_has_event(kind)
+            || self.has_js(event_key(kind))
+    }
+
+    fn native_event_hooks(&self, kind: EventKind) -> &[crate::native::EventHook] {
+        match kind {
             EventKind::Custom => &self.native.events,
             EventKind::SessionStart => &self.native.session_start,
             EventKind::SessionEnd => &self.native.session_end,
-        };
-        !native.is_empty()
-            || self.lua.as_ref().is_some_and(|lua| {
-                let reg = lua.registered();
-                match kind {
-                    EventKind::Custom => reg.event,
-                    EventKind::SessionStart => reg.event_session_start,
-                    EventKind::SessionEnd => reg.event_session_end,
-                }
-            })
+        }
     }
 
-    async fn deliver(&self, queued: Queued) {
-        let (key, native) = match queued.kind {
-            EventKind::Custom => ("event", &self.native.events),
-            EventKind::SessionStart => ("event_session_start", &self.native.session_start),
-            EventKind::SessionEnd => ("event_session_end", &self.native.session_end),
-        };
-        let mut ctx = queued.ctx;
-        ctx.mode = ExecutionMode::Event;
-        for hook in native {
-            hook(self.native_call(ctx.clone()), queued.event.clone()).await;
-        }
-        let Some(lua) = self.lua.as_ref().filter(|lua| {
+    fn lua_has_event(&self, kind: EventKind) -> bool {
+        self.lua.as_ref().is_some_and(|lua| {
             let reg = lua.registered();
-            match queued.kind {
+            match kind {
                 EventKind::Custom => reg.event,
                 EventKind::SessionStart => reg.event_session_start,
                 EventKind::SessionEnd => reg.event_session_end,
             }
-        }) else {
-            return;
-        };
-        if let Err(e) = lua
-            .call(key.into(), ctx, vec![queued.event.to_value()])
-            .await
+        })
+    }
+
+    /// Hands an event to the native hooks, then to the Lua and the JS
+    /// callback of its kind, each that registered one.
+    async fn deliver(&self, queued: Queued) {
+        let key = event_key(queued.kind);
+        let mut ctx = queued.ctx;
+        ctx.mode = ExecutionMode::Event;
+        for hook in self.native_event_hooks(queued.kind) {
+            hook(self.native_call(ctx.clone()), queued.event.clone()).await;
+        }
+        let event = queued.event.to_value();
+        if let Some(lua) = self
+            .lua
+            .as_ref()
+            .filter(|_| self.lua_has_event(queued.kind))
+            && let Err(e) = lua.call(key.into(), ctx.clone(), vec![event.clone()]).await
         {
             tracing::warn!(callback = key, error = %e, "lua event callback failed");
         }
+        if let Some(js) = self.js.as_ref().filter(|js| js.has(key))
+            && let Err(e) = js.call(key.into(), ctx, vec![event]).await
+        {
+            tracing::warn!(callback = key, error = %e, "js event callback failed");
+        }
     }
 
-    /// Runs the shutdown hooks, then refuses further Lua calls.
+    /// Runs the shutdown hooks (native, Lua, JS), then refuses further
+    /// module calls.
     pub async fn shutdown(&self) {
         for hook in &self.native.shutdown {
             hook(self.native_call(CallContext::new(ExecutionMode::Shutdown))).await;
@@ -648,6 +667,12 @@ impl Runtime {
             lua.close();
         }
         if let Some(js) = &self.js {
+            if js.has("shutdown") {
+                let ctx = CallContext::new(ExecutionMode::Shutdown);
+                if let Err(e) = js.call("shutdown".into(), ctx, Vec::new()).await {
+                    tracing::error!(error = %e, "js shutdown function failed");
+                }
+            }
             js.close();
         }
     }
@@ -780,6 +805,7 @@ impl ludus_core::storage_index::IndexFilter for Runtime {
                 .lua
                 .as_ref()
                 .is_some_and(|l| l.registered().index_filters.contains(index))
+            || self.has_js(&format!("{}{index}", crate::lua::FILTER_PREFIX))
     }
 
     async fn keep(
@@ -790,9 +816,9 @@ impl ludus_core::storage_index::IndexFilter for Runtime {
         if let Some(filter) = self.native.index_filters.get(index) {
             return Ok(filter(object));
         }
-        let Some(lua) = self.lua.as_ref().filter(|_| self.has_filter(index)) else {
+        if !self.has_filter(index) {
             return Ok(true);
-        };
+        }
         let value: Value = serde_json::from_str(&object.value).unwrap_or(Value::Null);
         let write = serde_json::json!({
             "key": object.key,
@@ -805,7 +831,18 @@ impl ludus_core::storage_index::IndexFilter for Runtime {
         });
         let ctx = CallContext::new(ExecutionMode::StorageIndexFilter);
         let key = format!("{}{index}", crate::lua::FILTER_PREFIX);
-        match lua.call(key, ctx, vec![write]).await {
+        let answer = match self
+            .lua
+            .as_ref()
+            .filter(|l| l.registered().index_filters.contains(index))
+        {
+            Some(lua) => lua.call(key, ctx, vec![write]).await,
+            None => match &self.js {
+                Some(js) => js.call(key, ctx, vec![camel_keys(write)]).await,
+                None => return Ok(true),
+            },
+        };
+        match answer {
             Ok(Some(Value::Bool(keep))) => Ok(keep),
             Ok(_) => Err(ludus_core::ApiError::new(
                 Code::Internal,
@@ -911,21 +948,31 @@ impl Runtime {
             .await;
     }
 
-    async fn schedule_call(&self, key: &str, mode: ExecutionMode, args: Vec<Value>) {
-        let Some(lua) = self.lua.as_ref() else {
-            return;
-        };
-        let registered = lua.registered();
-        let wanted = match mode {
-            ExecutionMode::LeaderboardReset => registered.leaderboard_reset,
-            ExecutionMode::TournamentEnd => registered.tournament_end,
-            _ => registered.tournament_reset,
-        };
-        if !wanted {
-            return;
-        }
-        if let Err(e) = lua.call(key.into(), CallContext::new(mode), args).await {
+    /// The Lua hook registered under `key`, then the JS one (which gets
+    /// the leaderboard or tournament under Nakama's camelCase JS keys).
+    async fn schedule_call(&self, key: &str, mode: ExecutionMode, mut args: Vec<Value>) {
+        let wanted = self.lua.as_ref().filter(|lua| {
+            let registered = lua.registered();
+            match mode {
+                ExecutionMode::LeaderboardReset => registered.leaderboard_reset,
+                ExecutionMode::TournamentEnd => registered.tournament_end,
+                _ => registered.tournament_reset,
+            }
+        });
+        if let Some(lua) = wanted
+            && let Err(e) = lua
+                .call(key.into(), CallContext::new(mode), args.clone())
+                .await
+        {
             tracing::error!(error = %e, hook = key, "lua schedule hook failed");
+        }
+        if let Some(js) = self.js.as_ref().filter(|js| js.has(key)) {
+            if let Some(first) = args.first_mut() {
+                *first = camel_keys(std::mem::take(first));
+            }
+            if let Err(e) = js.call(key.into(), CallContext::new(mode), args).await {
+                tracing::error!(error = %e, hook = key, "js schedule hook failed");
+            }
         }
     }
 }
@@ -953,7 +1000,83 @@ fn refuse_shared_ids(
             )));
         }
     }
+    for name in js.matches().names() {
+        let other = if native.matches.contains_key(name) {
+            Some("the native module")
+        } else if lua.is_some_and(|l| l.has_module(name)) {
+            Some("a lua module of that name")
+        } else {
+            None
+        };
+        if let Some(other) = other {
+            return Err(LoadError::Setup(format!(
+                "match handler {name:?} is registered twice: by the js module {} and by {other}; rename one of them",
+                js.module()
+            )));
+        }
+    }
     Ok(())
+}
+
+/// The matched entries under Nakama's JS key names: `presence.userId`,
+/// `sessionId`, `username`, `node`, `properties`, `partyId`.
+fn js_matched_entries(entries: Value) -> Value {
+    let Value::Array(entries) = entries else {
+        return entries;
+    };
+    let rename = |o: &mut serde_json::Map<String, Value>, from: &str, to: &str| {
+        if let Some(v) = o.remove(from) {
+            o.insert(to.to_owned(), v);
+        }
+    };
+    Value::Array(
+        entries
+            .into_iter()
+            .map(|mut e| {
+                if let Some(o) = e.as_object_mut() {
+                    rename(o, "party_id", "partyId");
+                    if let Some(Value::Object(p)) = o.get_mut("presence") {
+                        rename(p, "user_id", "userId");
+                        rename(p, "session_id", "sessionId");
+                    }
+                }
+                e
+            })
+            .collect(),
+    )
+}
+
+/// An object's top-level keys in camelCase (`sort_order` → `sortOrder`),
+/// as Nakama's JS API names the fields its Lua API names in snake case.
+fn camel_keys(v: Value) -> Value {
+    let Value::Object(o) = v else {
+        return v;
+    };
+    let camel = |k: &str| {
+        let mut out = String::with_capacity(k.len());
+        let mut upper = false;
+        for c in k.chars() {
+            if c == '_' {
+                upper = true;
+            } else if upper {
+                out.extend(c.to_uppercase());
+                upper = false;
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    Value::Object(o.into_iter().map(|(k, v)| (camel(&k), v)).collect())
+}
+
+/// The callback key of an event kind, the same in Lua and JS.
+fn event_key(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Custom => "event",
+        EventKind::SessionStart => "event_session_start",
+        EventKind::SessionEnd => "event_session_end",
+    }
 }
 
 /// `id` in lower case (RPC ids are case-insensitive), copied only when it

@@ -11,11 +11,13 @@
 mod budget;
 mod initializer;
 mod logger;
+mod matches;
 mod nk;
 mod nk_account;
 mod nk_auth;
 mod nk_common;
 mod nk_leaderboard;
+mod nk_match;
 mod nk_purchase;
 mod nk_realtime;
 mod nk_social;
@@ -30,6 +32,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::Value;
 
+pub(crate) use matches::JsMatches;
 pub(crate) use shared::JsShared;
 
 use crate::context::CallContext;
@@ -40,6 +43,8 @@ use vm::Keys;
 pub(crate) struct JsRuntime {
     pool: JsPool,
     keys: Keys,
+    /// The match handlers `InitModule` registered.
+    matches: Arc<JsMatches>,
     /// The bundle's file name, for messages.
     module: String,
     shared: Arc<JsShared>,
@@ -50,17 +55,21 @@ impl JsRuntime {
     /// bundle. Blocks until that context has run `InitModule`.
     pub(crate) fn start(shared: Arc<JsShared>) -> Result<JsRuntime, LoadError> {
         let module = shared.entrypoint.display().to_string();
-        let (pool, keys) = JsPool::start(shared.clone())?;
+        let (pool, (keys, matches)) = JsPool::start(shared.clone())?;
+        shared.indexes_declared.store(true, Ordering::Release);
+        let matches = Arc::new(JsMatches::new(shared.clone(), matches));
         tracing::info!(
             module = %module,
             rpcs = keys.iter().filter(|k| k.starts_with("rpc/")).count(),
             hooks = keys.iter().filter(|k| !k.starts_with("rpc/")).count(),
+            matches = matches.names().count(),
             max_contexts = shared.settings.js_max_count,
             "js runtime ready"
         );
         Ok(JsRuntime {
             pool,
             keys,
+            matches,
             module,
             shared,
         })
@@ -74,6 +83,11 @@ impl JsRuntime {
     /// The RPC ids the module registered, lower case.
     pub(crate) fn rpc_ids(&self) -> impl Iterator<Item = &str> {
         self.keys.iter().filter_map(|k| k.strip_prefix("rpc/"))
+    }
+
+    /// The module's match handlers, for `Handlers`.
+    pub(crate) fn matches(&self) -> &Arc<JsMatches> {
+        &self.matches
     }
 
     pub(crate) fn module(&self) -> &str {

@@ -157,6 +157,7 @@ pub(super) fn nk<'js>(ctx: &Ctx<'js>, shared: &Arc<JsShared>) -> rquickjs::Resul
     super::nk_util::install(ctx, &nk, shared)?;
     super::nk_leaderboard::install(ctx, &nk, shared)?;
     super::nk_purchase::install(ctx, &nk, shared)?;
+    super::nk_match::install(ctx, &nk, shared)?;
     let freeze: Function = ctx.eval("Object.freeze")?;
     freeze.call::<_, ()>((nk.clone(),))?;
     Ok(nk)

@@ -36,6 +36,10 @@ const ABANDONED: u8 = 2;
 
 type Answer = Result<Option<Value>, RuntimeError>;
 
+/// What the first context's `InitModule` registered: callback keys and
+/// match handlers.
+pub(super) type Loaded = (super::vm::Keys, super::initializer::Matches);
+
 struct Job {
     state: Arc<AtomicU8>,
     key: String,
@@ -74,7 +78,7 @@ impl JsPool {
 
     /// Makes the first context on its thread and answers the keys its
     /// `InitModule` registered; a module that fails to load stops here.
-    pub(super) fn start(shared: Arc<JsShared>) -> Result<(JsPool, super::vm::Keys), LoadError> {
+    pub(super) fn start(shared: Arc<JsShared>) -> Result<(JsPool, Loaded), LoadError> {
         let (sender, receiver) = sync_channel(shared.settings.pool_queue_size.max(1));
         let threads = Arc::new(Threads {
             jobs: Mutex::new(receiver),
@@ -87,7 +91,7 @@ impl JsPool {
         });
         let (loaded_tx, loaded_rx) = std::sync::mpsc::channel();
         spawn(threads.clone(), Some(loaded_tx))?;
-        let keys = loaded_rx.recv().map_err(|_| {
+        let loaded = loaded_rx.recv().map_err(|_| {
             LoadError::Setup("the first js context's thread ended while loading".into())
         })??;
         let pool = JsPool {
@@ -96,7 +100,7 @@ impl JsPool {
             timeout: shared.settings.pool_timeout,
             closed: AtomicBool::new(false),
         };
-        Ok((pool, keys))
+        Ok((pool, loaded))
     }
 
     /// Runs the callback `key` on a free context.
@@ -190,7 +194,7 @@ fn lost() -> RuntimeError {
 /// Starts a context's thread; `loaded` hears the first context's keys.
 fn spawn(
     threads: Arc<Threads>,
-    loaded: Option<std::sync::mpsc::Sender<Result<super::vm::Keys, LoadError>>>,
+    loaded: Option<std::sync::mpsc::Sender<Result<Loaded, LoadError>>>,
 ) -> Result<(), LoadError> {
     let n = threads.count.load(Ordering::Relaxed);
     std::thread::Builder::new()
@@ -203,7 +207,7 @@ fn spawn(
 
 fn serve(
     threads: Arc<Threads>,
-    loaded: Option<std::sync::mpsc::Sender<Result<super::vm::Keys, LoadError>>>,
+    loaded: Option<std::sync::mpsc::Sender<Result<Loaded, LoadError>>>,
 ) {
     let made = JsVm::new(threads.shared.clone());
     threads.starting.fetch_sub(1, Ordering::AcqRel);
@@ -221,7 +225,7 @@ fn serve(
         }
     };
     if let Some(tx) = loaded {
-        let _ = tx.send(Ok(vm.keys()));
+        let _ = tx.send(Ok((vm.keys(), vm.matches().clone())));
     }
     loop {
         threads.idle.fetch_add(1, Ordering::AcqRel);

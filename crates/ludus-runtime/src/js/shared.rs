@@ -1,12 +1,14 @@
 //! What every JS context of the runtime shares: the settings, the server
 //! behind `RuntimeServices`, the node-local cache, the event queue, the
-//! async runtime that server calls run on, and the stop raised at shutdown.
+//! async runtime that server calls run on, the stop raised at shutdown, and
+//! the match handlers `nk.matchCreate` reaches.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use crate::localcache::LocalCache;
+use crate::native::Handlers;
 use crate::services::RuntimeServices;
 use crate::settings::RuntimeSettings;
 
@@ -21,6 +23,11 @@ pub(crate) struct JsShared {
     pub(crate) entrypoint: PathBuf,
     /// Raised at shutdown: every running call stops at its next check.
     pub(crate) shutdown: Arc<AtomicBool>,
+    /// Set once the first context ran `InitModule`: later contexts declare
+    /// no storage index again.
+    pub(crate) indexes_declared: AtomicBool,
+    /// Where `nk.matchCreate` finds handlers: native, Lua or JS.
+    pub(crate) handlers: Handlers,
 }
 
 impl JsShared {

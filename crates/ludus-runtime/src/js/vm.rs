@@ -19,7 +19,7 @@ use rquickjs::context::EvalOptions;
 use rquickjs::{Context, Ctx, Function, Object, Persistent, Runtime as Engine, Value};
 
 use super::budget::Budget;
-use super::initializer::{Callbacks, initializer};
+use super::initializer::{Callbacks, Matches, initializer};
 use super::logger::root_logger;
 use super::nk::nk;
 use super::nk_common::to_js;
@@ -30,7 +30,8 @@ use crate::error::{LoadError, RuntimeError};
 /// What a call that failed without an exception value reports; QuickJS
 /// fails that way when it runs out of memory while making the error (a
 /// module's own `throw null` reads the same).
-const NOTHING_THROWN: &str = "js call failed with no error value (out of memory, or `throw null`)";
+pub(super) const NOTHING_THROWN: &str =
+    "js call failed with no error value (out of memory, or `throw null`)";
 
 /// QuickJS's own stack limit; the thread has more (`pool.rs`).
 pub(super) const STACK_LIMIT: usize = 1 << 20;
@@ -38,6 +39,7 @@ pub(super) const STACK_LIMIT: usize = 1 << 20;
 pub(super) struct JsVm {
     // Dropped before the engine: the context and the saved values hold it.
     callbacks: Callbacks,
+    matches: Matches,
     logger: Persistent<Object<'static>>,
     nk: Persistent<Object<'static>>,
     context: Context,
@@ -55,31 +57,19 @@ impl JsVm {
     /// Evaluates the bundle and runs `InitModule`; a syntax error, a throw
     /// or a missing `InitModule` stops here with the file and line.
     pub(super) fn new(shared: Arc<JsShared>) -> Result<JsVm, LoadError> {
-        let setup = |e: rquickjs::Error| LoadError::Setup(format!("js engine: {e}"));
-        let engine = Engine::new().map_err(setup)?;
-        let limit = shared.settings.js_memory_limit_bytes;
-        if limit > 0 {
-            engine.set_memory_limit(limit);
-        }
-        engine.set_max_stack_size(STACK_LIMIT);
-        let budget = Rc::new(Budget::new(shared.shutdown.clone()));
-        let check = budget.clone();
-        engine.set_interrupt_handler(Some(Box::new(move || check.should_stop())));
-        let context = Context::full(&engine).map_err(setup)?;
+        let (engine, context, budget) = engine(&shared)?;
         let module = shared
             .entrypoint
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         let registered = Rc::new(RefCell::new(Callbacks::new()));
+        let matches = Rc::new(RefCell::new(Matches::new()));
         budget.start(shared.settings.js_call_timeout);
         let loaded = context.with(|ctx| -> Result<_, String> {
             let fail = |e: rquickjs::Error| describe(&ctx, e).1;
             let logger = root_logger(&ctx).map_err(fail)?;
             let nk = nk(&ctx, &shared).map_err(fail)?;
-            let mut options = EvalOptions::default();
-            options.strict = false;
-            ctx.eval_file_with_options::<(), _>(&shared.entrypoint, options)
-                .map_err(fail)?;
+            evaluate(&ctx, &shared).map_err(fail)?;
             let init: Value = ctx.globals().get("InitModule").map_err(fail)?;
             let Some(init) = init.into_function() else {
                 return Err(format!(
@@ -88,7 +78,7 @@ impl JsVm {
             };
             let jsctx = call_context(&ctx, &shared, &CallContext::new(ExecutionMode::RunOnce))
                 .map_err(fail)?;
-            let initializer = initializer(&ctx, &registered).map_err(fail)?;
+            let initializer = initializer(&ctx, &registered, &matches, &shared).map_err(fail)?;
             init.call::<_, ()>((jsctx, logger.clone(), nk.clone(), initializer))
                 .map_err(fail)?;
             Ok((Persistent::save(&ctx, logger), Persistent::save(&ctx, nk)))
@@ -101,8 +91,10 @@ impl JsVm {
         let callbacks = Rc::try_unwrap(registered)
             .map(RefCell::into_inner)
             .unwrap_or_else(|rc| std::mem::take(&mut *rc.borrow_mut()));
+        let matches = matches.borrow().clone();
         Ok(JsVm {
             callbacks,
+            matches,
             logger,
             nk,
             context,
@@ -115,6 +107,11 @@ impl JsVm {
 
     pub(super) fn keys(&self) -> Keys {
         self.callbacks.keys().cloned().collect()
+    }
+
+    /// The match handlers `InitModule` registered, by name.
+    pub(super) fn matches(&self) -> &Matches {
+        &self.matches
     }
 
     pub(super) fn spoiled(&self) -> bool {
@@ -175,9 +172,33 @@ impl JsVm {
     }
 }
 
+/// A QuickJS runtime of its own with its memory limit, its stack limit and
+/// an interrupt handler that checks the returned budget, and a context on it.
+pub(super) fn engine(shared: &JsShared) -> Result<(Engine, Context, Rc<Budget>), LoadError> {
+    let setup = |e: rquickjs::Error| LoadError::Setup(format!("js engine: {e}"));
+    let engine = Engine::new().map_err(setup)?;
+    let limit = shared.settings.js_memory_limit_bytes;
+    if limit > 0 {
+        engine.set_memory_limit(limit);
+    }
+    engine.set_max_stack_size(STACK_LIMIT);
+    let budget = Rc::new(Budget::new(shared.shutdown.clone()));
+    let check = budget.clone();
+    engine.set_interrupt_handler(Some(Box::new(move || check.should_stop())));
+    let context = Context::full(&engine).map_err(setup)?;
+    Ok((engine, context, budget))
+}
+
+/// Evaluates the bundle (sloppy mode, as Nakama's goja runs it).
+pub(super) fn evaluate(ctx: &Ctx<'_>, shared: &JsShared) -> rquickjs::Result<()> {
+    let mut options = EvalOptions::default();
+    options.strict = false;
+    ctx.eval_file_with_options::<(), _>(&shared.entrypoint, options)
+}
+
 /// The `ctx` object with Nakama's JS key names; keys a call does not have
 /// are left out, as Nakama does.
-fn call_context<'js>(
+pub(super) fn call_context<'js>(
     ctx: &Ctx<'js>,
     shared: &JsShared,
     call: &CallContext,
@@ -229,7 +250,10 @@ fn call_context<'js>(
 
 /// A callback's result as a JSON value: strings as they are, `undefined`
 /// and `null` as nothing, other values through `JSON.stringify`.
-fn from_js<'js>(ctx: &Ctx<'js>, v: Value<'js>) -> rquickjs::Result<Option<serde_json::Value>> {
+pub(super) fn from_js<'js>(
+    ctx: &Ctx<'js>,
+    v: Value<'js>,
+) -> rquickjs::Result<Option<serde_json::Value>> {
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
@@ -246,7 +270,7 @@ fn from_js<'js>(ctx: &Ctx<'js>, v: Value<'js>) -> rquickjs::Result<Option<serde_
 /// with a string `message` and/or an integer `code` gives those (the code
 /// a gRPC code, 13 Internal when absent); an `Error` its message, with its
 /// file and line in the log; anything else its text.
-fn describe(ctx: &Ctx<'_>, e: rquickjs::Error) -> (Code, String) {
+pub(super) fn describe(ctx: &Ctx<'_>, e: rquickjs::Error) -> (Code, String) {
     if !matches!(e, rquickjs::Error::Exception) {
         return (Code::Internal, format!("js runtime error: {e}"));
     }

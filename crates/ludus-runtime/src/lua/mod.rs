@@ -148,6 +148,11 @@ impl LuaRuntime {
         self.sources.iter().map(|m| m.display_path.as_str())
     }
 
+    /// Whether a module of that name was loaded (it may make matches).
+    pub(crate) fn has_module(&self, name: &str) -> bool {
+        self.sources.iter().any(|m| m.name == name)
+    }
+
     pub(crate) fn module_count(&self) -> usize {
         self.sources.len()
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use crate::localcache::LocalCache;
-use crate::native::{Handlers, MatchFactory};
+use crate::native::{Handlers, MatchFactory, ScriptSet};
 use crate::services::RuntimeServices;
 use crate::settings::RuntimeSettings;
 
@@ -25,6 +25,9 @@ pub(crate) struct LuaShared {
     /// Native match handlers by name (a native registration wins over a Lua
     /// module of the same name).
     pub native_matches: Arc<HashMap<String, MatchFactory>>,
+    /// The script runtimes' match handlers (this one's and the JS
+    /// module's), so `nk.match_create` reaches either.
+    pub scripts: ScriptSet,
     /// Set by the first `nk.run_once` call; later calls do nothing.
     pub run_once: AtomicBool,
     /// Where `nk.event` queues events for the event callbacks.
@@ -60,7 +63,7 @@ impl LuaShared {
             services: self.services.clone(),
             events: self.events.clone(),
             native: self.native_matches.clone(),
-            scripts: Some(self.clone()),
+            scripts: self.scripts.clone(),
         }
     }
 }

@@ -714,6 +714,7 @@ mod tests {
             handle: rt.handle().clone(),
             sources: modules.clone(),
             native_matches: Default::default(),
+            scripts: Default::default(),
             run_once: Default::default(),
             events: crate::events::EventQueue::new(1).0,
         })

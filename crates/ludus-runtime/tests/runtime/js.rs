@@ -378,8 +378,14 @@ async fn a_bundle_that_cannot_load_stops_start_naming_the_problem() {
         err.contains("index.js") && err.contains("SyntaxError"),
         "{err}"
     );
-    let err = start(settings("js_match")).await.unwrap_err().to_string();
-    assert!(err.contains("registerMatch is not supported"), "{err}");
+    let err = start(settings("js_match_inline"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("registerMatch(\"lobby\")") && err.contains("top level"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -391,4 +397,406 @@ async fn no_bundle_means_no_js_runtime() {
     s.js_entrypoint = "other.js".into();
     let rt = start(s).await.unwrap();
     assert!(!rt.has_rpc("fail_custom"));
+}
+
+mod matches {
+    //! JS match handlers (`js/matches.rs`) driven through the engine's
+    //! `MatchHandler` calls, as the match task makes them.
+
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use ludus_realtime::Presence;
+    use ludus_realtime::matches::{
+        Dispatcher, JoinDecision, MatchHandler, MatchInfo, MatchMessage, Step,
+    };
+    use serde_json::{Value, json};
+    use uuid::Uuid;
+
+    use crate::support::{settings, start};
+
+    fn info() -> MatchInfo {
+        MatchInfo {
+            id: "m1.test-node".into(),
+            node: "test-node".into(),
+            handler_name: "arena".into(),
+        }
+    }
+
+    fn player(name: &str) -> Presence {
+        Presence::new(
+            Uuid::new_v4(),
+            Uuid::new_v4(),
+            Arc::from(name),
+            Arc::from("test-node"),
+        )
+    }
+
+    /// Runs a blocking handler call off the async worker, as the match
+    /// task's executor does.
+    async fn off<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        tokio::task::spawn_blocking(f).await.unwrap()
+    }
+
+    fn seen(handler: &mut Box<dyn MatchHandler>, d: &mut Dispatcher) -> Value {
+        let (step, out) = handler.signal(d, 99, "state").unwrap();
+        assert_eq!(step, Step::Continue);
+        serde_json::from_str(&out).unwrap()
+    }
+
+    #[tokio::test]
+    async fn js_match_callbacks_get_nakamas_shapes_and_keep_their_state() {
+        let rt = start(settings("js_match")).await.unwrap();
+        assert!(rt.has_match_handler("arena"));
+        let (make, make_again) = (rt.match_handler("arena"), rt.match_handler("arena"));
+        off(move || {
+            let mut h = make().unwrap();
+            let init = h.init(&info(), &json!({"mode": "duel", "max": 2})).unwrap();
+            assert_eq!(init.tick_rate, 10);
+            assert_eq!(init.label, r#"{"mode":"duel"}"#);
+            let mut d = Dispatcher::default();
+            let (ana, bo, cy) = (player("ana"), player("bo"), player("cy"));
+            let none = BTreeMap::new();
+            let wrong: BTreeMap<String, String> =
+                [("password".to_owned(), "wrong".to_owned())].into();
+            assert_eq!(
+                h.join_attempt(&mut d, 1, &ana, &wrong).unwrap(),
+                JoinDecision::Reject("bad password".into())
+            );
+            assert_eq!(
+                h.join_attempt(&mut d, 1, &ana, &none).unwrap(),
+                JoinDecision::Accept
+            );
+            assert_eq!(
+                h.join(&mut d, 1, &[ana.clone(), bo.clone()]).unwrap(),
+                Step::Continue
+            );
+            // Full at two: the third is refused with no reason.
+            assert_eq!(
+                h.join_attempt(&mut d, 2, &cy, &none).unwrap(),
+                JoinDecision::Reject(String::new())
+            );
+            let message = MatchMessage {
+                sender: bo.clone(),
+                op_code: 1,
+                data: b"hi".to_vec(),
+                reliable: false,
+                receive_time_ms: 1_700_000_000_123,
+            };
+            assert_eq!(h.tick(&mut d, 3, &[message]).unwrap(), Step::Continue);
+            assert_eq!(h.tick(&mut d, 4, &[]).unwrap(), Step::Continue);
+            assert_eq!(
+                h.leave(&mut d, 5, std::slice::from_ref(&ana)).unwrap(),
+                Step::Continue
+            );
+            assert_eq!(h.terminate(&mut d, 6, 7).unwrap(), Step::Continue);
+            let s = seen(&mut h, &mut d);
+            // A Map in the state kept its entries: the state stayed a JS
+            // value between callbacks (JSON would have emptied it).
+            assert_eq!(
+                s["seen"]["3:bo"],
+                json!({"op": 1, "text": "hi", "isBuffer": true, "reliable": false,
+                       "at": 1_700_000_000_123u64, "user": bo.user_id.to_string()})
+            );
+            assert_eq!(s["players"], json!(["bo@test-node"]));
+            assert_eq!(s["lastTick"], 4);
+            assert_eq!(s["grace"], 7);
+            assert_eq!(s["mode"], "match");
+            assert_eq!(s["matchId"], "m1.test-node");
+            assert_eq!(s["label"], r#"{"mode":"duel"}"#);
+            assert_eq!(s["tickRate"], 10);
+            assert_eq!(s["sameCtx"], true);
+            // The join attempt's ctx carries the joining user, as Nakama's.
+            assert_eq!(s["lastAttempt"]["userId"], cy.user_id.to_string());
+            assert_eq!(s["lastAttempt"]["sessionId"], cy.session_id.to_string());
+            assert_eq!(s["lastAttempt"]["presence"], "cy");
+            // Each match has a context of its own: module state is per match.
+            assert_eq!(s["contexts"], 1);
+            let mut other = make_again().unwrap();
+            other.init(&info(), &Value::Null).unwrap();
+            let s = seen(&mut other, &mut d);
+            assert_eq!(
+                s["contexts"], 1,
+                "a second match starts from fresh module state"
+            );
+            // A null return ends the match.
+            assert_eq!(h.signal(&mut d, 8, "end").unwrap().0, Step::End);
+            // A join attempt answering garbage fails with Nakama's message.
+            let garbage: BTreeMap<String, String> = [("garbage".to_owned(), "1".to_owned())].into();
+            let e = other.join_attempt(&mut d, 2, &cy, &garbage).unwrap_err();
+            assert!(
+                e.contains("matchJoinAttempt") && e.contains("'accept' property must be a boolean"),
+                "{e}"
+            );
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn lua_and_js_match_names_are_found_through_one_path() {
+        let rt = start(settings("js_match")).await.unwrap();
+        assert!(rt.has_match_handler("arena") && rt.has_match_handler("lua_arena"));
+        let (js, lua) = (rt.match_handler("arena"), rt.match_handler("lua_arena"));
+        off(move || {
+            let mut d = Dispatcher::default();
+            let mut lua = lua().unwrap();
+            assert_eq!(lua.init(&info(), &Value::Null).unwrap().label, "lua");
+            assert_eq!(lua.signal(&mut d, 1, "hi").unwrap().1, "lua hi");
+            let mut js = js().unwrap();
+            assert_eq!(js.init(&info(), &Value::Null).unwrap().tick_rate, 10);
+        })
+        .await;
+        let e = off({
+            let unknown = rt.match_handler("nowhere");
+            move || unknown().err().unwrap()
+        })
+        .await;
+        assert!(e.contains("registerMatch(\"nowhere\""), "{e}");
+    }
+
+    /// A runaway `matchLoop` ends at its time budget (half the tick
+    /// interval, at least 50 ms) and fails that match only; a greedy one
+    /// ends at the memory limit.
+    #[tokio::test]
+    async fn a_runaway_or_greedy_match_loop_ends_only_that_match() {
+        let mut s = settings("js_match");
+        s.js_memory_limit_bytes = 24 << 20;
+        let rt = start(s).await.unwrap();
+        let (a, b, c) = (
+            rt.match_handler("arena"),
+            rt.match_handler("arena"),
+            rt.match_handler("arena"),
+        );
+        off(move || {
+            let mut d = Dispatcher::default();
+            let (mut a, mut b, mut c) = (a().unwrap(), b().unwrap(), c().unwrap());
+            for h in [&mut a, &mut b, &mut c] {
+                h.init(&info(), &Value::Null).unwrap();
+            }
+            let p = player("ana");
+            let op = |op_code| MatchMessage {
+                sender: p.clone(),
+                op_code,
+                data: Vec::new(),
+                reliable: true,
+                receive_time_ms: 0,
+            };
+            let started = Instant::now();
+            let e = a.tick(&mut d, 1, &[op(7)]).unwrap_err();
+            assert!(
+                e.contains("matchLoop") && e.contains("time budget of 50 ms"),
+                "{e}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{:?}",
+                started.elapsed()
+            );
+            let e = b.tick(&mut d, 1, &[op(9)]).unwrap_err();
+            assert!(
+                e.contains("matchLoop") && e.contains("out of memory"),
+                "{e}"
+            );
+            // The other match goes on.
+            assert_eq!(c.tick(&mut d, 1, &[op(1)]).unwrap(), Step::Continue);
+            assert_eq!(seen(&mut c, &mut d)["lastTick"], 1);
+        })
+        .await;
+    }
+}
+
+mod hooks {
+    //! `registerRtBefore|After`, `registerEvent*` and `registerShutdown`,
+    //! each fired where the Lua twin fires.
+
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use ludus_runtime::{CallContext, Event};
+    use serde_json::json;
+
+    use crate::support::{FakeServices, settings, start_with};
+
+    async fn seen(rt: &ludus_runtime::Runtime, key: &str) -> String {
+        rt.rpc(CallContext::default(), "seen", key.to_owned())
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn js_realtime_event_and_shutdown_callbacks_fire() {
+        let services = Arc::new(FakeServices::default());
+        let rt = Arc::new(
+            start_with(settings("js_hooks"), services.clone())
+                .await
+                .unwrap(),
+        );
+        // Nakama's message names, case-insensitive; an unknown one is
+        // refused naming what is expected.
+        assert!(
+            seen(&rt, "badName").await.contains("realtime message name"),
+            "{}",
+            seen(&rt, "badName").await
+        );
+        let user = "4ec4f126-3f9d-11e7-84ef-b7c182b36521";
+        let call = || CallContext {
+            user_id: Some(user.into()),
+            ..CallContext::default()
+        };
+        let envelope = json!({"channelJoin": {"target": "lobby", "type": 1}});
+        let rewritten = rt
+            .rt_before(call(), "channeljoin", envelope.clone())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(rewritten["channelJoin"]["target"], "rewritten");
+        rt.rt_after(call(), "channeljoin", json!({}), rewritten)
+            .await
+            .unwrap();
+        assert_eq!(seen(&rt, "after").await, format!("rewritten by {user}"));
+
+        rt.start_events();
+        rt.event(
+            call(),
+            Event {
+                name: "level_up".into(),
+                properties: [("level".to_owned(), "3".to_owned())].into(),
+                timestamp_ms: 0,
+                external: true,
+            },
+        );
+        rt.session_event(true, call);
+        for _ in 0..200 {
+            if seen(&rt, "start").await != "nothing" && seen(&rt, "event").await != "nothing" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(seen(&rt, "event").await, "level_up 3 true event");
+        assert_eq!(seen(&rt, "start").await, format!("session_start {user}"));
+
+        // The matched entries under Nakama's JS names; the answer is the id.
+        let entries = json!([
+            {"presence": {"user_id": "u1", "session_id": "s1", "username": "ana", "node": "n1"},
+             "properties": {"region": "eu"}},
+            {"presence": {"user_id": "u2", "session_id": "s2", "username": "bo", "node": "n1"},
+             "properties": {}, "party_id": "p2"},
+        ]);
+        assert_eq!(
+            rt.matchmaker_matched(entries).await.unwrap().as_deref(),
+            Some("m 2 u1 s1 ana n1 eu p2 matchmaker")
+        );
+
+        assert_eq!(services.max_in_flight.load(Ordering::Relaxed), 0);
+        rt.shutdown().await;
+        assert_eq!(
+            services.max_in_flight.load(Ordering::Relaxed),
+            1,
+            "the shutdown callback ran its server call"
+        );
+    }
+}
+
+mod schedules {
+    //! `registerLeaderboardReset`, `registerTournamentEnd|Reset` through the
+    //! runtime's `ScheduleHooks`, with Nakama's JS keys.
+
+    use ludus_core::leaderboard::{Leaderboard, SortOrder};
+    use ludus_core::leaderboard_service::{ScheduleHooks, TournamentView};
+    use ludus_runtime::CallContext;
+
+    use crate::support::{settings, start};
+
+    async fn seen(rt: &ludus_runtime::Runtime, key: &str) -> String {
+        rt.rpc(CallContext::default(), "seen", key.to_owned())
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn js_schedule_hooks_get_nakamas_js_arguments() {
+        let rt = start(settings("js_hooks")).await.unwrap();
+        let mut board = Leaderboard::new("weekly", 1_700_000_000);
+        board.sort_order = SortOrder::Ascending;
+        board.reset_schedule = Some("0 0 * * 1".into());
+        rt.leaderboard_reset(&board, 1_700_438_400).await;
+        assert_eq!(
+            seen(&rt, "leaderboard_reset").await,
+            "leaderboard_reset weekly 0 1700438400"
+        );
+        let mut def = Leaderboard::new("cup", 1_700_000_000);
+        def.duration = 600;
+        def.title = "Cup".into();
+        let view = TournamentView {
+            def,
+            size: 3,
+            can_enter: false,
+            start_active: 1_700_000_000,
+            end_active: 1_700_000_600,
+            prev_reset: 0,
+            next_reset: 1_700_003_600,
+        };
+        rt.tournament_end(&view, 1_700_000_600, 1_700_003_600).await;
+        assert_eq!(
+            seen(&rt, "tournament_end").await,
+            "tournament_end Cup 1700000600 1700000600 1700003600"
+        );
+        rt.tournament_reset(&view, 1_700_000_600, 1_700_003_600)
+            .await;
+        assert_eq!(
+            seen(&rt, "tournament_reset").await,
+            "tournament_reset cup 1700000600 1700003600"
+        );
+    }
+}
+
+mod storage_index {
+    //! `registerStorageIndex` reaches the services from the first context;
+    //! `registerStorageIndexFilter` decides through `IndexFilter`.
+
+    use ludus_core::storage::{ReadPermission, StorageObject, WritePermission};
+    use ludus_core::storage_index::IndexFilter;
+    use ludus_runtime::CallContext;
+    use uuid::Uuid;
+
+    use crate::support::{settings, start};
+
+    #[tokio::test]
+    async fn js_storage_index_and_its_filter() {
+        let rt = start(settings("js_hooks")).await.unwrap();
+        let index = rt
+            .rpc(CallContext::default(), "seen", "index".into())
+            .await
+            .unwrap();
+        assert!(
+            index.starts_with("failed to create storage index: "),
+            "{index}"
+        );
+        assert!(rt.has_filter("players") && !rt.has_filter("others"));
+        let user = Uuid::new_v4();
+        let mut object = StorageObject {
+            collection: "profiles".into(),
+            key: "me".into(),
+            user_id: user,
+            value: r#"{"tier":"gold"}"#.into(),
+            version: "v1".into(),
+            read: ReadPermission::OwnerRead,
+            write: WritePermission::OwnerWrite,
+            create_time: 0,
+            update_time: 0,
+        };
+        assert!(rt.keep("players", &object).await.unwrap());
+        object.value = r#"{"tier":"tin"}"#.into();
+        assert!(!rt.keep("players", &object).await.unwrap());
+        let seen = rt
+            .rpc(CallContext::default(), "seen", "filter".into())
+            .await
+            .unwrap();
+        assert!(
+            seen == format!("storage_index_filter profiles {user} 1"),
+            "{seen}"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! `/v2/rpc/{id}` against the JS module in `tests/js`: a session and the
 //! http_key reach it, thrown errors become the client's code and message as
-//! in Nakama, and `nk.walletUpdate` writes through the real store on both
-//! backends.
+//! in Nakama, `nk.walletUpdate` writes through the real store on both
+//! backends, and a JS storage index and its filter follow REST writes.
 
 use serde_json::{Value, json};
 
@@ -148,7 +148,36 @@ async fn js_wallet_update_writes_through_the_store(backend: Backend) {
 }
 
 both_backends!(
+    js_storage_index_and_filter_follow_writes,
     js_rpc_with_a_session_and_the_http_key,
     js_rpc_errors_keep_the_thrown_code_and_message,
     js_wallet_update_writes_through_the_store,
 );
+
+async fn js_storage_index_and_filter_follow_writes(backend: Backend) {
+    let s = TestServer::start_with(backend, js_config).await;
+    let session = s.device_session("js-index-device-0001").await;
+    for (key, tier) in [("ann", "gold"), ("bob", "tin"), ("cy", "gold")] {
+        let r = s
+            .put_bearer(
+                "/v2/storage",
+                &token(&session),
+                json!({"objects": [{"collection": "js_profiles", "key": key,
+                    "value": json!({"tier": tier, "name": key}).to_string(),
+                    "permission_read": 2, "permission_write": 1}]}),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let list = |query: &str| {
+        s.http
+            .post(s.url("/v2/rpc/js_index_keys?http_key=defaulthttpkey&unwrap"))
+            .body(query.to_owned())
+    };
+    let r = s.raw(list("*")).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // Bob is tin: the JS filter kept him out of the index.
+    assert_eq!(r.body, json!(["ann", "cy"]));
+    let r = s.raw(list("+value.name:cy")).await;
+    assert_eq!(r.body, json!(["cy"]));
+}

@@ -24,7 +24,14 @@ function earn(ctx, logger, nk, payload) {
   return JSON.stringify({ coins: r.updated.coins, before: r.previous.coins || 0 });
 }
 
+// Only gold players go into the js_players index.
+function goldOnly(ctx, logger, nk, write) {
+  return write.value.tier === "gold" && write.collection === "js_profiles";
+}
+
 function InitModule(ctx, logger, nk, initializer) {
+  initializer.registerStorageIndex("js_players", "js_profiles", "", ["tier", "name"], [], 100, false);
+  initializer.registerStorageIndexFilter("js_players", goldOnly);
   initializer.registerRpc("js_echo", echo);
   initializer.registerRpc("js_whoami", whoAmI);
   initializer.registerRpc("js_denied", denied);

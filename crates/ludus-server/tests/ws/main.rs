@@ -13,6 +13,7 @@ mod envelope;
 mod events;
 mod friends;
 mod group_chat;
+mod js_match;
 mod js_rpc;
 mod limits;
 mod matches;
