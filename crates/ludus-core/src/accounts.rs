@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, Code};
 use crate::model::{Account, AccountUpdate, Identity, NewUser, User, UserAuth};
 use crate::revocation::{RevocationFeed, RevocationList, Revoked};
-use crate::social_auth::{SocialCredential, SocialVerifier};
+use crate::social_auth::{FriendSource, SocialCredential, SocialVerifier};
 use crate::store::{Store, StoreError};
 pub use crate::token::Caller;
 use crate::token::{self, SessionClaims, TokenError, TokenKind};
@@ -685,6 +685,29 @@ impl AccountService {
         let id = self.social.verify(credential).await?.id;
         self.unlink(user, Identity::Social(credential.provider(), id))
             .await
+    }
+
+    /// Where the friends of `user`, who just signed in or linked with
+    /// `credential`, are read for a `sync` import: a Facebook Graph token
+    /// (a Limited Login token cannot list friends, so none), or the Steam
+    /// id the account holds now. None for other platforms.
+    pub async fn friend_source(
+        &self,
+        user: Uuid,
+        credential: &SocialCredential,
+    ) -> Result<Option<FriendSource>, ApiError> {
+        Ok(match credential {
+            SocialCredential::Facebook { token } if token.split('.').count() != 3 => {
+                Some(FriendSource::Facebook {
+                    token: token.clone(),
+                })
+            }
+            SocialCredential::Steam { .. } => {
+                let steam_id = self.account(user).await?.user.steam_id;
+                (!steam_id.is_empty()).then_some(FriendSource::SteamId(steam_id))
+            }
+            _ => None,
+        })
     }
 
     /// Deletes the account and revokes every session it had.

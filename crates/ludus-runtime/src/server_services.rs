@@ -185,6 +185,17 @@ impl RuntimeServices for ServerServices {
         self.accounts.link(user_id, credential).await
     }
 
+    async fn sync_friends(
+        &self,
+        user_id: Uuid,
+        username: &str,
+        credential: ludus_core::social_auth::SocialCredential,
+    ) {
+        self.social
+            .sync_friends(&self.accounts, user_id, username, &credential)
+            .await;
+    }
+
     async fn unlink(&self, user_id: Uuid, identity: Identity) -> Result<(), ApiError> {
         self.accounts.unlink(user_id, identity).await
     }

@@ -343,7 +343,7 @@ const MEANINGS: &[(&str, &str)] = &[
     ),
     (
         "social.facebook.base_url",
-        "Ludus only, for tests and proxies: the Graph API (`{base_url}/v22.0/me`); empty is `https://graph.facebook.com`",
+        "Ludus only, for tests and proxies: the Graph API (`{base_url}/v22.0/me`, `/v22.0/me/friends`); empty is `https://graph.facebook.com`",
     ),
     (
         "social.facebook_limited_login.app_id",
@@ -377,6 +377,10 @@ const MEANINGS: &[(&str, &str)] = &[
     (
         "social.timeout_ms",
         "Ludus only: longest wait for a platform's answer (keys, Graph API, Steam) before sign-in fails",
+    ),
+    (
+        "social.max_imported_friends",
+        "Ludus only: most friends one Facebook or Steam friend import reads from the platform (Graph API pages are followed until then); the rest are not imported",
     ),
     (
         "iap.apple.shared_password",

@@ -8,6 +8,7 @@ mod account;
 mod after_hooks;
 mod authenticate;
 mod console;
+mod friend_import;
 mod grpc;
 mod hooks;
 mod hostile_json;
