@@ -130,6 +130,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/v2/iap/purchase/apple", post(purchase::apple))
         .route("/v2/iap/purchase/google", post(purchase::google))
         .route("/v2/iap/purchase/huawei", post(purchase::huawei))
+        .route("/v2/iap/purchase/samsung", post(purchase::samsung))
         .route(
             "/v2/iap/purchase/facebookinstant",
             post(purchase::facebook_instant),

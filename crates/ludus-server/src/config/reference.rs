@@ -435,6 +435,14 @@ const MEANINGS: &[(&str, &str)] = &[
         "the app secret that signs Facebook Instant Games payments; empty turns that validation off",
     ),
     (
+        "iap.samsung.package_name",
+        "when set, a Samsung Galaxy Store receipt must name this package; Samsung's receipt service needs no credentials",
+    ),
+    (
+        "iap.samsung.base_url",
+        "Ludus only, for tests and proxies: Samsung's receipt service (`{base_url}/iap/v6/receipt`); empty is `https://iap.samsungapps.com`",
+    ),
+    (
         "iap.timeout_ms",
         "Ludus only: longest wait for a store's answer (receipt check or token) before validation fails with 503",
     ),
