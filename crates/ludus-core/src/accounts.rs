@@ -8,9 +8,9 @@ use rand::Rng as _;
 use uuid::Uuid;
 
 use crate::error::{ApiError, Code};
-use crate::model::{Account, AccountUpdate, Identity, NewUser, User, UserAuth};
+use crate::model::{Account, AccountUpdate, Identity, NewUser, Provider, User, UserAuth};
 use crate::revocation::{RevocationFeed, RevocationList, Revoked};
-use crate::social_auth::{FriendSource, SocialCredential, SocialVerifier};
+use crate::social_auth::{FriendSource, SocialCredential, SocialVerifier, Verified};
 use crate::store::{Store, StoreError};
 pub use crate::token::Caller;
 use crate::token::{self, SessionClaims, TokenError, TokenKind};
@@ -169,8 +169,13 @@ impl AccountService {
             }
             Credential::Social(credential) => {
                 let verified = self.social.verify(credential).await?;
-                let identity = Identity::Social(credential.provider(), verified.id);
+                let identity = Identity::Social(credential.provider(), verified.id.clone());
                 let (user, created) = self.find_or_create(identity, None, &req).await?;
+                // Google's profile fills empty fields at every sign-in,
+                // Facebook's at sign-up, as in Nakama.
+                if created || credential.provider() == Provider::Google {
+                    self.adopt_profile(user.id, &verified).await;
+                }
                 if created && let Some(email) = verified.email {
                     self.adopt_email(user.id, email).await;
                 }
@@ -203,6 +208,35 @@ impl AccountService {
             }
         };
         Ok(self.issue(user.id, &user.username, req.vars, created))
+    }
+
+    /// Copies the platform's display name and avatar into the account
+    /// where its own are empty (and within their limits), as Nakama does.
+    /// A courtesy: a failure is logged and the sign-in stands.
+    async fn adopt_profile(&self, user: Uuid, verified: &Verified) {
+        if verified.display_name.is_none() && verified.avatar_url.is_none() {
+            return;
+        }
+        let Ok(Some(account)) = self.store.get_account(user).await else {
+            return;
+        };
+        let fill = |mine: &str, theirs: &Option<String>, max: usize| {
+            theirs
+                .as_ref()
+                .filter(|t| t.len() <= max && mine.is_empty())
+                .cloned()
+        };
+        let update = AccountUpdate {
+            display_name: fill(&account.user.display_name, &verified.display_name, 255),
+            avatar_url: fill(&account.user.avatar_url, &verified.avatar_url, 512),
+            ..AccountUpdate::default()
+        };
+        if update.is_empty() {
+            return;
+        }
+        if let Err(e) = self.store.update_account(user, update, unix_now()).await {
+            tracing::info!(%user, error = %e, "platform profile not copied to the account");
+        }
     }
 
     /// Gives a new account the email its platform vouched for (Apple), as

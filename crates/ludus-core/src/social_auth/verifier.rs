@@ -143,11 +143,20 @@ pub struct Verified {
     pub id: String,
     /// The email the platform gave, where it gives one (Apple).
     pub email: Option<String>,
+    /// The player's name and picture, where the platform gives them
+    /// (Google's ID token, Facebook's Graph profile).
+    pub display_name: Option<String>,
+    pub avatar_url: Option<String>,
 }
 
 impl From<String> for Verified {
     fn from(id: String) -> Self {
-        Verified { id, email: None }
+        Verified {
+            id,
+            email: None,
+            display_name: None,
+            avatar_url: None,
+        }
     }
 }
 
@@ -317,8 +326,8 @@ impl SocialVerifier {
                     .filter(|e| !e.is_empty())
                     .map(str::to_owned);
                 Ok(Verified {
-                    id: subject(&claims),
                     email,
+                    ..subject(&claims).into()
                 })
             }
             SocialCredential::Google { token } => {
@@ -333,7 +342,11 @@ impl SocialVerifier {
                         &s.google.client_ids,
                     )
                     .await?;
-                Ok(subject(&claims).into())
+                Ok(Verified {
+                    display_name: claim_text(&claims, "name"),
+                    avatar_url: claim_text(&claims, "picture"),
+                    ..subject(&claims).into()
+                })
             }
             SocialCredential::Facebook { token } => {
                 // A Limited Login token is a JWT; anything else is a Graph
@@ -370,7 +383,17 @@ impl SocialVerifier {
                 let profile: Value = serde_json::from_slice(&body)
                     .map_err(|_| "facebook profile answer is not json".to_owned())?;
                 match profile.get("id").and_then(Value::as_str) {
-                    Some(id) if !id.is_empty() => Ok(id.to_owned().into()),
+                    Some(id) if !id.is_empty() => Ok(Verified {
+                        display_name: profile["name"]
+                            .as_str()
+                            .filter(|n| !n.is_empty())
+                            .map(str::to_owned),
+                        avatar_url: profile["picture"]["data"]["url"]
+                            .as_str()
+                            .filter(|u| !u.is_empty())
+                            .map(str::to_owned),
+                        ..id.to_owned().into()
+                    }),
                     _ => Err("facebook profile answer has no id".into()),
                 }
             }
@@ -632,6 +655,14 @@ fn not_configured(provider: &str, keys: &str) -> ApiError {
         Code::FailedPrecondition,
         format!("{provider} authentication is not configured, set {keys}"),
     )
+}
+
+fn claim_text(claims: &serde_json::Map<String, Value>, name: &str) -> Option<String> {
+    claims
+        .get(name)
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
 }
 
 fn subject(claims: &serde_json::Map<String, Value>) -> String {
