@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, Code};
 use crate::model::{Account, AccountUpdate, Identity, NewUser, Provider, User, UserAuth};
 use crate::revocation::{RevocationFeed, RevocationList, Revoked};
+use crate::sign_in_throttle::{SignInThrottle, ThrottleSettings};
 use crate::social_auth::{FriendSource, SocialCredential, SocialVerifier, Verified};
 use crate::store::{Store, StoreError};
 pub use crate::token::Caller;
@@ -28,6 +29,8 @@ pub struct SessionSettings {
     pub bcrypt_cost: u32,
     /// Most access tokens remembered as verified (0: none; see `verified.rs`).
     pub token_cache_size: usize,
+    /// Failed sign-in back-off (`session.sign_in_*`).
+    pub throttle: ThrottleSettings,
 }
 
 impl Default for SessionSettings {
@@ -39,6 +42,7 @@ impl Default for SessionSettings {
             refresh_token_expiry_sec: 3600,
             bcrypt_cost: 10,
             token_cache_size: 16_384,
+            throttle: ThrottleSettings::default(),
         }
     }
 }
@@ -68,6 +72,9 @@ pub struct AuthRequest {
     pub username: String,
     pub create: bool,
     pub vars: BTreeMap<String, String>,
+    /// The client's address, for the failed sign-in throttle (None: a
+    /// module's call, counted per account only).
+    pub source: Option<std::net::IpAddr>,
 }
 
 /// What a successful sign-in or refresh returns.
@@ -90,12 +97,14 @@ pub struct AccountService {
     feed: Option<Arc<dyn RevocationFeed>>,
     /// Checks platform sign-ins (Apple, Steam, …).
     social: Arc<SocialVerifier>,
+    throttle: SignInThrottle,
 }
 
 impl AccountService {
     /// Loads the revocations still in force, so logouts survive restarts.
     pub async fn new(store: Arc<dyn Store>, settings: SessionSettings) -> Result<Self, StoreError> {
         let stored = store.load_revocations(unix_now()).await?;
+        let settings_throttle = settings.throttle;
         Ok(AccountService {
             store,
             verified: VerifiedTokens::new(settings.token_cache_size),
@@ -103,6 +112,7 @@ impl AccountService {
             revocations: RevocationList::from_stored(stored),
             feed: None,
             social: Arc::new(SocialVerifier::new(Default::default(), None)),
+            throttle: SignInThrottle::new(settings_throttle),
         })
     }
 
@@ -151,7 +161,41 @@ impl AccountService {
         &self.settings
     }
 
+    /// Signs in, under the failed sign-in throttle: a password or platform
+    /// proof that fails counts against the account named (email or
+    /// username) and the source address; a refused key answers
+    /// `ResourceExhausted` before any check runs.
     pub async fn authenticate(&self, req: AuthRequest) -> Result<SessionTokens, ApiError> {
+        let account = match &req.credential {
+            Credential::Email { email, .. } if email.is_empty() => {
+                Some(format!("username:{}", req.username))
+            }
+            Credential::Email { email, .. } => Some(format!("email:{}", email.to_lowercase())),
+            Credential::Social(_) => None,
+            // Device and custom ids are not secrets a guess can find.
+            Credential::Device { .. } | Credential::Custom { .. } => {
+                return self.authenticate_unthrottled(req).await;
+            }
+        };
+        let mut keys: Vec<String> = account.iter().cloned().collect();
+        if let Some(ip) = req.source {
+            keys.push(format!("addr:{ip}"));
+        }
+        self.throttle.check(&keys)?;
+        let result = self.authenticate_unthrottled(req).await;
+        match &result {
+            Err(e) if e.code == Code::Unauthenticated => self.throttle.failed(&keys),
+            Ok(_) => {
+                if let Some(account) = &account {
+                    self.throttle.succeeded(account);
+                }
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    async fn authenticate_unthrottled(&self, req: AuthRequest) -> Result<SessionTokens, ApiError> {
         let generated = req.username.is_empty();
         if !generated {
             validate::username(&req.username)?;

@@ -133,6 +133,7 @@ impl RuntimeServices for ServerServices {
                 username,
                 create,
                 vars: BTreeMap::new(),
+                source: None,
             })
             .await?;
         let caller = self.accounts.verify_access(&tokens.token)?;

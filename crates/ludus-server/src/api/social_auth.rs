@@ -88,7 +88,7 @@ macro_rules! sign_in {
             let social = $credential(&account);
             let credential = Credential::Social(social.clone());
             let session =
-                authenticate(&state, &req.username, &req.create, credential, account.vars).await?;
+                authenticate(&state, client, &req.username, &req.create, credential, account.vars).await?;
             $(
                 if req.$sync.as_ref().is_some_and(|s| s.value)
                     && let Ok(who) = state.accounts.verify_access(&session.token)

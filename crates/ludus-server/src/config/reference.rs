@@ -53,6 +53,22 @@ const MEANINGS: &[(&str, &str)] = &[
         "bcrypt work factor for new passwords",
     ),
     (
+        "session.sign_in_free_failures",
+        "Ludus only: failed password or platform sign-ins in a row an account (email or username) or a source address may have before it is refused with 429 / code 8 for a back-off; `0` turns the throttle off. Successful sign-ins are never slowed",
+    ),
+    (
+        "session.sign_in_backoff_ms",
+        "Ludus only: the first back-off after the free failures, in milliseconds; each further failure doubles it",
+    ),
+    (
+        "session.sign_in_max_backoff_ms",
+        "Ludus only: the longest back-off, in milliseconds; a key quiet for twice this long starts afresh",
+    ),
+    (
+        "session.sign_in_max_tracked",
+        "Ludus only: most accounts and addresses the throttle remembers (the one idle longest is forgotten first)",
+    ),
+    (
         "session.token_cache_size",
         "access tokens a node remembers as verified, so a client's requests skip the signature check (expiry and logouts are still checked on every request); `0` turns it off",
     ),
