@@ -8,9 +8,10 @@ use rand::Rng as _;
 use uuid::Uuid;
 
 use crate::error::{ApiError, Code};
-use crate::model::{Account, AccountUpdate, Identity, NewUser, User, UserAuth};
+use crate::model::{Account, AccountUpdate, Identity, NewUser, Provider, User, UserAuth};
 use crate::revocation::{RevocationFeed, RevocationList, Revoked};
-use crate::social_auth::{SocialCredential, SocialVerifier};
+use crate::sign_in_throttle::{SignInThrottle, ThrottleSettings};
+use crate::social_auth::{FriendSource, SocialCredential, SocialVerifier, Verified};
 use crate::store::{Store, StoreError};
 pub use crate::token::Caller;
 use crate::token::{self, SessionClaims, TokenError, TokenKind};
@@ -28,6 +29,8 @@ pub struct SessionSettings {
     pub bcrypt_cost: u32,
     /// Most access tokens remembered as verified (0: none; see `verified.rs`).
     pub token_cache_size: usize,
+    /// Failed sign-in back-off (`session.sign_in_*`).
+    pub throttle: ThrottleSettings,
 }
 
 impl Default for SessionSettings {
@@ -39,6 +42,7 @@ impl Default for SessionSettings {
             refresh_token_expiry_sec: 3600,
             bcrypt_cost: 10,
             token_cache_size: 16_384,
+            throttle: ThrottleSettings::default(),
         }
     }
 }
@@ -68,6 +72,9 @@ pub struct AuthRequest {
     pub username: String,
     pub create: bool,
     pub vars: BTreeMap<String, String>,
+    /// The client's address, for the failed sign-in throttle (None: a
+    /// module's call, counted per account only).
+    pub source: Option<std::net::IpAddr>,
 }
 
 /// What a successful sign-in or refresh returns.
@@ -90,12 +97,14 @@ pub struct AccountService {
     feed: Option<Arc<dyn RevocationFeed>>,
     /// Checks platform sign-ins (Apple, Steam, …).
     social: Arc<SocialVerifier>,
+    throttle: SignInThrottle,
 }
 
 impl AccountService {
     /// Loads the revocations still in force, so logouts survive restarts.
     pub async fn new(store: Arc<dyn Store>, settings: SessionSettings) -> Result<Self, StoreError> {
         let stored = store.load_revocations(unix_now()).await?;
+        let settings_throttle = settings.throttle;
         Ok(AccountService {
             store,
             verified: VerifiedTokens::new(settings.token_cache_size),
@@ -103,6 +112,7 @@ impl AccountService {
             revocations: RevocationList::from_stored(stored),
             feed: None,
             social: Arc::new(SocialVerifier::new(Default::default(), None)),
+            throttle: SignInThrottle::new(settings_throttle),
         })
     }
 
@@ -151,7 +161,41 @@ impl AccountService {
         &self.settings
     }
 
+    /// Signs in, under the failed sign-in throttle: a password or platform
+    /// proof that fails counts against the account named (email or
+    /// username) and the source address; a refused key answers
+    /// `ResourceExhausted` before any check runs.
     pub async fn authenticate(&self, req: AuthRequest) -> Result<SessionTokens, ApiError> {
+        let account = match &req.credential {
+            Credential::Email { email, .. } if email.is_empty() => {
+                Some(format!("username:{}", req.username))
+            }
+            Credential::Email { email, .. } => Some(format!("email:{}", email.to_lowercase())),
+            Credential::Social(_) => None,
+            // Device and custom ids are not secrets a guess can find.
+            Credential::Device { .. } | Credential::Custom { .. } => {
+                return self.authenticate_unthrottled(req).await;
+            }
+        };
+        let mut keys: Vec<String> = account.iter().cloned().collect();
+        if let Some(ip) = req.source {
+            keys.push(format!("addr:{ip}"));
+        }
+        self.throttle.check(&keys)?;
+        let result = self.authenticate_unthrottled(req).await;
+        match &result {
+            Err(e) if e.code == Code::Unauthenticated => self.throttle.failed(&keys),
+            Ok(_) => {
+                if let Some(account) = &account {
+                    self.throttle.succeeded(account);
+                }
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    async fn authenticate_unthrottled(&self, req: AuthRequest) -> Result<SessionTokens, ApiError> {
         let generated = req.username.is_empty();
         if !generated {
             validate::username(&req.username)?;
@@ -169,8 +213,13 @@ impl AccountService {
             }
             Credential::Social(credential) => {
                 let verified = self.social.verify(credential).await?;
-                let identity = Identity::Social(credential.provider(), verified.id);
+                let identity = Identity::Social(credential.provider(), verified.id.clone());
                 let (user, created) = self.find_or_create(identity, None, &req).await?;
+                // Google's profile fills empty fields at every sign-in,
+                // Facebook's at sign-up, as in Nakama.
+                if created || credential.provider() == Provider::Google {
+                    self.adopt_profile(user.id, &verified).await;
+                }
                 if created && let Some(email) = verified.email {
                     self.adopt_email(user.id, email).await;
                 }
@@ -203,6 +252,35 @@ impl AccountService {
             }
         };
         Ok(self.issue(user.id, &user.username, req.vars, created))
+    }
+
+    /// Copies the platform's display name and avatar into the account
+    /// where its own are empty (and within their limits), as Nakama does.
+    /// A courtesy: a failure is logged and the sign-in stands.
+    async fn adopt_profile(&self, user: Uuid, verified: &Verified) {
+        if verified.display_name.is_none() && verified.avatar_url.is_none() {
+            return;
+        }
+        let Ok(Some(account)) = self.store.get_account(user).await else {
+            return;
+        };
+        let fill = |mine: &str, theirs: &Option<String>, max: usize| {
+            theirs
+                .as_ref()
+                .filter(|t| t.len() <= max && mine.is_empty())
+                .cloned()
+        };
+        let update = AccountUpdate {
+            display_name: fill(&account.user.display_name, &verified.display_name, 255),
+            avatar_url: fill(&account.user.avatar_url, &verified.avatar_url, 512),
+            ..AccountUpdate::default()
+        };
+        if update.is_empty() {
+            return;
+        }
+        if let Err(e) = self.store.update_account(user, update, unix_now()).await {
+            tracing::info!(%user, error = %e, "platform profile not copied to the account");
+        }
     }
 
     /// Gives a new account the email its platform vouched for (Apple), as
@@ -687,6 +765,29 @@ impl AccountService {
         let id = self.social.verify(credential).await?.id;
         self.unlink(user, Identity::Social(credential.provider(), id))
             .await
+    }
+
+    /// Where the friends of `user`, who just signed in or linked with
+    /// `credential`, are read for a `sync` import: a Facebook Graph token
+    /// (a Limited Login token cannot list friends, so none), or the Steam
+    /// id the account holds now. None for other platforms.
+    pub async fn friend_source(
+        &self,
+        user: Uuid,
+        credential: &SocialCredential,
+    ) -> Result<Option<FriendSource>, ApiError> {
+        Ok(match credential {
+            SocialCredential::Facebook { token } if token.split('.').count() != 3 => {
+                Some(FriendSource::Facebook {
+                    token: token.clone(),
+                })
+            }
+            SocialCredential::Steam { .. } => {
+                let steam_id = self.account(user).await?.user.steam_id;
+                (!steam_id.is_empty()).then_some(FriendSource::SteamId(steam_id))
+            }
+            _ => None,
+        })
     }
 
     /// Deletes the account and revokes every session it had.

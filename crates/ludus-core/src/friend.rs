@@ -212,6 +212,44 @@ pub fn plan(
     }
 }
 
+/// Nakama's rule for one friend found by a platform import (Facebook,
+/// Steam): no edges make both users friends at once, invites either way
+/// become a friendship, and anything else (friends already, a block on
+/// either side) changes nothing. Both edges carry `{"provider": …}` in their
+/// metadata. `Accepted` means they are friends now.
+pub fn import_plan(mine: Option<&Edge>, theirs: Option<&Edge>, provider: &str) -> FriendPlan {
+    use FriendState::*;
+    let tag = serde_json::json!({ "provider": provider }).to_string();
+    let invite =
+        |e: Option<&Edge>| e.is_some_and(|e| matches!(e.state, InviteSent | InviteReceived));
+    let accept = |e: Option<&Edge>| EdgeWrite::Update {
+        state: Friend,
+        metadata: Some(merge_metadata(
+            e.map_or("{}", |e| e.metadata.as_str()),
+            &tag,
+        )),
+    };
+    match (mine, theirs) {
+        (None, None) => FriendPlan {
+            mine: EdgeWrite::Insert {
+                state: Friend,
+                metadata: tag.clone(),
+            },
+            theirs: EdgeWrite::Insert {
+                state: Friend,
+                metadata: tag,
+            },
+            outcome: FriendOutcome::Accepted,
+        },
+        (m, t) if invite(m) && invite(t) => FriendPlan {
+            mine: accept(m),
+            theirs: accept(t),
+            outcome: FriendOutcome::Accepted,
+        },
+        _ => FriendPlan::unchanged(),
+    }
+}
+
 /// `base` with the keys of `patch` set over it (both JSON objects; a
 /// malformed one counts as empty), as PostgreSQL's `jsonb || jsonb`.
 pub fn merge_metadata(base: &str, patch: &str) -> String {
@@ -408,6 +446,41 @@ mod tests {
         Edge {
             state,
             metadata: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn import_befriends_strangers_and_settles_invites_but_never_a_block() {
+        let p = import_plan(None, None, "steam");
+        assert_eq!(p.outcome, FriendOutcome::Accepted);
+        let tagged = EdgeWrite::Insert {
+            state: Friend,
+            metadata: r#"{"provider":"steam"}"#.into(),
+        };
+        assert_eq!((&p.mine, &p.theirs), (&tagged, &tagged));
+
+        let sent = Edge {
+            state: InviteSent,
+            metadata: r#"{"note":"hi"}"#.into(),
+        };
+        let p = import_plan(Some(&sent), Some(&edge(InviteReceived)), "facebook");
+        assert_eq!(p.outcome, FriendOutcome::Accepted);
+        assert_eq!(
+            p.mine,
+            EdgeWrite::Update {
+                state: Friend,
+                metadata: Some(r#"{"note":"hi","provider":"facebook"}"#.into())
+            }
+        );
+
+        for (mine, theirs) in [
+            (Some(edge(Friend)), Some(edge(Friend))),
+            (Some(edge(Blocked)), None),
+            (None, Some(edge(Blocked))),
+            (Some(edge(Blocked)), Some(edge(InviteSent))),
+        ] {
+            let p = import_plan(mine.as_ref(), theirs.as_ref(), "steam");
+            assert_eq!(p, FriendPlan::unchanged(), "{mine:?} {theirs:?}");
         }
     }
 

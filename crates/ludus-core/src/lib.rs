@@ -28,6 +28,7 @@ pub mod rank_index;
 pub mod revocation;
 pub mod sched;
 pub mod schedule;
+pub mod sign_in_throttle;
 pub mod social_auth;
 pub mod social_service;
 pub mod storage;

@@ -19,6 +19,9 @@ pub const CODE_FRIEND_ACCEPT: i32 = -3;
 pub const CODE_GROUP_ADD: i32 = -4;
 /// Nakama's code: someone asks to join a group the user administers.
 pub const CODE_GROUP_JOIN_REQUEST: i32 = -5;
+/// Nakama's code: a platform friend of the user joined the game and is
+/// now their friend here (Facebook and Steam imports).
+pub const CODE_FRIEND_JOIN_GAME: i32 = -6;
 /// Nakama's code: someone removed the user as a friend.
 pub const CODE_FRIEND_REMOVE: i32 = -9;
 /// Nakama's code of the notice a socket gets when `session.single_socket`

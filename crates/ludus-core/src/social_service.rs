@@ -11,6 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use uuid::Uuid;
 
+use crate::accounts::AccountService;
 use crate::error::ApiError;
 use crate::friend::{
     self, Friend, FriendBound, FriendOfFriendPage, FriendOp, FriendOutcome, FriendPage, FriendRef,
@@ -21,9 +22,10 @@ use crate::group::{
     RoleChange, UserGroupPage,
 };
 use crate::notification::{
-    CODE_FRIEND_ACCEPT, CODE_FRIEND_REMOVE, CODE_FRIEND_REQUEST, CODE_GROUP_ADD,
-    CODE_GROUP_JOIN_REQUEST, Notification,
+    CODE_FRIEND_ACCEPT, CODE_FRIEND_JOIN_GAME, CODE_FRIEND_REMOVE, CODE_FRIEND_REQUEST,
+    CODE_GROUP_ADD, CODE_GROUP_JOIN_REQUEST, Notification,
 };
+use crate::social_auth::{FriendSource, SocialCredential, SocialVerifier};
 use crate::store::{self, Store, StoreError};
 
 /// Most users or groups one call may name (Nakama bounds these by request
@@ -304,6 +306,71 @@ impl SocialService {
             .collect();
         self.notify(notifications).await;
         Ok(())
+    }
+
+    /// Imports the caller's platform friends (`POST /v2/friend/facebook`,
+    /// `/v2/friend/steam`, and `sync` when signing in or linking), as Nakama
+    /// does: every player here who is the caller's friend there becomes
+    /// their friend at once (an invite either way is settled), in one
+    /// transaction, and hears of it (code -6). `reset` first removes all
+    /// the caller's friendships and invites, never blocks. Answers how many
+    /// became friends.
+    pub async fn import_friends(
+        &self,
+        verifier: &SocialVerifier,
+        caller: Uuid,
+        caller_username: &str,
+        source: &FriendSource,
+        reset: bool,
+    ) -> Result<usize, ApiError> {
+        let (provider, ids) = verifier.friend_ids(source).await?;
+        if ids.is_empty() && !reset {
+            return Ok(0);
+        }
+        let befriended = self
+            .store
+            .friends_import(caller, provider, &ids, reset, crate::unix_now_us())
+            .await?;
+        let content = serde_json::json!({ "username": caller_username }).to_string();
+        let count = befriended.len();
+        let notifications = befriended
+            .into_iter()
+            .map(|friend| {
+                notification(
+                    friend,
+                    caller,
+                    CODE_FRIEND_JOIN_GAME,
+                    "Your friend has just joined the game".to_owned(),
+                    content.clone(),
+                )
+            })
+            .collect();
+        self.notify(notifications).await;
+        Ok(count)
+    }
+
+    /// `sync` (REST) or `import_friends` (modules): the platform friends of
+    /// `user`, who just signed in or linked with `credential`, are
+    /// imported. As in Nakama, a failed import is logged and the sign-in or
+    /// link stands.
+    pub async fn sync_friends(
+        &self,
+        accounts: &AccountService,
+        user: Uuid,
+        username: &str,
+        credential: &SocialCredential,
+    ) {
+        let imported = async {
+            let Some(source) = accounts.friend_source(user, credential).await? else {
+                return Ok(0);
+            };
+            self.import_friends(accounts.social(), user, username, &source, false)
+                .await
+        };
+        match imported.await {
+            Ok(count) => tracing::debug!(%user, count, "platform friends imported"),
+            Err(e) => tracing::info!(%user, error = %e.message, "platform friends not imported"),
+        }
     }
 
     /// Removes friends, cancels or rejects invites, lifts blocks.

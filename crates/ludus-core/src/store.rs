@@ -21,7 +21,7 @@ use crate::group::{
 };
 use crate::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutcome};
 use crate::model::{
-    Account, AccountImport, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth,
+    Account, AccountImport, AccountUpdate, Identity, NewUser, Provider, Revocations, User, UserAuth,
 };
 use crate::multi_update::{MultiUpdate, MultiUpdateResult};
 use crate::notification::{Notification, NotificationUpdate};
@@ -419,6 +419,20 @@ pub trait Store: Send + Sync + 'static {
         metadata: &str,
         now_us: i64,
     ) -> StoreResult<Vec<(Uuid, FriendOutcome)>>;
+
+    /// A platform friend import for `user` in ONE transaction: with `reset`,
+    /// first every edge from or to `user` that is not a block goes; then
+    /// each other user whose `provider` id is one of `provider_ids` is
+    /// decided with [`crate::friend::import_plan`]. Ids no user holds, and
+    /// `user`'s own, are skipped. Returns the users who became friends.
+    async fn friends_import(
+        &self,
+        user: Uuid,
+        provider: Provider,
+        provider_ids: &[String],
+        reset: bool,
+        now_us: i64,
+    ) -> StoreResult<Vec<Uuid>>;
 
     /// Pushes up to `limit` of `user`'s edges (with `state` only, when
     /// given), ordered by (state, position, friend id), strictly after

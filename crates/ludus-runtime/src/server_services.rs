@@ -141,6 +141,7 @@ impl RuntimeServices for ServerServices {
                 username,
                 create,
                 vars: BTreeMap::new(),
+                source: None,
             })
             .await?;
         let caller = self.accounts.verify_access(&tokens.token)?;
@@ -191,6 +192,17 @@ impl RuntimeServices for ServerServices {
 
     async fn link(&self, user_id: Uuid, credential: Credential) -> Result<(), ApiError> {
         self.accounts.link(user_id, credential).await
+    }
+
+    async fn sync_friends(
+        &self,
+        user_id: Uuid,
+        username: &str,
+        credential: ludus_core::social_auth::SocialCredential,
+    ) {
+        self.social
+            .sync_friends(&self.accounts, user_id, username, &credential)
+            .await;
     }
 
     async fn unlink(&self, user_id: Uuid, identity: Identity) -> Result<(), ApiError> {

@@ -116,6 +116,14 @@ pub trait RuntimeServices: Send + Sync + 'static {
         Err(no_accounts())
     }
 
+    /// Imports the platform friends of `user_id`, who just signed in or
+    /// linked with `credential` (the `import_friends` argument of
+    /// `nk.authenticate_facebook`, `nk.link_steam`, …). A failure is
+    /// logged, as in Nakama; the sign-in or link stands.
+    async fn sync_friends(&self, user_id: Uuid, username: &str, credential: SocialCredential) {
+        let _ = (user_id, username, credential);
+    }
+
     /// Unlinks a device, email or custom id (empty: whichever is linked),
     /// never the user's last identity.
     async fn unlink(&self, user_id: Uuid, identity: Identity) -> Result<(), ApiError> {

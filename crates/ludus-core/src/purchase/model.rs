@@ -14,6 +14,7 @@ pub enum StoreProvider {
     GooglePlayStore = 1,
     HuaweiAppGallery = 2,
     FacebookInstantStore = 3,
+    SamsungGalaxyStore = 4,
 }
 
 impl StoreProvider {
@@ -27,6 +28,7 @@ impl StoreProvider {
             1 => StoreProvider::GooglePlayStore,
             2 => StoreProvider::HuaweiAppGallery,
             3 => StoreProvider::FacebookInstantStore,
+            4 => StoreProvider::SamsungGalaxyStore,
             _ => return None,
         })
     }
@@ -38,6 +40,7 @@ impl StoreProvider {
             StoreProvider::GooglePlayStore => "GOOGLE_PLAY_STORE",
             StoreProvider::HuaweiAppGallery => "HUAWEI_APP_GALLERY",
             StoreProvider::FacebookInstantStore => "FACEBOOK_INSTANT_STORE",
+            StoreProvider::SamsungGalaxyStore => "SAMSUNG_GALAXY_STORE",
         }
     }
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::model::{IapCursor, IapListQuery, Purchase, Subscription};
-use super::{apple, google, huawei, instant};
+use super::{apple, google, huawei, instant, samsung};
 use crate::error::{ApiError, Code};
 use crate::social_auth::SocialHttp;
 use crate::store::Store;
@@ -29,6 +29,7 @@ pub struct IapSettings {
     pub google: GoogleIapSettings,
     pub huawei: HuaweiIapSettings,
     pub facebook_instant: InstantIapSettings,
+    pub samsung: SamsungIapSettings,
     /// Longest wait for a store's answer, in milliseconds.
     pub timeout_ms: u64,
     /// Most rows one listing page may ask for.
@@ -42,6 +43,7 @@ impl Default for IapSettings {
             google: GoogleIapSettings::default(),
             huawei: HuaweiIapSettings::default(),
             facebook_instant: InstantIapSettings::default(),
+            samsung: SamsungIapSettings::default(),
             timeout_ms: 20_000,
             max_list_limit: 1_000,
         }
@@ -81,6 +83,15 @@ pub struct InstantIapSettings {
     pub app_secret: String,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct SamsungIapSettings {
+    /// When set, a receipt's package name must be this one.
+    pub package_name: String,
+    pub base_url: String,
+}
+
+const SAMSUNG_URL: &str = "https://iap.samsungapps.com";
 const APPLE_URL: &str = "https://buy.itunes.apple.com";
 const APPLE_SANDBOX_URL: &str = "https://sandbox.itunes.apple.com";
 const GOOGLE_URL: &str = "https://androidpublisher.googleapis.com";
@@ -286,6 +297,35 @@ impl PurchaseService {
             return Err(ApiError::invalid("signed request cannot be empty"));
         }
         let purchase = instant::purchase(signed_request, secret, user)?;
+        self.keep_purchases(vec![purchase], persist).await
+    }
+
+    /// Asks Samsung's receipt service about `purchase_id` (no credentials:
+    /// Samsung answers for any purchase id, as Nakama relies on).
+    pub async fn validate_samsung(
+        &self,
+        user: Uuid,
+        purchase_id: &str,
+        persist: bool,
+    ) -> Result<Vec<Purchase>, ApiError> {
+        if purchase_id.is_empty() {
+            return Err(ApiError::invalid("purchase id cannot be empty"));
+        }
+        let s = &self.settings.samsung;
+        let url = format!(
+            "{}/iap/v6/receipt?purchaseID={}",
+            base(&s.base_url, SAMSUNG_URL),
+            form_escape(purchase_id)
+        );
+        let http = self.http()?;
+        let (status, answer) = http
+            .get(&url, self.timeout())
+            .await
+            .map_err(|why| unreachable("samsung", &why))?;
+        if status != 200 {
+            return Err(store_error("samsung", status));
+        }
+        let purchase = samsung::purchase(&answer, purchase_id, &s.package_name, user)?;
         self.keep_purchases(vec![purchase], persist).await
     }
 

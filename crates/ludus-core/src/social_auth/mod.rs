@@ -11,7 +11,7 @@ mod verifier;
 
 pub use gamecenter::GameCenterProof;
 pub use verifier::{
-    AppleSettings, BaseUrl, GameCenterSettings, GoogleSettings, InstantGameSettings,
-    LimitedLoginSettings, SocialCredential, SocialHttp, SocialSettings, SocialVerifier,
-    SteamSettings, TimeoutMs, Verified,
+    AppleSettings, BaseUrl, FriendSource, GameCenterSettings, GoogleSettings, InstantGameSettings,
+    LimitedLoginSettings, MaxImportedFriends, SocialCredential, SocialHttp, SocialSettings,
+    SocialVerifier, SteamSettings, TimeoutMs, Verified,
 };

@@ -53,6 +53,18 @@ pub struct SocialSettings {
     pub steam: SteamSettings,
     /// Longest wait for a provider's answer, in milliseconds.
     pub timeout_ms: TimeoutMs,
+    /// Most friends one Facebook or Steam import reads from the platform.
+    pub max_imported_friends: MaxImportedFriends,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct MaxImportedFriends(pub usize);
+
+impl Default for MaxImportedFriends {
+    fn default() -> Self {
+        MaxImportedFriends(5_000)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -131,12 +143,32 @@ pub struct Verified {
     pub id: String,
     /// The email the platform gave, where it gives one (Apple).
     pub email: Option<String>,
+    /// The player's name and picture, where the platform gives them
+    /// (Google's ID token, Facebook's Graph profile).
+    pub display_name: Option<String>,
+    pub avatar_url: Option<String>,
 }
 
 impl From<String> for Verified {
     fn from(id: String) -> Self {
-        Verified { id, email: None }
+        Verified {
+            id,
+            email: None,
+            display_name: None,
+            avatar_url: None,
+        }
     }
+}
+
+/// Where a friend import reads a player's platform friends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FriendSource {
+    /// A Graph API access token with the `user_friends` permission.
+    Facebook { token: String },
+    /// A Steam session ticket, checked first to learn whose friends.
+    SteamTicket { token: String },
+    /// A Steam id already vouched for (an account's linked one).
+    SteamId(String),
 }
 
 /// What a client presents for one platform.
@@ -294,8 +326,8 @@ impl SocialVerifier {
                     .filter(|e| !e.is_empty())
                     .map(str::to_owned);
                 Ok(Verified {
-                    id: subject(&claims),
                     email,
+                    ..subject(&claims).into()
                 })
             }
             SocialCredential::Google { token } => {
@@ -310,7 +342,11 @@ impl SocialVerifier {
                         &s.google.client_ids,
                     )
                     .await?;
-                Ok(subject(&claims).into())
+                Ok(Verified {
+                    display_name: claim_text(&claims, "name"),
+                    avatar_url: claim_text(&claims, "picture"),
+                    ..subject(&claims).into()
+                })
             }
             SocialCredential::Facebook { token } => {
                 // A Limited Login token is a JWT; anything else is a Graph
@@ -347,7 +383,17 @@ impl SocialVerifier {
                 let profile: Value = serde_json::from_slice(&body)
                     .map_err(|_| "facebook profile answer is not json".to_owned())?;
                 match profile.get("id").and_then(Value::as_str) {
-                    Some(id) if !id.is_empty() => Ok(id.to_owned().into()),
+                    Some(id) if !id.is_empty() => Ok(Verified {
+                        display_name: profile["name"]
+                            .as_str()
+                            .filter(|n| !n.is_empty())
+                            .map(str::to_owned),
+                        avatar_url: profile["picture"]["data"]["url"]
+                            .as_str()
+                            .filter(|u| !u.is_empty())
+                            .map(str::to_owned),
+                        ..id.to_owned().into()
+                    }),
                     _ => Err("facebook profile answer has no id".into()),
                 }
             }
@@ -404,6 +450,124 @@ impl SocialVerifier {
                 }
             }
         }
+    }
+
+    /// The platform ids of a player's friends on Facebook (every page of the
+    /// Graph API's `/me/friends`: friends who also play) or Steam (the Web
+    /// API's friend list; a private one counts as empty, as in Nakama), at
+    /// most `social.max_imported_friends` of them. A platform that refuses
+    /// or fails is `Unauthenticated`, naming it and the reason.
+    pub async fn friend_ids(
+        &self,
+        source: &FriendSource,
+    ) -> Result<(Provider, Vec<String>), ApiError> {
+        let (provider, listed) = match source {
+            FriendSource::Facebook { token } => {
+                if token.is_empty() {
+                    return Err(ApiError::invalid("facebook token is required"));
+                }
+                (Provider::Facebook, self.facebook_friends(token).await)
+            }
+            FriendSource::SteamTicket { token } => {
+                let steam_id = self
+                    .verify(&SocialCredential::Steam {
+                        token: token.clone(),
+                    })
+                    .await?
+                    .id;
+                (Provider::Steam, self.steam_friends(&steam_id).await)
+            }
+            FriendSource::SteamId(steam_id) => {
+                if self.settings.steam.publisher_key.is_empty() {
+                    return Err(not_configured("steam", "social.steam.publisher_key"));
+                }
+                (Provider::Steam, self.steam_friends(steam_id).await)
+            }
+        };
+        listed.map(|ids| (provider, ids)).map_err(|why| {
+            tracing::info!(provider = provider.name(), reason = %why, "friend import refused");
+            ApiError::unauthenticated(format!(
+                "could not import {} friends: {why}",
+                provider.name()
+            ))
+        })
+    }
+
+    async fn facebook_friends(&self, token: &str) -> Result<Vec<String>, String> {
+        let max = self.settings.max_imported_friends.0;
+        let base = base(&self.settings.facebook.base_url, FACEBOOK_URL);
+        let mut ids = Vec::new();
+        let mut after = String::new();
+        while ids.len() < max {
+            let mut url = format!(
+                "{base}/v22.0/me/friends?access_token={}",
+                query_escape(token)
+            );
+            if !after.is_empty() {
+                url.push_str(&format!("&after={}", query_escape(&after)));
+            }
+            let body = self.get_ok("facebook friends", &url).await?;
+            let page: Value = serde_json::from_slice(&body)
+                .map_err(|_| "facebook friends answer is not json".to_owned())?;
+            let Some(data) = page["data"].as_array() else {
+                return Err("facebook friends answer has no data".into());
+            };
+            ids.extend(
+                data.iter()
+                    .filter_map(|f| f["id"].as_str())
+                    .filter(|id| !id.is_empty())
+                    .map(str::to_owned),
+            );
+            let next = page["paging"]["next"].as_str().unwrap_or_default();
+            let cursor = page["paging"]["cursors"]["after"]
+                .as_str()
+                .unwrap_or_default();
+            // A page with nothing on it, or a cursor that does not move,
+            // ends the walk: a broken answer never loops.
+            if next.is_empty() || cursor.is_empty() || cursor == after || data.is_empty() {
+                break;
+            }
+            after = cursor.to_owned();
+        }
+        ids.truncate(max);
+        Ok(ids)
+    }
+
+    async fn steam_friends(&self, steam_id: &str) -> Result<Vec<String>, String> {
+        let s = &self.settings.steam;
+        let url = format!(
+            "{}/ISteamUser/GetFriendList/v0001/?key={}&steamid={}&relationship=friend",
+            base(&s.base_url, STEAM_URL),
+            query_escape(&s.publisher_key),
+            query_escape(steam_id)
+        );
+        let Some(http) = &self.http else {
+            return Err("steam friends: this server makes no outgoing requests".into());
+        };
+        let timeout = Duration::from_millis(self.settings.timeout_ms.0.max(1));
+        let body = match http.get(&url, timeout).await {
+            Ok((200, body)) => body,
+            // Steam answers 401 for a private profile or friend list.
+            Ok((401, _)) => return Ok(Vec::new()),
+            Ok((status, _)) => return Err(format!("steam friends answered http {status}")),
+            Err(e) => return Err(format!("steam friends unreachable: {e}")),
+        };
+        let answer: Value = serde_json::from_slice(&body)
+            .map_err(|_| "steam friends answer is not json".to_owned())?;
+        // Steam spells it `friendslist`; Nakama's decoder takes any case.
+        let list = answer
+            .get("friendslist")
+            .or_else(|| answer.get("friendsList"));
+        let Some(friends) = list.and_then(|l| l["friends"].as_array()) else {
+            return Err("steam friends answer has no friend list".into());
+        };
+        Ok(friends
+            .iter()
+            .filter_map(|f| f["steamid"].as_str())
+            .filter(|id| !id.is_empty())
+            .take(self.settings.max_imported_friends.0)
+            .map(str::to_owned)
+            .collect())
     }
 
     /// Verifies an RS256 ID token with the provider's cached keys.
@@ -491,6 +655,14 @@ fn not_configured(provider: &str, keys: &str) -> ApiError {
         Code::FailedPrecondition,
         format!("{provider} authentication is not configured, set {keys}"),
     )
+}
+
+fn claim_text(claims: &serde_json::Map<String, Value>, name: &str) -> Option<String> {
+    claims
+        .get(name)
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
 }
 
 fn subject(claims: &serde_json::Map<String, Value>) -> String {

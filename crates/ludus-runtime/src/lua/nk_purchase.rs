@@ -280,15 +280,25 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
             },
         )?,
     )?;
+    let s = shared.clone();
     nk.set(
         "purchase_validate_samsung",
-        lua.create_function(
-            |_, (user_id, purchase_id, _persist): (String, String, Option<bool>)| -> mlua::Result<()> {
-                user_arg(&user_id, 1)?;
-                required(&purchase_id, 2, "expects purchaseId")?;
-                Err(mlua::Error::runtime(
-                    "error validating samsung receipt: samsung galaxy store validation is not available in this server yet",
-                ))
+        server_function(
+            lua,
+            shared,
+            move |lua, (user_id, purchase_id, persist): (String, String, Option<bool>)| {
+                let s = s.clone();
+                async move {
+                    let user = user_arg(&user_id, 1)?;
+                    required(&purchase_id, 2, "expects purchaseId")?;
+                    let service = s.services.purchases().map_err(api_error)?;
+                    let validated = served(
+                        "error validating samsung receipt",
+                        service.validate_samsung(user, &purchase_id, persist.unwrap_or(true)),
+                    )
+                    .await?;
+                    validation_table(&lua, &validated)
+                }
             },
         )?,
     )?;

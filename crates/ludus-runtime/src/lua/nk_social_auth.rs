@@ -1,8 +1,8 @@
 //! `nk.authenticate_*`, `nk.link_*` and `nk.unlink_*` of the platforms
 //! (Apple, Facebook, Facebook Instant Games, Game Center, Google, Steam),
 //! with Nakama's argument lists; the checks are the server's
-//! `SocialVerifier`, as for REST. `import_friends` is accepted and not acted
-//! on yet (as `sync` over REST).
+//! `SocialVerifier`, as for REST. Facebook's and Steam's `import_friends`
+//! (default true, as in Nakama) imports the platform friends afterwards.
 
 use std::sync::Arc;
 
@@ -87,13 +87,24 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
             name,
             lua.create_function(
                 move |_,
-                      (token, _import, username, create): (
+                      (token, import, username, create): (
                     String,
                     Option<bool>,
                     Option<String>,
                     Option<bool>,
                 )| {
-                    authenticate(&s, Credential::Social(make(token)), username, create)
+                    let social = make(token);
+                    let credential = Credential::Social(social.clone());
+                    let (user_id, username, created) =
+                        authenticate(&s, credential, username, create)?;
+                    if import.unwrap_or(true) {
+                        let uid = parse_uuid(&user_id)?;
+                        block_on(&s, async {
+                            s.services.sync_friends(uid, &username, social).await;
+                            Ok(())
+                        })?;
+                    }
+                    Ok((user_id, username, created))
                 },
             )?,
         )?;
@@ -145,14 +156,23 @@ pub(super) fn install(lua: &Lua, shared: &Arc<LuaShared>, nk: &Table) -> mlua::R
             name,
             lua.create_function(
                 move |_,
-                      (user_id, _username, token, _import): (
+                      (user_id, username, token, import): (
                     String,
                     String,
                     String,
                     Option<bool>,
                 )| {
                     let uid = parse_uuid(&user_id)?;
-                    let linked = s.services.link(uid, Credential::Social(make(token)));
+                    let social = make(token);
+                    let linked = async {
+                        s.services
+                            .link(uid, Credential::Social(social.clone()))
+                            .await?;
+                        if import.unwrap_or(true) {
+                            s.services.sync_friends(uid, &username, social).await;
+                        }
+                        Ok(())
+                    };
                     block_on(&s, prefixed("error linking", linked))
                 },
             )?,

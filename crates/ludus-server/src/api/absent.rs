@@ -13,22 +13,10 @@ use ludus_core::Code;
 use crate::error::HttpError;
 use crate::state::AppState;
 
-const FRIEND_IMPORT: &str =
-    "importing facebook or steam friends is not available in this server yet";
-const SAMSUNG: &str =
-    "samsung galaxy store purchase validation is not available in this server yet";
-
-use MethodFilter as M;
-
 /// `(method, path, message)` of every route of Nakama's `apigrpc.proto`
-/// that Ludus does not serve.
-pub(crate) const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[
-    // Friends.
-    (M::POST, "/v2/friend/facebook", FRIEND_IMPORT),
-    (M::POST, "/v2/friend/steam", FRIEND_IMPORT),
-    // Events and Samsung purchases.
-    (M::POST, "/v2/iap/purchase/samsung", SAMSUNG),
-];
+/// that Ludus does not serve: none today; a row is `(MethodFilter::POST,
+/// "/v2/…", "… is not available in this server yet")`.
+pub(crate) const ABSENT_ROUTES: &[(MethodFilter, &str, &str)] = &[];
 
 /// Adds a 501 route for every row of [`ABSENT_ROUTES`].
 pub(super) fn routes(router: Router<AppState>) -> Router<AppState> {

@@ -34,8 +34,15 @@ pub(super) async fn device(
     let req = runtime::before(&state, API, None, client, req).await?;
     let account = req.account.clone().unwrap_or_default();
     let credential = Credential::Device { id: account.id };
-    let session =
-        authenticate(&state, &req.username, &req.create, credential, account.vars).await?;
+    let session = authenticate(
+        &state,
+        client,
+        &req.username,
+        &req.create,
+        credential,
+        account.vars,
+    )
+    .await?;
     runtime::after(&state, API, None, client, &session, &req).await;
     Ok(json(&session))
 }
@@ -56,8 +63,15 @@ pub(super) async fn custom(
     let req = runtime::before(&state, API, None, client, req).await?;
     let account = req.account.clone().unwrap_or_default();
     let credential = Credential::Custom { id: account.id };
-    let session =
-        authenticate(&state, &req.username, &req.create, credential, account.vars).await?;
+    let session = authenticate(
+        &state,
+        client,
+        &req.username,
+        &req.create,
+        credential,
+        account.vars,
+    )
+    .await?;
     runtime::after(&state, API, None, client, &session, &req).await;
     Ok(json(&session))
 }
@@ -86,8 +100,15 @@ pub(super) async fn email(
         email: account.email,
         password: account.password,
     };
-    let session =
-        authenticate(&state, &req.username, &req.create, credential, account.vars).await?;
+    let session = authenticate(
+        &state,
+        client,
+        &req.username,
+        &req.create,
+        credential,
+        account.vars,
+    )
+    .await?;
     runtime::after(&state, API, None, client, &session, &req).await;
     Ok(json(&session))
 }
@@ -102,6 +123,7 @@ pub(super) fn username_param(query: &QueryParams) -> String {
 
 pub(super) async fn authenticate(
     state: &AppState,
+    client: ClientAddr,
     username: &str,
     create: &Option<BoolValue>,
     credential: Credential,
@@ -112,6 +134,7 @@ pub(super) async fn authenticate(
         username: username.to_owned(),
         create: create.as_ref().is_none_or(|c| c.value),
         vars,
+        source: client.0.map(|a| a.ip()),
     };
     let tokens = state.accounts.authenticate(req).await?;
     Ok(convert::session(tokens))

@@ -9,6 +9,7 @@ mod authenticate;
 mod channel;
 mod event;
 mod friend;
+mod friend_import;
 mod group;
 mod leaderboard;
 mod link;
@@ -102,6 +103,8 @@ pub(crate) fn router(state: AppState) -> Router {
         )
         .route("/v2/friend/block", post(friend::block))
         .route("/v2/friend/friends", get(friend::friends_of_friends))
+        .route("/v2/friend/facebook", post(friend_import::facebook))
+        .route("/v2/friend/steam", post(friend_import::steam))
         .route("/v2/group", get(group::list).post(group::create))
         .route(
             "/v2/group/{group_id}",
@@ -127,6 +130,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/v2/iap/purchase/apple", post(purchase::apple))
         .route("/v2/iap/purchase/google", post(purchase::google))
         .route("/v2/iap/purchase/huawei", post(purchase::huawei))
+        .route("/v2/iap/purchase/samsung", post(purchase::samsung))
         .route(
             "/v2/iap/purchase/facebookinstant",
             post(purchase::facebook_instant),

@@ -97,6 +97,23 @@ pub(super) async fn huawei(
     Ok(json(&res))
 }
 
+pub(super) async fn samsung(
+    State(state): State<AppState>,
+    Session(caller): Session,
+    client: ClientAddr,
+    ProtoJson(req): ProtoJson<api::ValidatePurchaseSamsungRequest>,
+) -> Result<Response, HttpError> {
+    const API: &str = "validatepurchasesamsung";
+    let req = runtime::before(&state, API, Some(&caller), client, req).await?;
+    let validated = state
+        .purchases
+        .validate_samsung(caller.user_id, &req.purchase_id, persist(&req.persist))
+        .await?;
+    let res = purchases(&validated);
+    runtime::after(&state, API, Some(&caller), client, &res, &req).await;
+    Ok(json(&res))
+}
+
 pub(super) async fn facebook_instant(
     State(state): State<AppState>,
     Session(caller): Session,

@@ -1,8 +1,9 @@
 //! Platform sign-in, linking and unlinking:
 //! `POST /v2/account/{authenticate,link,unlink}/{apple,facebook,facebookinstantgame,gamecenter,google,steam}`,
 //! in Nakama's request shapes (`account`, and `create`, `username` and, for
-//! Facebook and Steam, `sync` in the query) with its hooks
-//! (`authenticateapple`, `linksteam`, `unlinkgoogle`, …). The checks
+//! Facebook and Steam, `sync` in the query: import the platform friends,
+//! asked for when signing in, done unless refused when linking) with its
+//! hooks (`authenticateapple`, `linksteam`, `unlinkgoogle`, …). The checks
 //! themselves are ludus-core's `SocialVerifier`.
 
 use axum::extract::State;
@@ -84,9 +85,20 @@ macro_rules! sign_in {
             };
             let req = runtime::before(&state, $api, None, client, req).await?;
             let account = req.account.clone().unwrap_or_default();
-            let credential = Credential::Social($credential(&account));
+            let social = $credential(&account);
+            let credential = Credential::Social(social.clone());
             let session =
-                authenticate(&state, &req.username, &req.create, credential, account.vars).await?;
+                authenticate(&state, client, &req.username, &req.create, credential, account.vars).await?;
+            $(
+                if req.$sync.as_ref().is_some_and(|s| s.value)
+                    && let Ok(who) = state.accounts.verify_access(&session.token)
+                {
+                    state
+                        .social
+                        .sync_friends(&state.accounts, who.user_id, &who.claims.username, &social)
+                        .await;
+                }
+            )?
             runtime::after(&state, $api, None, client, &session, &req).await;
             Ok(json(&session))
         }
@@ -169,15 +181,24 @@ macro_rules! link_sync {
             ProtoJson(body): ProtoJson<api::$account>,
         ) -> Result<Response, HttpError> {
             let user = caller.user_id;
+            let username = caller.claims.username.clone();
             let body = api::$request {
                 account: Some(body),
                 sync: sync_param(&query)?,
             };
             hooked(&state, $api, &caller, client, body, async |s, req| {
                 let account = req.account.clone().unwrap_or_default();
+                let social = $credential(&account);
                 s.accounts
-                    .link(user, Credential::Social($credential(&account)))
-                    .await
+                    .link(user, Credential::Social(social.clone()))
+                    .await?;
+                // Linking imports unless told not to (Nakama's default).
+                if req.sync.as_ref().is_none_or(|s| s.value) {
+                    s.social
+                        .sync_friends(&s.accounts, user, &username, &social)
+                        .await;
+                }
+                Ok(())
             })
             .await
         }

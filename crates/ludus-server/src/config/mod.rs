@@ -239,6 +239,12 @@ pub struct SessionConfig {
     /// A session that joins a party leaves its other parties (needs
     /// `single_socket`, as in Nakama).
     pub single_party: bool,
+    /// Failed sign-ins an account or address may have in a row before it
+    /// backs off (0: no throttle).
+    pub sign_in_free_failures: u32,
+    pub sign_in_backoff_ms: u64,
+    pub sign_in_max_backoff_ms: u64,
+    pub sign_in_max_tracked: usize,
 }
 
 impl Default for SessionConfig {
@@ -253,6 +259,10 @@ impl Default for SessionConfig {
             token_cache_size: d.token_cache_size,
             single_socket: false,
             single_party: false,
+            sign_in_free_failures: d.throttle.free_failures,
+            sign_in_backoff_ms: d.throttle.backoff_ms,
+            sign_in_max_backoff_ms: d.throttle.max_backoff_ms,
+            sign_in_max_tracked: d.throttle.max_tracked,
         }
     }
 }
@@ -712,6 +722,12 @@ impl Config {
             refresh_token_expiry_sec: self.session.refresh_token_expiry_sec,
             bcrypt_cost: self.session.bcrypt_cost,
             token_cache_size: self.session.token_cache_size,
+            throttle: ludus_core::sign_in_throttle::ThrottleSettings {
+                free_failures: self.session.sign_in_free_failures,
+                backoff_ms: self.session.sign_in_backoff_ms,
+                max_backoff_ms: self.session.sign_in_max_backoff_ms,
+                max_tracked: self.session.sign_in_max_tracked,
+            },
         }
     }
 }

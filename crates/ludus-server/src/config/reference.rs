@@ -53,6 +53,22 @@ const MEANINGS: &[(&str, &str)] = &[
         "bcrypt work factor for new passwords",
     ),
     (
+        "session.sign_in_free_failures",
+        "Ludus only: failed password or platform sign-ins in a row an account (email or username) or a source address may have before it is refused with 429 / code 8 for a back-off; `0` turns the throttle off. Successful sign-ins are never slowed",
+    ),
+    (
+        "session.sign_in_backoff_ms",
+        "Ludus only: the first back-off after the free failures, in milliseconds; each further failure doubles it",
+    ),
+    (
+        "session.sign_in_max_backoff_ms",
+        "Ludus only: the longest back-off, in milliseconds; a key quiet for twice this long starts afresh",
+    ),
+    (
+        "session.sign_in_max_tracked",
+        "Ludus only: most accounts and addresses the throttle remembers (the one idle longest is forgotten first)",
+    ),
+    (
         "session.token_cache_size",
         "access tokens a node remembers as verified, so a client's requests skip the signature check (expiry and logouts are still checked on every request); `0` turns it off",
     ),
@@ -343,7 +359,7 @@ const MEANINGS: &[(&str, &str)] = &[
     ),
     (
         "social.facebook.base_url",
-        "Ludus only, for tests and proxies: the Graph API (`{base_url}/v22.0/me`); empty is `https://graph.facebook.com`",
+        "Ludus only, for tests and proxies: the Graph API (`{base_url}/v22.0/me`, `/v22.0/me/friends`); empty is `https://graph.facebook.com`",
     ),
     (
         "social.facebook_limited_login.app_id",
@@ -377,6 +393,10 @@ const MEANINGS: &[(&str, &str)] = &[
     (
         "social.timeout_ms",
         "Ludus only: longest wait for a platform's answer (keys, Graph API, Steam) before sign-in fails",
+    ),
+    (
+        "social.max_imported_friends",
+        "Ludus only: most friends one Facebook or Steam friend import reads from the platform (Graph API pages are followed until then); the rest are not imported",
     ),
     (
         "iap.apple.shared_password",
@@ -429,6 +449,14 @@ const MEANINGS: &[(&str, &str)] = &[
     (
         "iap.facebook_instant.app_secret",
         "the app secret that signs Facebook Instant Games payments; empty turns that validation off",
+    ),
+    (
+        "iap.samsung.package_name",
+        "when set, a Samsung Galaxy Store receipt must name this package; Samsung's receipt service needs no credentials",
+    ),
+    (
+        "iap.samsung.base_url",
+        "Ludus only, for tests and proxies: Samsung's receipt service (`{base_url}/iap/v6/receipt`); empty is `https://iap.samsungapps.com`",
     ),
     (
         "iap.timeout_ms",

@@ -176,6 +176,7 @@ methods! {
     ValidatePurchaseGoogle(api::ValidatePurchaseGoogleRequest) -> api::ValidatePurchaseResponse: Post ["/v2/iap/purchase/google"] All;
     ValidateSubscriptionGoogle(api::ValidateSubscriptionGoogleRequest) -> api::ValidateSubscriptionResponse: Post ["/v2/iap/subscription/google"] All;
     ValidatePurchaseHuawei(api::ValidatePurchaseHuaweiRequest) -> api::ValidatePurchaseResponse: Post ["/v2/iap/purchase/huawei"] All;
+    ValidatePurchaseSamsung(api::ValidatePurchaseSamsungRequest) -> api::ValidatePurchaseResponse: Post ["/v2/iap/purchase/samsung"] All;
     ValidatePurchaseFacebookInstant(api::ValidatePurchaseFacebookInstantRequest) -> api::ValidatePurchaseResponse: Post ["/v2/iap/purchase/facebookinstant"] All;
     WriteLeaderboardRecord(api::WriteLeaderboardRecordRequest) -> api::LeaderboardRecord: Post ["/v2/leaderboard/{leaderboard_id}"] Field("record");
     WriteStorageObjects(api::WriteStorageObjectsRequest) -> api::StorageObjectAcks: Put ["/v2/storage"] All;

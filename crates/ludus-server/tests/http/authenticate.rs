@@ -17,6 +17,7 @@ both_backends!(
     custom_id_sign_in,
     server_key_is_required_and_checked,
     vars_land_in_the_token,
+    failed_password_sign_ins_back_off,
 );
 
 async fn device_creates_then_signs_in(b: Backend) {
@@ -323,4 +324,48 @@ async fn vars_land_in_the_token(b: Backend) {
         .await;
     let c = claims(&token(&r.body));
     assert_eq!(c["vrs"], json!({"region": "eu", "tier": "gold"}));
+}
+
+/// Ludus's throttle (Nakama has none): past the free failures an account is
+/// refused with 429 / code 8 for a back-off, whatever the password.
+async fn failed_password_sign_ins_back_off(b: Backend) {
+    let t = TestServer::start_with(b, |c| {
+        c.session.sign_in_free_failures = 2;
+        c.session.sign_in_backoff_ms = 1_000;
+    })
+    .await;
+    let sign_in = |password: &str| {
+        let body = json!({"email": "throttle@example.com", "password": password});
+        let t = &t;
+        async move {
+            t.post_key("/v2/account/authenticate/email?username=throttled", body)
+                .await
+        }
+    };
+    let r = sign_in("right-password").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for _ in 0..2 {
+        let r = sign_in("wrong-password").await;
+        assert_error(&r, 401, 16);
+    }
+    let r = sign_in("wrong-password").await;
+    assert_error(&r, 401, 16);
+    let r = sign_in("right-password").await;
+    let message = assert_error(&r, 429, 8);
+    assert!(
+        message.starts_with("too many failed sign-ins, try again in"),
+        "{message}"
+    );
+    // Another account from the same address is refused too.
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/email",
+            json!({"email": "other@example.com", "password": "whatever-1"}),
+        )
+        .await;
+    assert_error(&r, 429, 8);
+    // Device sign-ins are never throttled. (The back-off's end and the
+    // reset on success are timing rules, tested under paused time in
+    // ludus-core's `sign_in_throttle`.)
+    t.device_session("throttle-device-1").await;
 }

@@ -30,6 +30,7 @@ both_backends!(
     forged_expired_and_foreign_proofs_are_refused,
     platforms_that_fail_or_hang_are_named,
     lua_platform_functions_with_nakamas_arguments,
+    platform_profiles_fill_empty_account_fields,
 );
 
 const BUNDLE: &str = "com.ludus.game";
@@ -190,9 +191,13 @@ fn now() -> i64 {
 }
 
 fn id_token(key: &RsaPrivateKey, iss: &str, aud: &str, sub: &str, exp: i64) -> String {
-    let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"RS256","kid":"kid-1","typ":"JWT"}"#);
     let claims = json!({"iss": iss, "aud": aud, "sub": sub, "exp": exp, "iat": now(),
         "email": "player@example.com"});
+    signed_claims(key, claims)
+}
+
+fn signed_claims(key: &RsaPrivateKey, claims: Value) -> String {
+    let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"RS256","kid":"kid-1","typ":"JWT"}"#);
     let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
     let digest = Sha256::digest(format!("{header}.{payload}"));
     let sig = key.sign(Pkcs1v15Sign::new::<Sha256>(), &digest).unwrap();
@@ -686,4 +691,60 @@ async fn lua_platform_functions_with_nakamas_arguments(b: Backend) {
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(json!(user_id(&r.body)), out["gamecenter_new"]["user_id"]);
+}
+
+/// Nakama copies a platform's name and picture into the account: Google's
+/// at every sign-in and Facebook's at sign-up, never over the player's own.
+async fn platform_profiles_fill_empty_account_fields(b: Backend) {
+    let keys = keys();
+    let (t, _) = start(b, &keys).await;
+    let google = |name: &str| {
+        signed_claims(
+            &keys.signer,
+            json!({"iss": "https://accounts.google.com", "aud": GOOGLE_CLIENT,
+                "sub": "profile-google-1", "exp": now() + 600, "iat": now(),
+                "name": name, "picture": "https://example.com/g.png"}),
+        )
+    };
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/google",
+            json!({"token": google("Gail")}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let g = r.body;
+    let user = t.get_bearer("/v2/account", &token(&g)).await.body["user"].clone();
+    assert_eq!(user["display_name"], "Gail", "{user}");
+    assert_eq!(user["avatar_url"], "https://example.com/g.png", "{user}");
+    // The player's own name stays; an emptied avatar is filled again.
+    let r = t
+        .put_bearer(
+            "/v2/account",
+            &token(&g),
+            json!({"display_name": "Mine", "avatar_url": ""}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/google",
+            json!({"token": google("Other")}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let user = t.get_bearer("/v2/account", &token(&g)).await.body["user"].clone();
+    assert_eq!(user["display_name"], "Mine", "{user}");
+    assert_eq!(user["avatar_url"], "https://example.com/g.png", "{user}");
+
+    // Facebook: the Graph profile's name at sign-up.
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/facebook",
+            json!({"token": "fb-token:profile-fb-1"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let user = t.get_bearer("/v2/account", &token(&r.body)).await.body["user"].clone();
+    assert_eq!(user["display_name"], "Fay", "{user}");
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -30,6 +30,7 @@ use crate::support::{Backend, TestServer, assert_error, token, user_id};
 both_backends!(
     apple_purchases_and_subscriptions_validate_and_persist,
     google_huawei_and_instant_purchases_validate,
+    samsung_purchases_validate_once_and_refusals_are_named,
     bad_receipts_and_failing_stores_are_refused_never_500,
     lua_purchase_functions_with_nakamas_arguments,
     js_purchase_functions_with_nakamas_keys,
@@ -271,6 +272,37 @@ async fn huawei_verify(headers: HeaderMap, body: Bytes) -> Response {
     .into_response()
 }
 
+/// Samsung's receipt service: `good-…` and `test-…` are purchases of
+/// `gems` for this app (`test-` in the sandbox), `foreign` is another
+/// app's, `garbage` is not JSON; anything else does not exist.
+async fn samsung_receipt(Query(q): Query<Vec<(String, String)>>) -> Response {
+    let id = q
+        .iter()
+        .find(|(k, _)| k == "purchaseID")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let ok = |package: &str, mode: &str| {
+        axum::Json(json!({"status": "success", "mode": mode, "orderId": "o-1",
+            "paymentId": "pay-1", "packageName": package, "itemId": "gems",
+            "itemName": "Gems", "itemType": "item", "purchaseDate": "2024-03-01 12:30:05"}))
+        .into_response()
+    };
+    if id.starts_with("good-") {
+        ok(PACKAGE, "PRODUCTION")
+    } else if id.starts_with("test-") {
+        ok(PACKAGE, "TEST")
+    } else if id == "foreign" {
+        ok("com.other.game", "PRODUCTION")
+    } else if id == "garbage" {
+        "<html>".into_response()
+    } else if id == "down" {
+        StatusCode::SERVICE_UNAVAILABLE.into_response()
+    } else {
+        axum::Json(json!({"status": "fail", "errorCode": 9135, "errorMessage": "not exist order"}))
+            .into_response()
+    }
+}
+
 /// Starts the stand-in; answers its base URL.
 async fn stand_in(keys: &Keys) -> (String, Arc<AtomicUsize>) {
     let tokens = Arc::new(AtomicUsize::new(0));
@@ -294,6 +326,7 @@ async fn stand_in(keys: &Keys) -> (String, Arc<AtomicUsize>) {
         )
         .route("/oauth2/v3/token", post(huawei_token))
         .route("/applications/purchases/tokens/verify", post(huawei_verify))
+        .route("/iap/v6/receipt", get(samsung_receipt))
         .with_state(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -335,6 +368,8 @@ async fn start_tweaked(
         i.huawei.base_url = base.clone();
         i.huawei.oauth_base_url = base.clone();
         i.facebook_instant.app_secret = INSTANT_SECRET.into();
+        i.samsung.package_name = PACKAGE.into();
+        i.samsung.base_url = base.clone();
         i.timeout_ms = 2_000;
         tweak(c);
     })
@@ -574,6 +609,62 @@ async fn console_get(t: &TestServer, path: &str, token: &str) -> crate::support:
     crate::console::call(t, "GET", path, token, json!({})).await
 }
 
+async fn samsung_purchases_validate_once_and_refusals_are_named(b: Backend) {
+    let keys = keys();
+    let (t, _) = start_tweaked(b, &keys, |_| {}).await;
+    let sam = t.device_session("iap-samsung-sam").await;
+    let other = t.device_session("iap-samsung-other").await;
+    let validate = |session: &Value, body: Value| {
+        let bearer = token(session);
+        let t = &t;
+        async move {
+            t.post_bearer("/v2/iap/purchase/samsung", &bearer, body)
+                .await
+        }
+    };
+    let r = validate(&sam, json!({"purchase_id": "good-1"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let p = &r.body["validated_purchases"][0];
+    assert_eq!(p["store"], 4);
+    assert_eq!(p["product_id"], "gems");
+    assert_eq!(p["transaction_id"], "good-1");
+    assert_eq!(p["environment"], 2);
+    assert_eq!(p["purchase_time"], "2024-03-01T12:30:05Z");
+    assert_eq!(p["user_id"], user_id(&sam));
+    assert_eq!(p.get("seen_before"), None, "{p}");
+    // A replay, by anyone, is seen before and never a second grant.
+    let r = validate(&other, json!({"purchase_id": "good-1"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["validated_purchases"][0]["seen_before"], true);
+    assert_eq!(r.body["validated_purchases"][0]["user_id"], user_id(&sam));
+    // Not persisted: validated, nothing stored.
+    let r = validate(&sam, json!({"purchase_id": "test-2", "persist": false})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["validated_purchases"][0]["environment"], 1);
+    let r = validate(&sam, json!({"purchase_id": "test-2"})).await;
+    assert_eq!(r.body["validated_purchases"][0].get("seen_before"), None);
+    for (id, status, code, says) in [
+        (
+            "forged",
+            400,
+            3,
+            "samsung refused the purchase: not exist order (error code 9135)",
+        ),
+        (
+            "foreign",
+            400,
+            3,
+            "samsung purchase is for package \"com.other.game\"",
+        ),
+        ("garbage", 400, 3, "samsung receipt answer is not json"),
+        ("down", 503, 14, "samsung answered status 503"),
+    ] {
+        let r = validate(&sam, json!({"purchase_id": id})).await;
+        let message = assert_error(&r, status, code);
+        assert!(message.contains(says), "{id}: {message}");
+    }
+}
+
 async fn google_huawei_and_instant_purchases_validate(b: Backend) {
     let keys = keys();
     let (t, tokens) = start_tweaked(b, &keys, |_| {}).await;
@@ -733,7 +824,7 @@ async fn bad_receipts_and_failing_stores_are_refused_never_500(b: Backend) {
     let r = post("/v2/iap/subscription", json!({"cursor": "garbage"})).await;
     assert_error(&r, 400, 3);
     let r = post("/v2/iap/purchase/samsung", json!({})).await;
-    assert_error(&r, 501, 12);
+    assert_eq!(assert_error(&r, 400, 3), "purchase id cannot be empty");
     // Without a session, nothing.
     let r = t
         .post_key("/v2/iap/purchase/apple", json!({"receipt": "purchase:1"}))

@@ -81,6 +81,9 @@ impl TestServer {
         config.logger.level = "warn".into();
         // Fast hashing keeps the email tests quick; cost 10 is exercised elsewhere.
         config.session.bcrypt_cost = 4;
+        // Tests fail sign-ins on purpose, all from 127.0.0.1; the throttle
+        // has tests of its own that turn it on.
+        config.session.sign_in_free_failures = 0;
         if backend == Backend::Postgres {
             let url = ludus_testkit::postgres_database();
             ludus_store::migrate_up(&url, &config.data_dir)

@@ -42,7 +42,7 @@ use ludus_core::group::{
 };
 use ludus_core::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutcome};
 use ludus_core::model::{
-    Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth, UserRef,
+    Account, AccountUpdate, Identity, NewUser, Provider, Revocations, User, UserAuth, UserRef,
 };
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::{Notification, NotificationUpdate};
@@ -1112,6 +1112,25 @@ impl Store for PgStore {
             let mut conn = self.pool.get().await?;
             let tx = conn.client.transaction().await?;
             let out = social::friends_change(&tx, user, op, targets, metadata, now_us).await?;
+            tx.commit().await?;
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn friends_import(
+        &self,
+        user: Uuid,
+        provider: Provider,
+        provider_ids: &[String],
+        reset: bool,
+        now_us: i64,
+    ) -> StoreResult<Vec<Uuid>> {
+        with_retry("import friends", || async {
+            let mut conn = self.pool.get().await?;
+            let tx = conn.client.transaction().await?;
+            let out =
+                social::friends_import(&tx, user, provider, provider_ids, reset, now_us).await?;
             tx.commit().await?;
             Ok(out)
         })

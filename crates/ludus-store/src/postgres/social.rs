@@ -21,7 +21,7 @@ use ludus_core::group::{
     self, Group, GroupFilter, GroupOp, GroupRefusal, GroupRole, GroupSnapshot, GroupUpdate,
     GroupUser, RoleBound, RoleChange, Target, UserGroup,
 };
-use ludus_core::model::User;
+use ludus_core::model::{Provider, User};
 use ludus_core::store::StoreError;
 use tokio_postgres::{GenericClient, Row, Transaction};
 use uuid::Uuid;
@@ -160,6 +160,56 @@ pub(super) async fn friends_change(
         outcomes.push((target, plan.outcome));
     }
     Ok(outcomes)
+}
+
+pub(super) async fn friends_import(
+    tx: &Transaction<'_>,
+    user: Uuid,
+    provider: Provider,
+    provider_ids: &[String],
+    reset: bool,
+    now_us: i64,
+) -> Result<Vec<Uuid>, Failure> {
+    if reset {
+        tx.execute(
+            "DELETE FROM user_edge WHERE (source_id = $1 OR destination_id = $1) AND state <> 3",
+            &[&user],
+        )
+        .await?;
+    }
+    if provider_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT id FROM users WHERE {} = ANY($1) AND id <> $2 ORDER BY id",
+        provider.column()
+    );
+    let rows = tx.query(&sql, &[&provider_ids, &user]).await?;
+    let friends: Vec<Uuid> = rows
+        .iter()
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()?;
+    // Lock the caller and the friends in id order, as `friends_change` does.
+    let mut lock = friends.clone();
+    lock.push(user);
+    tx.query(
+        "SELECT id FROM users WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
+        &[&lock],
+    )
+    .await?;
+    let name = provider.name();
+    let mut befriended = Vec::new();
+    for friend in friends {
+        let mine = edge(tx, user, friend).await?;
+        let theirs = edge(tx, friend, user).await?;
+        let plan = friend::import_plan(mine.as_ref(), theirs.as_ref(), name);
+        write_edge(tx, user, friend, &plan.mine, now_us).await?;
+        write_edge(tx, friend, user, &plan.theirs, now_us).await?;
+        if plan.outcome == FriendOutcome::Accepted {
+            befriended.push(friend);
+        }
+    }
+    Ok(befriended)
 }
 
 /// One page of a user's friends, read as `profiles.rs` decides.

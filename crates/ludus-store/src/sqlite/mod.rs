@@ -30,7 +30,9 @@ use ludus_core::group::{
     UserGroup,
 };
 use ludus_core::leaderboard::{Leaderboard, LeaderboardRecord, RecordWrite, WriteOutcome};
-use ludus_core::model::{Account, AccountUpdate, Identity, NewUser, Revocations, User, UserAuth};
+use ludus_core::model::{
+    Account, AccountUpdate, Identity, NewUser, Provider, Revocations, User, UserAuth,
+};
 use ludus_core::multi_update::{MultiUpdate, MultiUpdateResult};
 use ludus_core::notification::{Notification, NotificationUpdate};
 use ludus_core::purchase::{IapListQuery, Purchase, Subscription};
@@ -544,6 +546,20 @@ impl Store for SqliteStore {
         let (targets, metadata) = (targets.to_vec(), metadata.to_owned());
         self.writer
             .write(move |conn| social::friends_change(conn, user, op, &targets, &metadata, now_us))
+            .await
+    }
+
+    async fn friends_import(
+        &self,
+        user: Uuid,
+        provider: Provider,
+        provider_ids: &[String],
+        reset: bool,
+        now_us: i64,
+    ) -> StoreResult<Vec<Uuid>> {
+        let ids = provider_ids.to_vec();
+        self.writer
+            .write(move |conn| social::friends_import(conn, user, provider, &ids, reset, now_us))
             .await
     }
 

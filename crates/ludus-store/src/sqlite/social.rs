@@ -13,6 +13,7 @@ use ludus_core::group::{
     self, Group, GroupFilter, GroupOp, GroupRefusal, GroupRole, GroupSnapshot, GroupUpdate,
     GroupUser, RoleBound, RoleChange, Target, UserGroup,
 };
+use ludus_core::model::Provider;
 use ludus_core::store::{StoreError, StoreResult};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension as _, Row, params};
@@ -144,6 +145,49 @@ pub(super) fn friends_change(
         outcomes.push((target, plan.outcome));
     }
     Ok(outcomes)
+}
+
+pub(super) fn friends_import(
+    conn: &Connection,
+    user: Uuid,
+    provider: Provider,
+    provider_ids: &[String],
+    reset: bool,
+    now_us: i64,
+) -> StoreResult<Vec<Uuid>> {
+    if reset {
+        conn.prepare_cached(
+            "DELETE FROM user_edge WHERE (source_id = ?1 OR destination_id = ?1) AND state <> 3",
+        )
+        .and_then(|mut st| st.execute([IdText::new(user)]))
+        .map_err(map_err)?;
+    }
+    let sql = format!("SELECT id FROM users WHERE {} = ?1", provider.column());
+    let mut find = conn.prepare_cached(&sql).map_err(map_err)?;
+    let mut friends = std::collections::BTreeSet::new();
+    for id in provider_ids {
+        if let Some(found) = find
+            .query_row([id], |row| uuid_at(row, 0))
+            .optional()
+            .map_err(map_err)?
+            && found != user
+        {
+            friends.insert(found);
+        }
+    }
+    let name = provider.name();
+    let mut befriended = Vec::new();
+    for friend in friends {
+        let mine = edge(conn, user, friend)?;
+        let theirs = edge(conn, friend, user)?;
+        let plan = friend::import_plan(mine.as_ref(), theirs.as_ref(), name);
+        write_edge(conn, user, friend, &plan.mine, now_us)?;
+        write_edge(conn, friend, user, &plan.theirs, now_us)?;
+        if plan.outcome == FriendOutcome::Accepted {
+            befriended.push(friend);
+        }
+    }
+    Ok(befriended)
 }
 
 /// The friends listing with only the clauses it needs: `?2 IS NULL OR …`
