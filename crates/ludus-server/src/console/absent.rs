@@ -52,11 +52,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     ),
     (M::DELETE, "/v2/console/all", "DeleteAllData"),
     (M::DELETE, "/v2/console/message", "DeleteChannelMessages"),
-    (
-        M::DELETE,
-        "/v2/console/account/{account_id}/friend/{friend_id}",
-        "DeleteFriend",
-    ),
     (M::DELETE, "/v2/console/storage", "DeleteStorage"),
     (M::DELETE, "/v2/console/account", "DeleteAccounts"),
     (
