@@ -204,6 +204,8 @@ test("the other pages render", async () => {
   for (const [hash, name] of [
     ["leaderboards", "leaderboards"],
     ["runtime", "runtime"],
+    ["purchases", "purchases"],
+    ["chat?label=lobby", "chat"],
     ["users", "users"],
     ["config", "config"],
   ]) {
