@@ -82,11 +82,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     (M::GET, "/v2/console/audit/log/users", "ListAuditLogsUsers"),
     (M::GET, "/v2/console/setting", "ListSettings"),
     (
-        M::GET,
-        "/v2/console/storage/collections",
-        "ListStorageCollections",
-    ),
-    (
         M::POST,
         "/v2/console/user/{username}/mfa/require",
         "RequireUserMfa",

@@ -686,11 +686,7 @@ async fn unserved_console_calls_answer_501(b: Backend) {
             "AuthenticateMFASetup",
         ),
         ("POST", "/v2/console/user/ops/mfa/require", "RequireUserMfa"),
-        (
-            "GET",
-            "/v2/console/storage/collections",
-            "ListStorageCollections",
-        ),
+        ("DELETE", "/v2/console/storage", "DeleteStorage"),
         ("GET", "/v2/console/notification/n1", "GetNotification"),
     ] {
         let r = call(&t, method, path, &root, json!({})).await;

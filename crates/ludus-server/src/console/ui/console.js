@@ -267,6 +267,13 @@ async function storage(params) {
     }, h("label", {}, "Collection", collection), h("label", {}, "Owner user id", user),
     h("button", { type: "submit" }, "List"),
     h("a", { href: "#/object/new" }, "New object"))];
+  if (!collection.value) {
+    const names = await api("GET", "/v2/console/storage/collections");
+    parts.push(h("h2", {}, "Collections"), (names.collections || []).length
+      ? h("ul", { id: "collections" }, names.collections.map((c) =>
+        h("li", {}, h("a", { href: "#/storage?collection=" + enc(c) }, c))))
+      : h("p", { class: "muted" }, "No storage object yet."));
+  }
   if (collection.value) {
     const q = new URLSearchParams(params);
     const r = await api("GET", "/v2/console/storage?" + q);
