@@ -126,6 +126,9 @@ test("the account page edits the profile", async () => {
 });
 
 test("the storage browser lists and edits objects", async () => {
+  await open("storage", "storage");
+  const names = await page.$$eval("#collections a", (links) => links.map((a) => a.textContent));
+  assert.ok(names.includes("saves"), names.join(","));
   await open("storage?collection=saves", "storage");
   const keys = await page.$$eval("tbody tr.link", (rows) => rows.length);
   assert.equal(keys, 2);
@@ -204,6 +207,8 @@ test("the other pages render", async () => {
   for (const [hash, name] of [
     ["leaderboards", "leaderboards"],
     ["runtime", "runtime"],
+    ["purchases", "purchases"],
+    ["chat?label=lobby", "chat"],
     ["users", "users"],
     ["config", "config"],
   ]) {

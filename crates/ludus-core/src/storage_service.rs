@@ -272,6 +272,23 @@ impl StorageService {
         Ok(LedgerPage { entries, cursor })
     }
 
+    /// A page of `limit` storage collection names after `cursor` (the last
+    /// name of the previous page), and the cursor of the next page.
+    pub async fn collections(
+        &self,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<String>), ApiError> {
+        let mut names = self.store.storage_collections(cursor, limit + 1).await?;
+        let next = if names.len() > limit {
+            names.truncate(limit);
+            names.last().cloned()
+        } else {
+            None
+        };
+        Ok((names, next))
+    }
+
     /// Deletes one of `user`'s ledger entries; `NotFound` when the user has
     /// no such entry.
     pub async fn wallet_ledger_delete(&self, user: Uuid, id: Uuid) -> Result<(), ApiError> {

@@ -401,6 +401,10 @@ pub trait Store: Send + Sync + 'static {
         now_us: i64,
     ) -> StoreResult<Option<LedgerEntry>>;
 
+    /// Up to `limit` distinct storage collection names after `after`, in
+    /// order (the console's `ListStorageCollections`, a page at a time).
+    async fn storage_collections(&self, after: &str, limit: usize) -> StoreResult<Vec<String>>;
+
     /// Deletes one of `user`'s ledger entries (the console's
     /// `DeleteWalletLedger`); false when `user` has no entry `id`. The
     /// wallet itself is not changed, as in Nakama.

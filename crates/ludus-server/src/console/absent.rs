@@ -52,11 +52,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     ),
     (M::DELETE, "/v2/console/all", "DeleteAllData"),
     (M::DELETE, "/v2/console/message", "DeleteChannelMessages"),
-    (
-        M::DELETE,
-        "/v2/console/account/{account_id}/friend/{friend_id}",
-        "DeleteFriend",
-    ),
     (M::DELETE, "/v2/console/storage", "DeleteStorage"),
     (M::DELETE, "/v2/console/account", "DeleteAccounts"),
     (
@@ -86,11 +81,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
     (M::GET, "/v2/console/audit/log", "ListAuditLogs"),
     (M::GET, "/v2/console/audit/log/users", "ListAuditLogsUsers"),
     (M::GET, "/v2/console/setting", "ListSettings"),
-    (
-        M::GET,
-        "/v2/console/storage/collections",
-        "ListStorageCollections",
-    ),
     (
         M::POST,
         "/v2/console/user/{username}/mfa/require",

@@ -1,5 +1,6 @@
 //! Game accounts in the console (`/v2/console/account*`): list with a
-//! filter, get, ban and unban, delete, and a user's friends and groups,
+//! filter, get, ban and unban, delete, and a user's friends (one can be
+//! removed) and groups,
 //! each behind the ACL gate with Nakama's `ACCOUNT*` permissions, over the
 //! same services as the client API.
 
@@ -48,6 +49,11 @@ pub(super) fn routes(r: &mut ConsoleRoutes) {
         "/v2/console/account/{account_id}/friend",
         need(AccountFriends, Read),
         get(friends),
+    );
+    r.add(
+        "/v2/console/account/{account_id}/friend/{friend_id}",
+        need(AccountFriends, Delete),
+        delete(remove_friend),
     );
     r.add(
         "/v2/console/account/{account_id}/group",
@@ -205,4 +211,21 @@ async fn groups(
         .list_user_groups(id, None, query.int32("state")?.map(|s| s.value), cursor)
         .await?;
     Ok(crate::api::json(&convert::user_group_list(page)))
+}
+
+/// Removes a friendship (or an invite or block) between the account and
+/// another user, on both sides, as the account's own delete does.
+async fn remove_friend(
+    State(state): State<ConsoleState>,
+    Path((id, friend)): Path<(String, String)>,
+) -> Result<Response, HttpError> {
+    let id = account_id(&id)?;
+    let friend = account_id(&friend)?;
+    let account = state.app.accounts.account(id).await?;
+    state
+        .app
+        .social
+        .delete_friends(id, &account.user.username, &[friend.to_string()], &[])
+        .await?;
+    Ok(crate::api::empty())
 }

@@ -1,5 +1,6 @@
-//! Storage objects in the console (`/v2/console/storage*`): list a
-//! collection (of one user, when asked), get, write and delete one object,
+//! Storage objects in the console (`/v2/console/storage*`): the collection
+//! names, list a collection (of one user, when asked), get, write and
+//! delete one object,
 //! behind Nakama's `STORAGE_DATA` permissions. The console acts as the
 //! server: it reads and writes objects whatever their permissions.
 
@@ -25,6 +26,11 @@ pub(super) fn routes(r: &mut ConsoleRoutes) {
     use Level::{Delete, Read, Write};
     let need = |level| Need::Permission(Resource::StorageData, level);
     r.add("/v2/console/storage", need(Read), get(list));
+    r.add(
+        "/v2/console/storage/collections",
+        need(Read),
+        get(collections),
+    );
     r.add(
         "/v2/console/storage/{collection}/{key}/{user_id}",
         need(Read),
@@ -54,6 +60,27 @@ fn owner(text: &str) -> Result<Uuid, HttpError> {
             "user id {text:?} is not a valid uuid, use 00000000-0000-0000-0000-000000000000 for system objects"
         ))
     })
+}
+
+/// Nakama's `StorageCollectionsList`, with Ludus's `next_cursor`.
+#[derive(Serialize)]
+struct Collections {
+    collections: Vec<String>,
+    next_cursor: String,
+}
+
+/// `GET /v2/console/storage/collections?cursor=…`: the collection names in
+/// order, 100 a page (Nakama answers them all from a cache it refreshes).
+async fn collections(
+    State(state): State<ConsoleState>,
+    query: QueryParams,
+) -> Result<Response, HttpError> {
+    let cursor = query.get("cursor").unwrap_or_default();
+    let (collections, next) = state.app.storage.collections(cursor, PAGE).await?;
+    Ok(crate::api::json(&Collections {
+        collections,
+        next_cursor: next.unwrap_or_default(),
+    }))
 }
 
 /// Nakama's console `StorageListObject`: an object without its value.

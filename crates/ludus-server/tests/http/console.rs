@@ -686,11 +686,7 @@ async fn unserved_console_calls_answer_501(b: Backend) {
             "AuthenticateMFASetup",
         ),
         ("POST", "/v2/console/user/ops/mfa/require", "RequireUserMfa"),
-        (
-            "GET",
-            "/v2/console/storage/collections",
-            "ListStorageCollections",
-        ),
+        ("DELETE", "/v2/console/storage", "DeleteStorage"),
         ("GET", "/v2/console/notification/n1", "GetNotification"),
     ] {
         let r = call(&t, method, path, &root, json!({})).await;
@@ -873,6 +869,42 @@ async fn account_friends_and_groups(b: Backend) {
     assert_eq!(r.body["friends"][0]["user"]["id"], bob_id.as_str());
     // Alice sent the invite: state 1 (invite sent).
     assert_eq!(r.body["friends"][0]["state"], 1);
+    // The console removes the invite, on both sides.
+    let r = call(
+        &t,
+        "DELETE",
+        &format!("/v2/console/account/{alice_id}/friend/{bob_id}"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for (who, other) in [(&alice_id, &bob_id), (&bob_id, &alice_id)] {
+        let r = call(
+            &t,
+            "GET",
+            &format!("/v2/console/account/{who}/friend"),
+            &root,
+            json!({}),
+        )
+        .await;
+        let ids: Vec<&Value> = r
+            .body
+            .get("friends")
+            .and_then(Value::as_array)
+            .map(|f| f.iter().map(|f| &f["user"]["id"]).collect())
+            .unwrap_or_default();
+        assert!(!ids.contains(&&json!(other)), "{}", r.body);
+    }
+    let r = call(
+        &t,
+        "DELETE",
+        &format!("/v2/console/account/{alice_id}/friend/not-a-uuid"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_error(&r, 400, 3);
     let r = call(
         &t,
         "GET",

@@ -278,6 +278,17 @@ async fn storage_write_read_list_and_delete(b: Backend) {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(json_of(&r.body["value"]), json!({"hp": 4}));
     assert_eq!(r.body["permission_read"], 1, "absent means owner read");
+    let r = call(
+        &t,
+        "GET",
+        "/v2/console/storage/collections",
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["collections"], json!(["saves"]));
+    assert_eq!(r.body["next_cursor"], "");
     // Lists: a collection, one owner's, one object by key; no values.
     let r = call(
         &t,

@@ -1068,6 +1068,22 @@ impl Store for PgStore {
         .await
     }
 
+    async fn storage_collections(&self, after: &str, limit: usize) -> StoreResult<Vec<String>> {
+        let limit = limit as i64;
+        with_retry("list storage collections", || async {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .client
+                .query(
+                    "SELECT DISTINCT collection FROM storage WHERE collection > $1 ORDER BY collection LIMIT $2",
+                    &[&after, &limit],
+                )
+                .await?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+        .await
+    }
+
     async fn wallet_ledger_delete(&self, user: Uuid, id: Uuid) -> StoreResult<bool> {
         with_retry("delete wallet ledger entry", || async {
             let conn = self.pool.get().await?;

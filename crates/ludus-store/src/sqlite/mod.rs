@@ -517,6 +517,13 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn storage_collections(&self, after: &str, limit: usize) -> StoreResult<Vec<String>> {
+        let after = after.to_owned();
+        self.readers
+            .read(move |conn| storage::collections(conn, &after, limit))
+            .await
+    }
+
     async fn wallet_ledger_delete(&self, user: Uuid, id: Uuid) -> StoreResult<bool> {
         self.writer
             .write(move |conn| storage::ledger_delete(conn, user, id))

@@ -431,6 +431,22 @@ pub(super) fn merge_ledger(conn: &Connection) -> StoreResult<usize> {
     Ok(moved)
 }
 
+/// Distinct collection names after `after`, in order.
+pub(super) fn collections(
+    conn: &Connection,
+    after: &str,
+    limit: usize,
+) -> StoreResult<Vec<String>> {
+    conn.prepare_cached(
+        "SELECT DISTINCT collection FROM storage WHERE collection > ?1 ORDER BY collection LIMIT ?2",
+    )
+    .map_err(map_err)?
+    .query_map(params![after, limit as i64], |row| row.get(0))
+    .map_err(map_err)?
+    .collect::<Result<Vec<String>, _>>()
+    .map_err(map_err)
+}
+
 /// Deletes a user's ledger entry from whichever of the two tables holds it.
 pub(super) fn ledger_delete(conn: &Connection, user: Uuid, id: Uuid) -> StoreResult<bool> {
     let mut deleted = 0;

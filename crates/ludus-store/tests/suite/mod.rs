@@ -229,6 +229,7 @@ macro_rules! store_test_suite {
             storage::concurrent_writers_of_one_version_have_one_winner,
             storage::concurrent_creators_of_one_object_have_one_winner,
             storage::many_single_writes_at_once,
+            storage::collections_are_listed_in_pages,
             wallet::wallet_updates_return_previous_and_updated,
             wallet::deleting_a_user_deletes_its_ledger,
             wallet::wallets_update_is_atomic_across_users,

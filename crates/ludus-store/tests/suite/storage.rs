@@ -802,3 +802,26 @@ pub(crate) async fn many_single_writes_at_once<B: Backend>() {
         }
     }
 }
+
+/// The distinct collection names, in order, a page at a time.
+pub(crate) async fn collections_are_listed_in_pages<B: Backend>() {
+    let (_b, store) = B::store().await;
+    let svc = service(&store);
+    let ann = user(&store, "ann").await;
+    let (names, next) = svc.collections("", 10).await.unwrap();
+    assert!(names.is_empty() && next.is_none());
+    for (collection, key) in [("b", "1"), ("a", "1"), ("b", "2"), ("c", "1")] {
+        svc.write(
+            Access::Server,
+            vec![owner_write(collection, key, ann, "{}", "")],
+        )
+        .await
+        .unwrap();
+    }
+    let (names, next) = svc.collections("", 2).await.unwrap();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(next.as_deref(), Some("b"));
+    let (names, next) = svc.collections("b", 2).await.unwrap();
+    assert_eq!(names, ["c"]);
+    assert!(next.is_none());
+}

@@ -267,6 +267,13 @@ async function storage(params) {
     }, h("label", {}, "Collection", collection), h("label", {}, "Owner user id", user),
     h("button", { type: "submit" }, "List"),
     h("a", { href: "#/object/new" }, "New object"))];
+  if (!collection.value) {
+    const names = await api("GET", "/v2/console/storage/collections");
+    parts.push(h("h2", {}, "Collections"), (names.collections || []).length
+      ? h("ul", { id: "collections" }, names.collections.map((c) =>
+        h("li", {}, h("a", { href: "#/storage?collection=" + enc(c) }, c))))
+      : h("p", { class: "muted" }, "No storage object yet."));
+  }
   if (collection.value) {
     const q = new URLSearchParams(params);
     const r = await api("GET", "/v2/console/storage?" + q);
@@ -503,6 +510,47 @@ async function explorer() {
     h("h2", {}, "Answer"), out);
 }
 
+async function purchases(params) {
+  const user = h("input", { name: "user_id", placeholder: "every player", value: params.get("user_id") || "" });
+  const q = new URLSearchParams();
+  if (user.value) q.set("user_id", user.value);
+  const bought = await api("GET", "/v2/console/purchase?" + q);
+  const subs = await api("GET", "/v2/console/subscription?" + q);
+  view.replaceChildren(h("h1", {}, "Purchases"),
+    h("form", {
+      class: "inline",
+      onsubmit: (e) => {
+        e.preventDefault();
+        location.hash = "#/purchases?user_id=" + enc(user.value.trim());
+      },
+    }, h("label", {}, "Player user id", user), h("button", { type: "submit" }, "Filter")),
+    table([["Product", (p) => p.product_id], ["Transaction", (p) => p.transaction_id],
+      ["Player", (p) => p.user_id], ["Store", (p) => p.store || 0], ["Bought", (p) => when(p.purchase_time)],
+      ["Refunded", (p) => when(p.refund_time)]], bought.validated_purchases || []),
+    h("h2", {}, "Subscriptions"),
+    table([["Product", (s) => s.product_id], ["Original transaction", (s) => s.original_transaction_id],
+      ["Player", (s) => s.user_id], ["Active", (s) => (s.active ? "yes" : "no")], ["Expires", (s) => when(s.expiry_time)]],
+    subs.validated_subscriptions || []));
+}
+
+async function chat(params) {
+  const label = h("input", { name: "label", placeholder: "room name", value: params.get("label") || "" });
+  const parts = [h("h1", {}, "Chat"),
+    h("form", {
+      class: "inline",
+      onsubmit: (e) => {
+        e.preventDefault();
+        location.hash = "#/chat?label=" + enc(label.value.trim());
+      },
+    }, h("label", {}, "Room", label), h("button", { type: "submit" }, "Read"))];
+  if (label.value) {
+    const r = await api("GET", "/v2/console/channel?type=2&label=" + enc(label.value));
+    parts.push(table([["From", (m) => m.username || m.sender_id], ["Message", (m) => m.content],
+      ["When", (m) => when(m.create_time)]], r.messages || []));
+  }
+  view.replaceChildren(...parts);
+}
+
 async function runtime() {
   const r = await api("GET", "/v2/console/runtime");
   const list = (title, items) => [h("h2", {}, title),
@@ -575,6 +623,8 @@ const ROUTES = [
   [/^matches$/, matches],
   [/^match\/([^/]+)$/, (m) => matchState(decodeURIComponent(m[1]))],
   [/^explorer$/, explorer],
+  [/^purchases$/, (m, q) => purchases(q)],
+  [/^chat$/, (m, q) => chat(q)],
   [/^runtime$/, runtime],
   [/^config$/, config],
   [/^users$/, users],
