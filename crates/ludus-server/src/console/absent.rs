@@ -59,17 +59,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/notification/{id}",
         "DeleteNotification",
     ),
-    (
-        M::GET,
-        "/v2/console/account/{account_id}/export",
-        "ExportAccount",
-    ),
-    (
-        M::PUT,
-        "/v2/console/account/{account_id}/import",
-        "ImportAccount",
-    ),
-    (M::POST, "/v2/console/account", "ImportAccountFull"),
     (M::GET, "/v2/console/group/{group_id}/export", "ExportGroup"),
     (M::GET, "/v2/console/setting/{name}", "GetSetting"),
     (M::GET, "/v2/console/notification/{id}", "GetNotification"),

@@ -13,6 +13,7 @@
 
 mod absent;
 mod account_edit;
+mod account_port;
 mod accounts;
 mod auth;
 mod channels;
@@ -77,6 +78,7 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     users::routes(&mut routes);
     accounts::routes(&mut routes);
     account_edit::routes(&mut routes);
+    account_port::routes(&mut routes);
     wallet::routes(&mut routes);
     storage::routes(&mut routes);
     leaderboards::routes(&mut routes);

@@ -25,6 +25,7 @@ both_backends!(
     api_explorer_calls_rpcs_as_a_user,
     a_players_notifications,
     chat_history_of_a_room,
+    accounts_exported_and_imported,
 );
 
 async fn lua_server(b: Backend) -> TestServer {
@@ -1252,4 +1253,132 @@ async fn chat_history_of_a_room(b: Backend) {
     .await;
     let msg = assert_error(&r, 403, 7);
     assert!(msg.contains("permission on CHANNEL_MESSAGE,"), "{msg}");
+}
+
+/// `ExportAccount`, `ImportAccount` and `ImportAccountFull`: the export
+/// `nk.account_export_id` writes, imported into an account or as a new one,
+/// behind `ACCOUNT_EXPORT`.
+async fn accounts_exported_and_imported(b: Backend) {
+    let t = TestServer::start(b).await;
+    let root = root_token(&t).await;
+    let alice = t.device_session("console-export-dev").await;
+    let alice_id = user_id(&alice);
+    let r = t
+        .put_bearer(
+            "/v2/storage",
+            &token(&alice),
+            json!({"objects": [{"collection": "saves", "key": "slot1", "value": "{\"hp\":7}"}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(
+        &t,
+        "GET",
+        &format!("/v2/console/account/{alice_id}/export"),
+        &root,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut export = r.body.clone();
+    assert_eq!(
+        export["account"]["user"]["id"],
+        alice_id.as_str(),
+        "{export}"
+    );
+    assert_eq!(export["objects"][0]["key"], "slot1");
+
+    // As a new account: the export's id, username and device.
+    let copy = "0b5c7d9e-2f4a-4b6c-8d0e-1f2a3b4c5d6e";
+    export["account"]["user"]["id"] = json!(copy);
+    export["account"]["user"]["username"] = json!("console_copy");
+    export["account"]["devices"] = json!([{"id": "console-copy-device"}]);
+    let r = call(
+        &t,
+        "POST",
+        "/v2/console/account",
+        &root,
+        json!({"data": export}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["account"]["user"]["id"], copy, "{}", r.body);
+    assert_eq!(r.body["account"]["user"]["username"], "console_copy");
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/device?create=false",
+            json!({"id": "console-copy-device"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "the copy signs in: {}", r.body);
+    let again = call(
+        &t,
+        "POST",
+        "/v2/console/account",
+        &root,
+        json!({"data": export}),
+    )
+    .await;
+    assert_error(&again, 409, 6);
+
+    // Into alice: her storage becomes the export's (none).
+    export["objects"] = json!([]);
+    let r = call(
+        &t,
+        "PUT",
+        &format!("/v2/console/account/{alice_id}/import"),
+        &root,
+        json!({"data": export}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = t
+        .post_bearer(
+            "/v2/storage",
+            &token(&alice),
+            json!({"object_ids": [{"collection": "saves", "key": "slot1", "user_id": alice_id}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body["objects"].as_array().is_none_or(Vec::is_empty),
+        "{}",
+        r.body
+    );
+    let r = call(
+        &t,
+        "PUT",
+        &format!("/v2/console/account/{alice_id}/import"),
+        &root,
+        json!({"data": "not an export"}),
+    )
+    .await;
+    assert_error(&r, 400, 3);
+
+    // The ACL: reading an export needs ACCOUNT_EXPORT read, importing write.
+    let reader = add_user(
+        &t,
+        &root,
+        "exporter",
+        json!({"ACCOUNT_EXPORT": perm(true, false, false)}),
+    )
+    .await;
+    let r = call(
+        &t,
+        "GET",
+        &format!("/v2/console/account/{alice_id}/export"),
+        &reader,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(
+        &t,
+        "POST",
+        "/v2/console/account",
+        &reader,
+        json!({"data": export}),
+    )
+    .await;
+    assert_error(&r, 403, 7);
 }
