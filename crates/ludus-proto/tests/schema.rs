@@ -55,7 +55,7 @@ fn both_packages_have_every_nakama_message_and_enum() {
             api_messages,
             api_nested_enums + api.enum_type.len()
         ),
-        (116, 133, 6)
+        (117, 134, 6)
     );
     let realtime = file("nakama.realtime");
     let (realtime_messages, realtime_enums) = count(&realtime.message_type);

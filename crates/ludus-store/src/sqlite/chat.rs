@@ -271,7 +271,7 @@ pub(super) fn messages_of_sender(
     let mut stmt = conn
         .prepare_cached(&format!(
             "SELECT {MESSAGE_COLUMNS} FROM message WHERE sender_id = ?1
-              ORDER BY create_time, id LIMIT ?2"
+              ORDER BY create_time, id LIMIT +?2"
         ))
         .map_err(map_err)?;
     let rows = stmt

@@ -205,7 +205,7 @@ pub(super) fn records_of_owner(
     let mut stmt = conn
         .prepare_cached(&format!(
             "SELECT {RECORD_COLUMNS} FROM leaderboard_record WHERE owner_id = ?1
-              ORDER BY create_time, leaderboard_id, expiry_time LIMIT ?2"
+              ORDER BY create_time, leaderboard_id, expiry_time LIMIT +?2"
         ))
         .map_err(map_err)?;
     let rows = stmt

@@ -45,7 +45,7 @@ pub(super) fn objects_of_owner(
     let mut stmt = conn
         .prepare_cached(&format!(
             "SELECT {OBJECT_COLUMNS} FROM storage WHERE user_id = ?1
-              ORDER BY collection, key LIMIT ?2"
+              ORDER BY collection, key LIMIT +?2"
         ))
         .map_err(map_err)?;
     let rows = stmt
@@ -438,7 +438,7 @@ pub(super) fn collections(
     limit: usize,
 ) -> StoreResult<Vec<String>> {
     conn.prepare_cached(
-        "SELECT DISTINCT collection FROM storage WHERE collection > ?1 ORDER BY collection LIMIT ?2",
+        "SELECT DISTINCT collection FROM storage WHERE collection > ?1 ORDER BY collection LIMIT +?2",
     )
     .map_err(map_err)?
     .query_map(params![after, limit as i64], |row| row.get(0))
