@@ -8,6 +8,7 @@ use axum::extract::State;
 use axum::response::Response;
 use ludus_core::ApiError;
 use ludus_core::social_auth::FriendSource;
+use ludus_core::token::Caller;
 use ludus_proto::api;
 use ludus_proto::pbjson_types::BoolValue;
 
@@ -43,26 +44,16 @@ pub(super) async fn facebook(
         return Err(ApiError::invalid("facebook token is required").into());
     }
     let reset = req.reset.as_ref().is_some_and(|r| r.value);
-    state
-        .social
-        .import_friends(
-            state.accounts.social(),
-            caller.user_id,
-            &caller.claims.username,
-            &FriendSource::Facebook { token },
-            reset,
-        )
-        .await?;
-    runtime::after(
+    import(
         &state,
         API,
-        Some(&caller),
+        &caller,
         client,
-        &serde_json::Value::Null,
+        FriendSource::Facebook { token },
+        reset,
         &req,
     )
-    .await;
-    Ok(empty())
+    .await
 }
 
 pub(super) async fn steam(
@@ -86,23 +77,46 @@ pub(super) async fn steam(
         .map(|a| a.token.clone())
         .unwrap_or_default();
     let reset = req.reset.as_ref().is_some_and(|r| r.value);
+    import(
+        &state,
+        API,
+        &caller,
+        client,
+        FriendSource::SteamTicket { token },
+        reset,
+        &req,
+    )
+    .await
+}
+
+/// What both imports do once the before hook has had the request: read the
+/// friends from the platform and befriend them, then the after hook.
+async fn import<Req: serde::Serialize>(
+    state: &AppState,
+    api: &str,
+    caller: &Caller,
+    client: ClientAddr,
+    source: FriendSource,
+    reset: bool,
+    req: &Req,
+) -> Result<Response, HttpError> {
     state
         .social
         .import_friends(
             state.accounts.social(),
             caller.user_id,
             &caller.claims.username,
-            &FriendSource::SteamTicket { token },
+            &source,
             reset,
         )
         .await?;
     runtime::after(
-        &state,
-        API,
-        Some(&caller),
+        state,
+        api,
+        Some(caller),
         client,
         &serde_json::Value::Null,
-        &req,
+        req,
     )
     .await;
     Ok(empty())
