@@ -21,6 +21,10 @@ server's runtime.path.
                           many times as the payload says (default 100000)
                           inside one call, and answer the nanoseconds per
                           decode (encode) by os.clock: the JSON codec alone
+  ludus_bench_send_all    pushes {"bench_epoch_us": N} from the payload to
+                          every socket of every node (a notification that is
+                          not stored): `ludus bench ccu` reports its
+                          delivery time
 
 It also creates the leaderboard `ludus_bench` (descending, best score, no
 reset, ranks on) that the `leaderboard` workload writes and reads.
@@ -171,6 +175,16 @@ local function json_encode(_context, payload)
   return per_op(payload, function() return nk.json_encode(PLAYER_TABLE) end)
 end
 
+-- A push to every socket of every node (the six-figure socket run): the
+-- payload is the sender's wall clock, `bench_epoch_us`, which each client
+-- compares with its own on arrival.
+local function send_all(_context, payload)
+  local sent = nk.json_decode(payload)
+  nk.notification_send_all("bench", { bench_epoch_us = sent.bench_epoch_us }, 1, false)
+  return payload
+end
+
+nk.register_rpc(send_all, "ludus_bench_send_all")
 nk.register_rpc(json_decode, "ludus_bench_json_decode")
 nk.register_rpc(json_encode, "ludus_bench_json_encode")
 nk.register_rpc(path, "ludus_bench_path")

@@ -137,7 +137,7 @@ fn finish(
             .with_floor(&rec, opts.tick_floor.as_micros() as u64)
             .with_held(&rec, opts.ramp.as_secs_f64())
     } else {
-        summary
+        summary.with_broadcast(&rec)
     };
     if summary.total_ok == 0 && summary.total_errors > 0 {
         let kinds: Vec<String> = summary

@@ -54,6 +54,16 @@ impl Workload {
     }
 }
 
+/// The server's realtime protocol (`--protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    /// Nakama's (`/ws`), which Ludus speaks
+    Nakama,
+    /// Centrifugo's client protocol (JSON over `/connection/websocket`,
+    /// anonymous connections): fanout only
+    Centrifugo,
+}
+
 /// The realtime socket's wire format (`/ws?format=…`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -232,6 +242,10 @@ struct Flags {
     /// Socket message format
     #[arg(long, value_enum, default_value_t = Format::Json)]
     format: Format,
+    /// fanout: the server's realtime protocol, to measure another server
+    /// beside Ludus with the same client
+    #[arg(long, value_enum, default_value_t = Protocol::Nakama)]
+    protocol: Protocol,
     /// Sockets connect with `status=true` (appear online: one status
     /// presence per user, which every node of a cluster keeps)
     #[arg(long)]
@@ -323,6 +337,7 @@ pub struct Options {
     pub echo_rpc: Option<String>,
     pub tick_floor: Duration,
     pub format: Format,
+    pub protocol: Protocol,
     /// Sockets appear online (`/ws?status=true`).
     pub status: bool,
     pub storage_op: StorageOp,
@@ -367,6 +382,12 @@ impl Options {
             WorkloadCommand::Social(f) => (Workload::Social, f),
             WorkloadCommand::Leaderboard(f) => (Workload::Leaderboard, f),
         };
+        if f.protocol == Protocol::Centrifugo && workload != Workload::Fanout {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--protocol centrifugo is for the fanout workload only\n",
+            ));
+        }
         let concurrency = f.concurrency as usize;
         let sources_given = f.sources.is_some();
         let loopback = f
@@ -418,6 +439,7 @@ impl Options {
             echo_rpc: f.echo_rpc,
             tick_floor: f.tick_floor,
             format: f.format,
+            protocol: f.protocol,
             status: f.status,
             storage_op: f.storage_op,
             leaderboard_op: f.leaderboard_op,

@@ -94,6 +94,13 @@ pub fn table(r: &RunResult) -> String {
             h.after_s, h.count, h.p50_ms, h.p99_ms, h.max_ms
         );
     }
+    if let Some(b) = &s.broadcast {
+        let _ = writeln!(
+            out,
+            "broadcast delivery time ({} pushes): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            b.count, b.p50_ms, b.p99_ms, b.max_ms
+        );
+    }
     if !s.errors.is_empty() {
         let kinds: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let _ = writeln!(out, "errors by kind: {}", kinds.join(", "));

@@ -16,25 +16,23 @@ const SUB: u64 = 1 << SUB_BITS;
 /// land in the last bucket.
 const BUCKETS: usize = ((41 - SUB_BITS as usize) + 1) * SUB as usize;
 
-/// A log-linear histogram of microsecond latencies.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A log-linear histogram of microsecond latencies. Its buckets (18 KB) are
+/// allocated at the sixteenth value: until then the values are kept as
+/// they came, so the histograms of 250,000 idle virtual users cost little.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Histogram {
+    #[serde(default)]
     counts: Vec<u64>,
+    /// The values recorded while `counts` is not allocated.
+    #[serde(default)]
+    few: Vec<u64>,
     total: u64,
     max: u64,
     sum: u128,
 }
 
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram {
-            counts: vec![0; BUCKETS],
-            total: 0,
-            max: 0,
-            sum: 0,
-        }
-    }
-}
+/// Values a histogram keeps as they came before allocating its buckets.
+const FEW: usize = 16;
 
 fn bucket_of(v: u64) -> usize {
     if v < SUB {
@@ -59,15 +57,45 @@ fn bucket_high(i: usize) -> u64 {
 
 impl Histogram {
     pub fn record(&mut self, micros: u64) {
-        self.counts[bucket_of(micros)] += 1;
+        if self.counts.is_empty() && self.few.len() < FEW {
+            self.few.push(micros);
+        } else {
+            self.bucket(micros);
+        }
         self.total += 1;
         self.max = self.max.max(micros);
         self.sum += micros as u128;
     }
 
+    /// Counts `micros` in its bucket.
+    fn bucket(&mut self, micros: u64) {
+        self.allocate();
+        self.counts[bucket_of(micros)] += 1;
+    }
+
+    /// Allocates the buckets, moving the values kept so far into them.
+    fn allocate(&mut self) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; BUCKETS];
+            for v in std::mem::take(&mut self.few) {
+                self.counts[bucket_of(v)] += 1;
+            }
+        }
+    }
+
     pub fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
-            *a += b;
+        if !other.counts.is_empty() {
+            self.allocate();
+            for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+                *a += b;
+            }
+        }
+        for &v in &other.few {
+            if self.counts.is_empty() && self.few.len() < FEW {
+                self.few.push(v);
+            } else {
+                self.bucket(v);
+            }
         }
         self.total += other.total;
         self.max = self.max.max(other.max);
@@ -97,8 +125,16 @@ impl Histogram {
             return 0;
         }
         let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).max(1);
+        let mut counts = std::borrow::Cow::Borrowed(&self.counts);
+        if !self.few.is_empty() {
+            let mut dense = vec![0; BUCKETS];
+            for &v in &self.few {
+                dense[bucket_of(v)] += 1;
+            }
+            counts = std::borrow::Cow::Owned(dense);
+        }
         let mut seen = 0;
-        for (i, c) in self.counts.iter().enumerate() {
+        for (i, c) in counts.iter().enumerate() {
             seen += c;
             if seen >= rank {
                 return bucket_high(i).min(self.max);
@@ -135,16 +171,59 @@ pub struct Recorder {
     /// Latency of what was sent once every user had started (after
     /// `--ramp`; `match`): the players held, without the arrivals.
     pub held: Histogram,
+    /// Delivery time of broadcasts (`ccu`): a push that carries
+    /// `bench_epoch_us`, the sender's wall clock in µs, against this
+    /// machine's wall clock when it arrives.
+    #[serde(default)]
+    pub broadcast: Histogram,
+    /// One entry per second of the run; in a sparse record, one per second
+    /// the user was busy, numbered by `numbers`.
     pub seconds: Vec<Second>,
     pub errors: BTreeMap<String, u64>,
+    /// A sparse record's second numbers, ascending (`Recorder::sparse`).
+    #[serde(skip)]
+    numbers: Option<Vec<u32>>,
+    /// A sparse record's connected spans (`connected`), counted at merge.
+    #[serde(skip)]
+    spans: Vec<(u32, u32)>,
 }
 
 impl Recorder {
-    pub fn second(&mut self, s: usize) -> &mut Second {
-        if self.seconds.len() <= s {
-            self.seconds.resize(s + 1, Second::default());
+    /// A record for one virtual user: it keeps only the seconds in which
+    /// something happened, so a socket held idle through a long run costs
+    /// a few entries, not one per second of the run.
+    pub fn sparse() -> Recorder {
+        Recorder {
+            numbers: Some(Vec::new()),
+            ..Recorder::default()
         }
-        &mut self.seconds[s]
+    }
+
+    pub fn second(&mut self, s: usize) -> &mut Second {
+        let Some(numbers) = &mut self.numbers else {
+            if self.seconds.len() <= s {
+                self.seconds.resize(s + 1, Second::default());
+            }
+            return &mut self.seconds[s];
+        };
+        let n = s as u32;
+        let at = match numbers.last() {
+            Some(&last) if last == n => numbers.len() - 1,
+            Some(&last) if last > n => match numbers.binary_search(&n) {
+                Ok(at) => at,
+                Err(at) => {
+                    numbers.insert(at, n);
+                    self.seconds.insert(at, Second::default());
+                    at
+                }
+            },
+            _ => {
+                numbers.push(n);
+                self.seconds.push(Second::default());
+                numbers.len() - 1
+            }
+        };
+        &mut self.seconds[at]
     }
 
     pub fn ok(&mut self, second: usize, micros: u64) {
@@ -161,6 +240,10 @@ impl Recorder {
 
     /// Counts users connected throughout seconds `from..to`.
     pub fn connected(&mut self, from: usize, to: usize) {
+        if self.numbers.is_some() {
+            self.spans.push((from as u32, to as u32));
+            return;
+        }
         for s in from..to {
             self.second(s).users += 1;
         }
@@ -170,23 +253,40 @@ impl Recorder {
         self.latency.merge(&other.latency);
         self.above_floor.merge(&other.above_floor);
         self.held.merge(&other.held);
-        if self.seconds.len() < other.seconds.len() {
-            self.seconds.resize(other.seconds.len(), Second::default());
+        self.broadcast.merge(&other.broadcast);
+        match &other.numbers {
+            Some(numbers) => {
+                for (&n, b) in numbers.iter().zip(&other.seconds) {
+                    add(self.second(n as usize), b);
+                }
+            }
+            None => {
+                if self.seconds.len() < other.seconds.len() {
+                    self.seconds.resize(other.seconds.len(), Second::default());
+                }
+                for (a, b) in self.seconds.iter_mut().zip(&other.seconds) {
+                    add(a, b);
+                }
+            }
         }
-        for (a, b) in self.seconds.iter_mut().zip(&other.seconds) {
-            a.ok += b.ok;
-            a.errors += b.errors;
-            a.latency_sum_us += b.latency_sum_us;
-            a.users += b.users;
-            a.messages_sent += b.messages_sent;
-            a.messages_received += b.messages_received;
-            a.bytes_in += b.bytes_in;
-            a.bytes_out += b.bytes_out;
+        for &(from, to) in &other.spans {
+            self.connected(from as usize, to as usize);
         }
         for (k, v) in &other.errors {
             *self.errors.entry(k.clone()).or_default() += v;
         }
     }
+}
+
+fn add(a: &mut Second, b: &Second) {
+    a.ok += b.ok;
+    a.errors += b.errors;
+    a.latency_sum_us += b.latency_sum_us;
+    a.users += b.users;
+    a.messages_sent += b.messages_sent;
+    a.messages_received += b.messages_received;
+    a.bytes_in += b.bytes_in;
+    a.bytes_out += b.bytes_out;
 }
 
 /// The published table's columns, plus percentiles and totals.
@@ -221,6 +321,18 @@ pub struct Summary {
     pub above_floor: Option<AboveFloor>,
     /// Latency once every user had started (match), when any was recorded.
     pub held: Option<Held>,
+    /// Delivery time of broadcasts (ccu), when any arrived.
+    pub broadcast: Option<Broadcast>,
+}
+
+/// The delivery time of broadcasts to held sockets.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Broadcast {
+    /// Pushes received.
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
 }
 
 /// The latency of what was sent once every user had started.
@@ -315,7 +427,23 @@ impl Summary {
             highest_received_rate: highest_received,
             above_floor: None,
             held: None,
+            broadcast: None,
         }
+    }
+
+    /// Adds the delivery time of the broadcasts `rec` received.
+    pub fn with_broadcast(mut self, rec: &Recorder) -> Summary {
+        let h = &rec.broadcast;
+        if h.count() > 0 {
+            let ms = |us: u64| us as f64 / 1000.0;
+            self.broadcast = Some(Broadcast {
+                count: h.count(),
+                p50_ms: ms(h.quantile(0.5)),
+                p99_ms: ms(h.quantile(0.99)),
+                max_ms: ms(h.max()),
+            });
+        }
+        self
     }
 
     /// Adds the figures of `rec`'s samples sent after `after_s` seconds.
@@ -354,6 +482,68 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_histogram_keeps_its_first_values_and_then_counts_them_in_buckets() {
+        let values: Vec<u64> = (1..=40).map(|v| v * 997).collect();
+        let mut dense = Histogram::default();
+        dense.allocate();
+        let mut lazy = Histogram::default();
+        for (k, &v) in values.iter().enumerate() {
+            dense.record(v);
+            lazy.record(v);
+            assert_eq!(lazy.counts.is_empty(), k < FEW, "after {} values", k + 1);
+            for q in [0.0, 0.5, 0.99, 1.0] {
+                assert_eq!(
+                    lazy.quantile(q),
+                    dense.quantile(q),
+                    "q {q} after {} values",
+                    k + 1
+                );
+            }
+        }
+        // Merging: few into dense, dense into few, few into few.
+        let mut a = Histogram::default();
+        a.record(5);
+        a.merge(&dense);
+        let mut b = dense.clone();
+        let mut c = Histogram::default();
+        c.record(5);
+        b.merge(&c);
+        assert_eq!(
+            (a.count(), a.quantile(0.5), a.max()),
+            (b.count(), b.quantile(0.5), b.max())
+        );
+        let mut d = Histogram::default();
+        d.record(5);
+        d.merge(&c);
+        assert_eq!((d.count(), d.quantile(1.0)), (2, 5));
+        assert!(d.counts.is_empty());
+    }
+
+    #[test]
+    fn a_sparse_record_merges_as_the_dense_one() {
+        let mut sparse = Recorder::sparse();
+        let mut dense = Recorder::default();
+        for r in [&mut sparse, &mut dense] {
+            r.ok(7, 100);
+            r.second(300).messages_received += 2;
+            r.ok(2, 50);
+            r.error(7, "timeout");
+            r.connected(3, 9);
+            r.second(7).bytes_in += 10;
+        }
+        assert_eq!(sparse.seconds.len(), 3, "only the busy seconds");
+        let (mut from_sparse, mut from_dense) = (Recorder::default(), Recorder::default());
+        from_sparse.merge(&sparse);
+        from_dense.merge(&dense);
+        assert_eq!(from_sparse.seconds, from_dense.seconds);
+        assert_eq!(from_sparse.seconds[5].users, 1);
+        assert_eq!(from_sparse.seconds[7].ok, 1);
+        assert_eq!(from_sparse.seconds[300].messages_received, 2);
+        assert_eq!(from_sparse.errors, from_dense.errors);
+        assert_eq!(from_sparse.latency.count(), 2);
+    }
 
     #[test]
     fn buckets_are_monotonic_and_tight() {

@@ -17,8 +17,9 @@ use tokio::time::{Instant as TokioInstant, sleep_until, timeout_at};
 
 use crate::http::Conn;
 use crate::http::basic;
-use crate::options::{Format, Options, Workload};
+use crate::options::{Format, Options, Protocol, Workload};
 use crate::stats::Recorder;
+use crate::workload::centrifugo;
 use crate::workload::envelope::{self, Incoming, Writer};
 use crate::workload::http::Progress;
 use crate::ws::{self, WsConn, WsError};
@@ -138,7 +139,7 @@ impl<'a> Vu<'a> {
             start,
             deadline: start + opts.duration,
             last_second: (opts.duration.as_secs() as usize).saturating_sub(1),
-            rec: Recorder::default(),
+            rec: Recorder::sparse(),
             seen_in: 0,
             seen_out: 0,
             token: None,
@@ -283,6 +284,9 @@ impl<'a> Vu<'a> {
 
     /// Signs in (once) and opens the socket; for `match`, finds the match first.
     async fn open(&mut self) -> Result<WsConn, String> {
+        if self.opts.protocol == Protocol::Centrifugo {
+            return self.open_centrifugo().await;
+        }
         let token = match &self.token {
             Some(t) => t.clone(),
             None => {
@@ -313,6 +317,58 @@ impl<'a> Vu<'a> {
         self.seen_in = 0;
         self.seen_out = 0;
         Ok(conn)
+    }
+
+    /// Centrifugo: opens the socket and connects anonymously.
+    async fn open_centrifugo(&mut self) -> Result<WsConn, String> {
+        let mut conn = ws::connect(
+            self.opts.target(self.i),
+            self.source(),
+            centrifugo::PATH,
+            self.opts.timeout,
+        )
+        .await
+        .map_err(|e| e.kind())?;
+        self.seen_in = 0;
+        self.seen_out = 0;
+        conn.queue_text(&centrifugo::connect());
+        conn.flush().await.map_err(|e| e.kind())?;
+        self.sent(1);
+        self.centrifugo_reply(&mut conn, centrifugo::CONNECT_ID, "connect")
+            .await?;
+        Ok(conn)
+    }
+
+    /// Centrifugo: waits for the reply to command `id`, answering pings.
+    async fn centrifugo_reply(
+        &mut self,
+        conn: &mut WsConn,
+        id: u64,
+        what: &str,
+    ) -> Result<(), String> {
+        let until = Instant::now() + self.opts.timeout;
+        loop {
+            let Some(m) = self.next(conn, until).await? else {
+                return Err(format!("timeout ({what})"));
+            };
+            let mut pings = 0;
+            let mut answer = None;
+            for line in centrifugo::read(conn.payload(&m)) {
+                pings += usize::from(line.ping);
+                if line.id == Some(id) {
+                    answer = Some(line.error.map_or(Ok(()), Err));
+                }
+            }
+            for _ in 0..pings {
+                conn.queue_text(centrifugo::PONG);
+            }
+            if pings > 0 {
+                conn.flush().await.map_err(|e| e.kind())?;
+            }
+            if let Some(a) = answer {
+                return a;
+            }
+        }
     }
 
     async fn sign_in(&mut self) -> Result<String, String> {
@@ -364,9 +420,16 @@ impl<'a> Vu<'a> {
         loop {
             match self.next(conn, self.deadline).await? {
                 Some(m) => {
-                    let inc = envelope::read(self.opts.format, conn.payload(&m), false);
+                    let body = conn.payload(&m);
+                    let inc = envelope::read(self.opts.format, body, false);
+                    let sent_at = envelope::number_after(body, b"bench_epoch_us");
                     if let Some(kind) = inc.error {
                         self.error(&kind);
+                    }
+                    if let Some(sent_at) = sent_at {
+                        self.rec
+                            .broadcast
+                            .record(epoch_us().saturating_sub(sent_at));
                     }
                     self.bytes(conn);
                 }
@@ -462,17 +525,26 @@ impl<'a> Vu<'a> {
     /// `fanout`: join a room; publishers also send at their share of `--rate`.
     async fn fanout(&mut self, conn: &mut WsConn) -> Result<End, String> {
         let format = self.opts.format;
+        let centrifugo = self.opts.protocol == Protocol::Centrifugo;
         let mut w = Writer::new(format);
         let room = format!("bench-{}-room-{}", self.tag, self.i % self.opts.rooms);
-        self.send(conn, w.channel_join(&room)).await?;
-        let reply = self.join_reply(conn, "channel join").await?;
-        if let Some(kind) = reply.error {
-            return Err(kind);
-        }
-        let Some(channel_id) = reply.channel_id else {
-            return Err("channel join reply without a channel".into());
+        let channel_id = if centrifugo {
+            self.send(conn, &centrifugo::subscribe(&room)).await?;
+            self.centrifugo_reply(conn, centrifugo::SUBSCRIBE_ID, "subscribe")
+                .await?;
+            room
+        } else {
+            self.send(conn, w.channel_join(&room)).await?;
+            let reply = self.join_reply(conn, "channel join").await?;
+            if let Some(kind) = reply.error {
+                return Err(kind);
+            }
+            reply
+                .channel_id
+                .ok_or("channel join reply without a channel")?
         };
         self.progress.ready.fetch_add(1, Ordering::Relaxed);
+        let mut command_id = centrifugo::SUBSCRIBE_ID;
         let publisher = self.i < self.opts.publishers;
         let period = Duration::from_secs_f64(self.opts.publishers as f64 / self.opts.rate);
         // Publishers wait until every subscriber has joined (or the ramp and
@@ -497,6 +569,31 @@ impl<'a> Vu<'a> {
                 stop
             };
             match self.next(conn, until).await? {
+                Some(m) if centrifugo => {
+                    let now_us = self.now_us();
+                    let mut pings = 0;
+                    let mut seen = Vec::new();
+                    for line in centrifugo::read(conn.payload(&m)) {
+                        pings += usize::from(line.ping);
+                        seen.push((line.error, line.delivery_ts));
+                    }
+                    for (error, ts) in seen {
+                        match (error, ts) {
+                            (Some(kind), _) => self.error(&kind),
+                            (None, Some(ts)) => self.ok(now_us.saturating_sub(ts)),
+                            _ => {}
+                        }
+                    }
+                    for _ in 0..pings {
+                        conn.queue_text(centrifugo::PONG);
+                    }
+                    if pings > 0 {
+                        conn.flush().await.map_err(|e| e.kind())?;
+                    }
+                    if !conn.has_buffered_frame() {
+                        self.bytes(conn);
+                    }
+                }
                 Some(m) => {
                     let now_us = self.now_us();
                     let inc = envelope::read(format, conn.payload(&m), true);
@@ -512,8 +609,14 @@ impl<'a> Vu<'a> {
                 None if Instant::now() >= stop => return Ok(End::Deadline),
                 None if next_send < self.deadline && Instant::now() >= next_send => {
                     let now_us = self.now_us();
-                    self.send(conn, w.channel_message(&channel_id, now_us))
-                        .await?;
+                    if centrifugo {
+                        command_id += 1;
+                        self.send(conn, &centrifugo::publish(command_id, &channel_id, now_us))
+                            .await?;
+                    } else {
+                        self.send(conn, w.channel_message(&channel_id, now_us))
+                            .await?;
+                    }
                     next_send += period;
                 }
                 None => {}
@@ -613,6 +716,14 @@ impl<'a> Vu<'a> {
             .map(str::to_owned)
             .ok_or_else(|| "match rpc reply without match_id".into())
     }
+}
+
+/// This machine's wall clock in µs since the Unix epoch: what a broadcast's
+/// `bench_epoch_us` is measured against, across client processes.
+fn epoch_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
 }
 
 /// A match payload of exactly `size` characters starting with `t=<micros>`.
