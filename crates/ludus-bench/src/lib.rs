@@ -90,8 +90,15 @@ pub async fn run(mut opts: Options) -> Result<RunResult, String> {
     let start = Instant::now();
     let ticker =
         (!opts.quiet).then(|| tokio::spawn(show_progress(progress.clone(), start, opts.duration)));
-    // A hard stop: requests in flight at the deadline get their timeout, no more.
-    let limit = opts.duration + opts.ramp + opts.timeout + Duration::from_secs(2);
+    // A hard stop: requests in flight at the deadline get their timeout, no
+    // more, and sockets their closing handshake (every socket of the
+    // process closes at the deadline: a millisecond each, on a busy host).
+    let closing = if opts.is_socket_workload() {
+        Duration::from_millis(opts.concurrency as u64)
+    } else {
+        Duration::ZERO
+    };
+    let limit = opts.duration + opts.ramp + opts.timeout + Duration::from_secs(2) + closing;
     let outcome = if opts.is_socket_workload() {
         tokio::time::timeout(
             limit,
