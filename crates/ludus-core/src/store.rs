@@ -683,6 +683,13 @@ pub trait Store: Send + Sync + 'static {
         product_id: &str,
     ) -> StoreResult<Option<Subscription>>;
 
+    /// The stored subscription of an original transaction id, whoever owns
+    /// it (a store's notification names only the transaction).
+    async fn subscription_by_transaction(
+        &self,
+        original_transaction_id: &str,
+    ) -> StoreResult<Option<Subscription>>;
+
     /// Stored subscriptions, newest purchase first, after the cursor.
     async fn subscriptions_list(&self, query: &IapListQuery) -> StoreResult<Vec<Subscription>>;
 

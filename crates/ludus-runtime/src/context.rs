@@ -24,6 +24,11 @@ pub enum ExecutionMode {
     TournamentReset,
     /// An event callback (`register_event*`).
     Event,
+    /// A store's server notification about a purchase or subscription.
+    PurchaseNotificationApple,
+    SubscriptionNotificationApple,
+    PurchaseNotificationGoogle,
+    SubscriptionNotificationGoogle,
 }
 
 impl ExecutionMode {
@@ -42,6 +47,10 @@ impl ExecutionMode {
             ExecutionMode::TournamentEnd => "tournament_end",
             ExecutionMode::TournamentReset => "tournament_reset",
             ExecutionMode::Event => "event",
+            ExecutionMode::PurchaseNotificationApple => "purchase_notification_apple",
+            ExecutionMode::SubscriptionNotificationApple => "subscription_notification_apple",
+            ExecutionMode::PurchaseNotificationGoogle => "purchase_notification_google",
+            ExecutionMode::SubscriptionNotificationGoogle => "subscription_notification_google",
         }
     }
 }

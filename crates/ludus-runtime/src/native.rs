@@ -165,6 +165,17 @@ pub(crate) type EventHook =
 /// or `None` for a token they join a relayed match with.
 pub(crate) type MatchedHook =
     Arc<dyn Fn(NativeCall, Value) -> BoxFuture<Result<Option<String>, RuntimeError>> + Send + Sync>;
+/// A store's server notification (`registerPurchaseNotificationApple` and
+/// its three siblings): the stored purchase or subscription it changed,
+/// Nakama's notification type and the store's payload. An error is logged.
+pub(crate) type StoreNotificationHook = Arc<
+    dyn Fn(
+            NativeCall,
+            ludus_core::purchase::notification::StoreNotification,
+        ) -> BoxFuture<Result<(), RuntimeError>>
+        + Send
+        + Sync,
+>;
 /// Makes the handler of one new authoritative match.
 pub type MatchFactory = Arc<dyn Fn(NativeCall) -> Box<dyn MatchHandler> + Send + Sync>;
 
@@ -191,6 +202,8 @@ pub struct NativeModule {
     pub(crate) session_start: Vec<EventHook>,
     pub(crate) session_end: Vec<EventHook>,
     pub(crate) matchmaker_matched: Option<MatchedHook>,
+    /// Keyed by the callback's key (`purchase_notification_apple`, …).
+    pub(crate) store_notifications: HashMap<&'static str, StoreNotificationHook>,
 }
 
 impl std::fmt::Debug for NativeModule {
@@ -397,6 +410,73 @@ impl NativeModule {
         self
     }
 
+    /// Called when the App Store notifies a refunded one-off purchase
+    /// (Nakama's `RegisterPurchaseNotificationApple`).
+    pub fn purchase_notification_apple<F, Fut>(self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, ludus_core::purchase::notification::StoreNotification) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: Future<Output = Result<(), RuntimeError>> + Send + 'static,
+    {
+        self.store_notification("purchase_notification_apple", hook)
+    }
+
+    /// Called when the App Store notifies a subscription's purchase,
+    /// renewal, expiry, cancellation or refund
+    /// (`RegisterSubscriptionNotificationApple`).
+    pub fn subscription_notification_apple<F, Fut>(self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, ludus_core::purchase::notification::StoreNotification) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: Future<Output = Result<(), RuntimeError>> + Send + 'static,
+    {
+        self.store_notification("subscription_notification_apple", hook)
+    }
+
+    /// Called when Google Play notifies a voided (refunded) purchase
+    /// (`RegisterPurchaseNotificationGoogle`).
+    pub fn purchase_notification_google<F, Fut>(self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, ludus_core::purchase::notification::StoreNotification) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: Future<Output = Result<(), RuntimeError>> + Send + 'static,
+    {
+        self.store_notification("purchase_notification_google", hook)
+    }
+
+    /// Called when Google Play notifies a subscription's change
+    /// (`RegisterSubscriptionNotificationGoogle`).
+    pub fn subscription_notification_google<F, Fut>(self, hook: F) -> Self
+    where
+        F: Fn(NativeCall, ludus_core::purchase::notification::StoreNotification) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: Future<Output = Result<(), RuntimeError>> + Send + 'static,
+    {
+        self.store_notification("subscription_notification_google", hook)
+    }
+
+    fn store_notification<F, Fut>(mut self, key: &'static str, hook: F) -> Self
+    where
+        F: Fn(NativeCall, ludus_core::purchase::notification::StoreNotification) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: Future<Output = Result<(), RuntimeError>> + Send + 'static,
+    {
+        let hook = Arc::new(hook);
+        self.store_notifications
+            .insert(key, Arc::new(move |call, n| Box::pin(hook(call, n))));
+        self
+    }
+
     /// Adds another module's registrations; later ones win on a clash.
     pub fn merge(mut self, other: NativeModule) -> Self {
         self.leaderboard_reset.extend(other.leaderboard_reset);
@@ -412,6 +492,7 @@ impl NativeModule {
         self.events.extend(other.events);
         self.session_start.extend(other.session_start);
         self.session_end.extend(other.session_end);
+        self.store_notifications.extend(other.store_notifications);
         if other.matchmaker_matched.is_some() {
             self.matchmaker_matched = other.matchmaker_matched;
         }

@@ -695,6 +695,57 @@ impl Runtime {
         &self.handlers.services
     }
 
+    /// Calls the callback registered for a store's notification: the
+    /// native one, else the JS one (`registerPurchaseNotificationApple`
+    /// and its siblings; Nakama's Lua API has no registration for these).
+    /// The JS callback gets Nakama's arguments: `ctx, logger, nk`, the
+    /// purchase or subscription, the store's payload (JSON text) and the
+    /// notification type's name. `Ok(false)`: none is registered.
+    pub async fn store_notification(
+        &self,
+        n: &ludus_core::purchase::notification::StoreNotification,
+    ) -> Result<bool, RuntimeError> {
+        use ludus_core::purchase::StoreProvider;
+        use ludus_core::purchase::notification::Changed;
+        let apple = n.store() == StoreProvider::AppleAppStore;
+        let (key, mode, record) = match (&n.change, apple) {
+            (Changed::Purchase(p), true) => (
+                "purchase_notification_apple",
+                ExecutionMode::PurchaseNotificationApple,
+                crate::js::purchase_json(p),
+            ),
+            (Changed::Purchase(p), false) => (
+                "purchase_notification_google",
+                ExecutionMode::PurchaseNotificationGoogle,
+                crate::js::purchase_json(p),
+            ),
+            (Changed::Subscription(s), true) => (
+                "subscription_notification_apple",
+                ExecutionMode::SubscriptionNotificationApple,
+                crate::js::subscription_json(s),
+            ),
+            (Changed::Subscription(s), false) => (
+                "subscription_notification_google",
+                ExecutionMode::SubscriptionNotificationGoogle,
+                crate::js::subscription_json(s),
+            ),
+        };
+        if let Some(hook) = self.native.store_notifications.get(key) {
+            hook(self.native_call(CallContext::new(mode)), n.clone()).await?;
+            return Ok(true);
+        }
+        let Some(js) = self.js.as_ref().filter(|js| js.has(key)) else {
+            return Ok(false);
+        };
+        let args = vec![
+            record,
+            Value::from(n.provider_payload.clone()),
+            Value::from(n.kind.name()),
+        ];
+        js.call(key.into(), CallContext::new(mode), args).await?;
+        Ok(true)
+    }
+
     fn native_call(&self, ctx: CallContext) -> NativeCall {
         NativeCall {
             ctx,

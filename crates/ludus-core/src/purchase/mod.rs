@@ -6,10 +6,12 @@
 //! through the server's HTTP seam and keeps what they confirmed.
 
 pub mod apple;
+pub mod apple_jws;
 pub mod google;
 pub mod huawei;
 pub mod instant;
 pub mod model;
+pub mod notification;
 pub mod samsung;
 mod service;
 

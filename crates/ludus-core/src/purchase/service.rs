@@ -13,8 +13,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::apple_jws::AppleRoots;
 use super::model::{IapCursor, IapListQuery, Purchase, Subscription};
-use super::{apple, google, huawei, instant, samsung};
+use super::notification::{
+    AppleNotice, Changed, GoogleNotice, NotificationError, NotificationType, Plan,
+    StoreNotification, WhenUnowned,
+};
+use super::{apple, google, huawei, instant, notification, samsung};
 use crate::error::{ApiError, Code};
 use crate::social_auth::SocialHttp;
 use crate::store::Store;
@@ -56,6 +61,12 @@ pub struct AppleIapSettings {
     pub shared_password: String,
     pub base_url: String,
     pub sandbox_base_url: String,
+    /// Serves App Store Server Notifications at
+    /// `/v2/console/apple/notifications/{id}` when set.
+    pub notifications_endpoint_id: String,
+    /// PEM certificates Apple's signed data must chain to; empty is Apple
+    /// Root CA - G3.
+    pub root_ca: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -65,6 +76,9 @@ pub struct GoogleIapSettings {
     pub private_key: String,
     pub base_url: String,
     pub oauth_base_url: String,
+    /// Serves Real-time Developer Notifications at
+    /// `/v2/console/google/notifications/{id}` when set.
+    pub notifications_endpoint_id: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -125,6 +139,8 @@ pub struct PurchaseService {
     /// Google access tokens by service account email, with their expiry.
     google_tokens: Mutex<HashMap<String, (String, i64)>>,
     huawei_token: Mutex<Option<(String, i64)>>,
+    /// The roots Apple's signed notifications must chain to.
+    apple_roots: AppleRoots,
 }
 
 impl PurchaseService {
@@ -135,11 +151,16 @@ impl PurchaseService {
         http: Option<Arc<dyn SocialHttp>>,
     ) -> Self {
         PurchaseService {
-            settings,
             store,
             http,
             google_tokens: Mutex::new(HashMap::new()),
             huawei_token: Mutex::new(None),
+            apple_roots: AppleRoots::from_pem(&settings.apple.root_ca).unwrap_or_else(|why| {
+                // The server checks the key before it builds the service.
+                tracing::error!(reason = %why, "iap.apple.root_ca is unusable; trusting apple's root");
+                AppleRoots::apple()
+            }),
+            settings,
         }
     }
 
@@ -171,6 +192,20 @@ impl PurchaseService {
         persist: bool,
         password: &str,
     ) -> Result<Vec<Purchase>, ApiError> {
+        if let Some(t) = self.apple_signed_transaction(receipt, password)? {
+            if notification::ms_of(&t, "expiresDate") != 0 {
+                return Err(ApiError::new(
+                    Code::FailedPrecondition,
+                    "this signed transaction is a subscription's; validate it as a subscription",
+                ));
+            }
+            let mut purchase = notification::apple_purchase(&t, user);
+            purchase.raw_response = serde_json::json!({ "jws": receipt }).to_string();
+            let mut kept = self.keep_purchases(vec![purchase], persist).await?;
+            // Nakama answers no provider response for a signed transaction.
+            kept.iter_mut().for_each(|p| p.raw_response.clear());
+            return Ok(kept);
+        }
         let (answer, raw) = self.apple_receipt(receipt, password).await?;
         let purchases = answer.purchases(user, &raw)?;
         self.keep_purchases(purchases, persist).await
@@ -185,6 +220,21 @@ impl PurchaseService {
         persist: bool,
         password: &str,
     ) -> Result<Subscription, ApiError> {
+        if let Some(t) = self.apple_signed_transaction(receipt, password)? {
+            let expiry = notification::ms_of(&t, "expiresDate");
+            if expiry == 0 {
+                return Err(ApiError::new(
+                    Code::FailedPrecondition,
+                    "this signed transaction is a one-off purchase's; validate it as a purchase",
+                ));
+            }
+            let mut sub = notification::apple_signed_subscription(&t, user);
+            sub.raw_response = serde_json::json!({ "jws": receipt }).to_string();
+            let mut kept = self.keep_subscriptions(vec![sub], persist).await?;
+            let mut sub = kept.remove(0);
+            sub.raw_response.clear();
+            return Ok(sub);
+        }
         let (answer, raw) = self.apple_receipt(receipt, password).await?;
         let subs = answer.subscriptions(user, &raw)?;
         let mut kept = self.keep_subscriptions(subs, persist).await?;
@@ -329,6 +379,208 @@ impl PurchaseService {
         self.keep_purchases(vec![purchase], persist).await
     }
 
+    /// An App Store Server Notification (v2) as Nakama handles it: the
+    /// signed payload checked against the configured roots, then the
+    /// subscription or purchase it names changed in one store write.
+    /// `Ok(None)`: nothing to change or call (answered 200 all the same).
+    pub async fn apple_notification(
+        &self,
+        body: &[u8],
+    ) -> Result<Option<StoreNotification>, NotificationError> {
+        let notice = AppleNotice::decode(body, &self.apple_roots, unix_now().max(0) as u64)?;
+        let raw = String::from_utf8_lossy(body);
+        let plan = notice.plan(&raw)?;
+        self.apply(plan, notice.data.to_string()).await
+    }
+
+    /// A Google Play Real-time Developer Notification as Nakama handles it:
+    /// the purchase token it names is looked up with Google (the
+    /// configured service account), then the subscription or purchase is
+    /// changed in one store write.
+    pub async fn google_notification(
+        &self,
+        body: &[u8],
+    ) -> Result<Option<StoreNotification>, NotificationError> {
+        let raw = String::from_utf8_lossy(body).into_owned();
+        let (package, token, subscription, kind) = match GoogleNotice::decode(body)? {
+            GoogleNotice::Other => return Ok(None),
+            GoogleNotice::Subscription {
+                package_name,
+                purchase_token,
+                notification_type,
+            } => (
+                package_name,
+                purchase_token,
+                true,
+                notification::google_kind(notification_type),
+            ),
+            GoogleNotice::Voided {
+                package_name,
+                purchase_token,
+                subscription,
+            } => (
+                package_name,
+                purchase_token,
+                subscription,
+                Some(NotificationType::Refunded),
+            ),
+        };
+        let account = self
+            .google_account()
+            .map_err(|e| NotificationError::Store(e.message.into_owned()))?;
+        let path = if subscription {
+            format!(
+                "/androidpublisher/v3/applications/{package}/purchases/subscriptionsv2/tokens/{token}"
+            )
+        } else {
+            format!(
+                "/androidpublisher/v3/applications/{package}/purchases/productsv2/tokens/{token}"
+            )
+        };
+        let answer = self
+            .google_get(&account, &path)
+            .await
+            .map_err(|e| NotificationError::Store(e.message.into_owned()))?;
+        let payload = String::from_utf8_lossy(&answer).into_owned();
+        let answer: serde_json::Value =
+            serde_json::from_slice(&answer).map_err(|_| NotificationError::Answer("not json"))?;
+        let Ok(owner) = notification::google_account(&answer) else {
+            tracing::warn!(
+                "google play names an account id that is not a user id; notification skipped"
+            );
+            return Ok(None);
+        };
+        let refund = if kind == Some(NotificationType::Refunded) {
+            crate::unix_now_ms()
+        } else {
+            0
+        };
+        let plan = if subscription {
+            // Types Nakama does not act on change nothing.
+            let Some(kind) = kind else { return Ok(None) };
+            let mut sub = notification::google_subscription(&answer, &token, &raw)?;
+            sub.refund_time_ms = refund;
+            Plan::Subscription {
+                owner,
+                unowned: WhenUnowned::Skip,
+                sub,
+                kind: Some(kind),
+            }
+        } else {
+            let mut purchase = notification::google_purchase(&answer, &token)?;
+            purchase.refund_time_ms = refund;
+            Plan::Purchase {
+                owner,
+                purchase,
+                kind: NotificationType::Refunded,
+            }
+        };
+        self.apply(plan, payload).await
+    }
+
+    /// Finds the owner of what `plan` changes and stores the change.
+    async fn apply(
+        &self,
+        plan: Plan,
+        provider_payload: String,
+    ) -> Result<Option<StoreNotification>, NotificationError> {
+        let db = |e: crate::store::StoreError| NotificationError::Database(e.to_string());
+        let now_ms = crate::unix_now_ms();
+        let (kind, change) = match plan {
+            Plan::Ignore => return Ok(None),
+            Plan::Subscription {
+                owner,
+                unowned,
+                mut sub,
+                kind,
+            } => {
+                let stored = self
+                    .store
+                    .subscription_by_transaction(&sub.original_transaction_id)
+                    .await
+                    .map_err(db)?;
+                let Some(user) = self
+                    .owner(owner, stored.map(|s| s.user_id), unowned)
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                sub.user_id = user;
+                check_stored_id(&sub.original_transaction_id, &sub.product_id).map_err(|_| {
+                    NotificationError::Answer("an empty or overlong transaction id")
+                })?;
+                let mut kept = self
+                    .store
+                    .subscriptions_upsert(vec![sub], now_ms)
+                    .await
+                    .map_err(db)?;
+                let Some(kind) = kind else { return Ok(None) };
+                (kind, Changed::Subscription(kept.remove(0)))
+            }
+            Plan::Purchase {
+                owner,
+                mut purchase,
+                kind,
+            } => {
+                let stored = self
+                    .store
+                    .purchase_get(&purchase.transaction_id)
+                    .await
+                    .map_err(db)?;
+                let Some(user) = self
+                    .owner(owner, stored.map(|p| p.user_id), WhenUnowned::Skip)
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                purchase.user_id = user;
+                check_stored_id(&purchase.transaction_id, &purchase.product_id).map_err(|_| {
+                    NotificationError::Answer("an empty or overlong transaction id")
+                })?;
+                let mut kept = self
+                    .store
+                    .purchases_upsert(vec![purchase], now_ms)
+                    .await
+                    .map_err(db)?;
+                (kind, Changed::Purchase(kept.remove(0)))
+            }
+        };
+        Ok(Some(StoreNotification {
+            kind,
+            change,
+            provider_payload,
+        }))
+    }
+
+    /// The user a notification's change belongs to: the one it names, if
+    /// that account exists, else the stored row's owner. `None`: skip.
+    async fn owner(
+        &self,
+        named: Option<Uuid>,
+        stored: Option<Uuid>,
+        unowned: WhenUnowned,
+    ) -> Result<Option<Uuid>, NotificationError> {
+        match named {
+            Some(user) => {
+                let exists = self
+                    .store
+                    .find_user_auth(user)
+                    .await
+                    .map_err(|e| NotificationError::Database(e.to_string()))?
+                    .is_some();
+                if !exists {
+                    tracing::warn!(user_id = %user, "store notification names no known user; skipped");
+                }
+                Ok(exists.then_some(user))
+            }
+            None => match (stored, unowned) {
+                (Some(user), _) => Ok(Some(user)),
+                (None, WhenUnowned::Skip) => Ok(None),
+                (None, WhenUnowned::Retry) => Err(NotificationError::Unknown),
+            },
+        }
+    }
+
     /// The stored purchase of a transaction id, whoever owns it.
     pub async fn purchase_get(&self, transaction_id: &str) -> Result<Option<Purchase>, ApiError> {
         Ok(self.store.purchase_get(transaction_id).await?)
@@ -442,6 +694,29 @@ impl PurchaseService {
         Ok(self.store.subscriptions_upsert(subs, now_ms).await?)
     }
 
+    /// A StoreKit 2 signed transaction (a JWS, as Nakama tells it apart: three
+    /// dot-separated parts), checked against the trusted roots and
+    /// decoded; `None` for an app receipt.
+    fn apple_signed_transaction(
+        &self,
+        receipt: &str,
+        password: &str,
+    ) -> Result<Option<serde_json::Value>, ApiError> {
+        if receipt.is_empty() {
+            return Err(ApiError::invalid("receipt cannot be empty"));
+        }
+        if password.is_empty() {
+            return Err(not_configured("apple", "iap.apple.shared_password"));
+        }
+        if receipt.split('.').count() != 3 {
+            return Ok(None);
+        }
+        let now = unix_now().max(0) as u64;
+        super::apple_jws::verify(receipt, &self.apple_roots, now)
+            .map(Some)
+            .map_err(|e| ApiError::invalid(format!("apple signed transaction refused: {e}")))
+    }
+
     /// Sends an App Store receipt to production, then to the sandbox when
     /// production says it is a sandbox receipt; answers Apple's answer
     /// (checked valid) and its text.
@@ -455,12 +730,6 @@ impl PurchaseService {
         }
         if password.is_empty() {
             return Err(not_configured("apple", "iap.apple.shared_password"));
-        }
-        if receipt.split('.').count() == 3 {
-            return Err(ApiError::new(
-                Code::FailedPrecondition,
-                "storekit 2 signed transactions (jws) are not supported yet; send the app receipt (base64) instead",
-            ));
         }
         let body = serde_json::json!({
             "receipt-data": receipt,

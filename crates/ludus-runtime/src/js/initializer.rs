@@ -1,9 +1,8 @@
 //! The `initializer` that `InitModule` gets: `registerRpc`, `registerMatch`
 //! (match handlers by their global function names), the REST
 //! `registerBefore*` / `registerAfter*` hooks (Nakama's names, stored under
-//! the same lower-case API names as the Lua runtime's hooks), and, for every
-//! other `register*` function of Nakama's, a function that fails loading
-//! with a clear message rather than a module that silently lacks a callback.
+//! the same lower-case API names as the Lua runtime's hooks), and every
+//! other `register*` function of Nakama's that takes one callback.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -99,15 +98,6 @@ const HOOKED_APIS: &[&str] = &[
     "WriteTournamentRecord",
 ];
 
-/// Nakama's other `register*` functions, which this runtime does not run
-/// yet: calling one fails loading, naming it.
-pub(super) const NOT_YET: &[&str] = &[
-    "registerPurchaseNotificationApple",
-    "registerPurchaseNotificationGoogle",
-    "registerSubscriptionNotificationApple",
-    "registerSubscriptionNotificationGoogle",
-];
-
 /// Registrations of one callback each, and the key it is stored under (the
 /// Lua runtime's key for the same callback).
 const SINGLE: &[(&str, &str)] = &[
@@ -119,6 +109,22 @@ const SINGLE: &[(&str, &str)] = &[
     ("registerEvent", "event"),
     ("registerEventSessionStart", "event_session_start"),
     ("registerEventSessionEnd", "event_session_end"),
+    (
+        "registerPurchaseNotificationApple",
+        "purchase_notification_apple",
+    ),
+    (
+        "registerSubscriptionNotificationApple",
+        "subscription_notification_apple",
+    ),
+    (
+        "registerPurchaseNotificationGoogle",
+        "purchase_notification_google",
+    ),
+    (
+        "registerSubscriptionNotificationGoogle",
+        "subscription_notification_google",
+    ),
 ];
 
 /// The callbacks one context's `InitModule` registered, by key: `rpc/<id>`,
@@ -320,17 +326,6 @@ pub(super) fn initializer<'js>(
                     register(&ctx, &store, format!("{kind}/rt.{message}"), name, f)
                 },
             )?,
-        )?;
-    }
-    for name in NOT_YET {
-        init.set(
-            *name,
-            Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<()> {
-                Err(Exception::throw_internal(
-                    &ctx,
-                    &format!("initializer.{name} is not supported by ludus's js runtime yet (docs/runtime.md lists what is); move this callback to a lua module or remove it"),
-                ))
-            })?,
         )?;
     }
     Ok(init)

@@ -33,6 +33,7 @@ use std::sync::atomic::Ordering;
 use serde_json::Value;
 
 pub(crate) use matches::JsMatches;
+pub(crate) use nk_purchase::{purchase_json, subscription_json};
 pub(crate) use shared::JsShared;
 
 use crate::context::CallContext;

@@ -45,7 +45,7 @@ fn times(o: &mut Map<String, Json>, create: i64, update: i64, refund: i64) {
     }
 }
 
-fn purchase_json(p: &Purchase) -> Json {
+pub(crate) fn purchase_json(p: &Purchase) -> Json {
     let mut o = Map::new();
     o.insert("userId".into(), user_text(p.user_id).into());
     o.insert("productId".into(), p.product_id.clone().into());
@@ -59,7 +59,7 @@ fn purchase_json(p: &Purchase) -> Json {
     Json::Object(o)
 }
 
-fn subscription_json(s: &Subscription) -> Json {
+pub(crate) fn subscription_json(s: &Subscription) -> Json {
     let mut o = Map::new();
     o.insert("userId".into(), user_text(s.user_id).into());
     o.insert("productId".into(), s.product_id.clone().into());

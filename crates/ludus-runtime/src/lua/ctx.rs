@@ -411,6 +411,7 @@ mod tests {
             ExecutionMode::LeaderboardReset,
             ExecutionMode::TournamentEnd,
             ExecutionMode::TournamentReset,
+            ExecutionMode::SubscriptionNotificationApple,
         ] {
             let t = b.build(&lua, &CallContext::new(mode)).unwrap();
             assert_eq!(t.get::<String>("execution_mode").unwrap(), mode.as_str());

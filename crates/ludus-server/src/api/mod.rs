@@ -11,6 +11,7 @@ mod event;
 mod friend;
 mod friend_import;
 mod group;
+pub(crate) mod iap_notification;
 mod leaderboard;
 mod link;
 mod matches;

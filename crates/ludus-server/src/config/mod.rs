@@ -524,6 +524,11 @@ impl Config {
             );
         }
         self.validate_console()?;
+        if let Err(why) =
+            ludus_core::purchase::apple_jws::AppleRoots::from_pem(&self.iap.apple.root_ca)
+        {
+            return bad("iap.apple.root_ca", &why);
+        }
         if self.session.token_expiry_sec <= 0 {
             return bad("session.token_expiry_sec", "must be at least 1");
         }

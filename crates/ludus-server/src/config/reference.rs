@@ -411,6 +411,14 @@ const MEANINGS: &[(&str, &str)] = &[
         "Ludus only, for tests and proxies: where a sandbox receipt is sent again (status 21007); empty is `https://sandbox.itunes.apple.com`",
     ),
     (
+        "iap.apple.notifications_endpoint_id",
+        "when set, App Store Server Notifications (v2) are received on the console port at `/v2/console/apple/notifications/{id}` (and `/v2/console/apple/subscriptions/{id}`); keep it secret, it is the only guard",
+    ),
+    (
+        "iap.apple.root_ca",
+        "Ludus only, for tests: PEM certificates that Apple's signed notifications and StoreKit 2 transactions must chain to; empty is Apple Root CA - G3",
+    ),
+    (
         "iap.google.client_email",
         "the Google service account that reads purchases (`client_email` of its JSON key); with the private key it turns Google validation on",
     ),
@@ -425,6 +433,10 @@ const MEANINGS: &[(&str, &str)] = &[
     (
         "iap.google.oauth_base_url",
         "Ludus only, for tests and proxies: Google's token endpoint (`{oauth_base_url}/o/oauth2/token`); empty is `https://accounts.google.com`",
+    ),
+    (
+        "iap.google.notifications_endpoint_id",
+        "when set, Google Play Real-time Developer Notifications (Pub/Sub push) are received on the console port at `/v2/console/google/notifications/{id}` (and `/v2/console/google/subscriptions/{id}`); each is looked up with Google through the service account",
     ),
     (
         "iap.huawei.public_key",

@@ -72,7 +72,8 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     let limit = state.app.config.console.max_message_size_bytes;
     let timeout = Duration::from_millis(state.app.config.console.read_timeout_ms);
     let mut routes = ConsoleRoutes {
-        router: auth::public_routes(),
+        // The stores' notifications share the listener, as in Nakama.
+        router: crate::api::iap_notification::routes(auth::public_routes(), &state.app),
         state: state.clone(),
     };
     users::routes(&mut routes);

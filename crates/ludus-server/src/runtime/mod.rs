@@ -140,12 +140,12 @@ fn config_view(config: &Config) -> serde_json::Value {
         "iap": {
             "apple": {
                 "shared_password": config.iap.apple.shared_password,
-                "notifications_endpoint_id": "",
+                "notifications_endpoint_id": config.iap.apple.notifications_endpoint_id,
             },
             "google": {
                 "client_email": config.iap.google.client_email,
                 "private_key": config.iap.google.private_key,
-                "notifications_endpoint_id": "",
+                "notifications_endpoint_id": config.iap.google.notifications_endpoint_id,
             },
             "huawei": {
                 "public_key": config.iap.huawei.public_key,

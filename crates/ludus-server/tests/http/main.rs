@@ -14,6 +14,7 @@ mod grpc;
 mod hooks;
 mod hostile_json;
 mod https_request;
+mod iap_notifications;
 mod js_nk;
 mod js_rpc;
 mod lane;

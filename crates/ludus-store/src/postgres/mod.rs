@@ -872,6 +872,13 @@ impl Store for PgStore {
         purchases::get_subscription(&self.pool, user, product_id).await
     }
 
+    async fn subscription_by_transaction(
+        &self,
+        original_transaction_id: &str,
+    ) -> StoreResult<Option<Subscription>> {
+        purchases::subscription_by_transaction(&self.pool, original_transaction_id).await
+    }
+
     async fn subscriptions_list(&self, query: &IapListQuery) -> StoreResult<Vec<Subscription>> {
         purchases::list_subscriptions(&self.pool, query).await
     }

@@ -403,6 +403,16 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn subscription_by_transaction(
+        &self,
+        original_transaction_id: &str,
+    ) -> StoreResult<Option<Subscription>> {
+        let id = original_transaction_id.to_owned();
+        self.readers
+            .read(move |conn| purchases::subscription_by_transaction(conn, &id))
+            .await
+    }
+
     async fn subscriptions_list(&self, query: &IapListQuery) -> StoreResult<Vec<Subscription>> {
         let query = query.clone();
         self.readers

@@ -181,15 +181,7 @@ pub(super) fn upsert_subscriptions(
 ) -> StoreResult<Vec<Subscription>> {
     let mut out = Vec::with_capacity(subs.len());
     for s in subs {
-        let stored = conn
-            .prepare_cached(&format!(
-                "SELECT {SUBSCRIPTION_COLUMNS} FROM subscription WHERE original_transaction_id = ?1"
-            ))
-            .and_then(|mut q| {
-                q.query_row([&s.original_transaction_id], subscription_from_row)
-                    .optional()
-            })
-            .map_err(map_err)?;
+        let stored = subscription_by_transaction(conn, &s.original_transaction_id)?;
         let kept = match stored {
             Some(old) => Subscription {
                 product_id: s.product_id.clone(),
@@ -250,6 +242,20 @@ pub(super) fn upsert_subscriptions(
         out.push(kept);
     }
     Ok(out)
+}
+
+pub(super) fn subscription_by_transaction(
+    conn: &Connection,
+    original_transaction_id: &str,
+) -> StoreResult<Option<Subscription>> {
+    conn.prepare_cached(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscription WHERE original_transaction_id = ?1"
+    ))
+    .and_then(|mut q| {
+        q.query_row([original_transaction_id], subscription_from_row)
+            .optional()
+    })
+    .map_err(map_err)
 }
 
 pub(super) fn get_subscription(

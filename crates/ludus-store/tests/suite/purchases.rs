@@ -146,6 +146,16 @@ pub(crate) async fn subscriptions_take_renewals_and_keep_their_owner<B: Backend>
 
     let got = store.subscription_get(ann, "vip").await.unwrap().unwrap();
     assert_eq!(got.original_transaction_id, "o1", "the latest to expire");
+    let by_id = store.subscription_by_transaction("o1").await.unwrap();
+    assert_eq!(by_id.as_ref().map(|s| s.user_id), Some(ann));
+    assert_eq!(by_id.map(|s| s.refund_time_ms), Some(7_000));
+    assert!(
+        store
+            .subscription_by_transaction("o9")
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(store.subscription_get(bob, "vip").await.unwrap().is_none());
 
     let list = store
