@@ -247,6 +247,24 @@ pub(super) async fn get_subscription(
     .await
 }
 
+pub(super) async fn subscription_by_original_id(
+    pool: &Pool,
+    original_transaction_id: &str,
+) -> StoreResult<Option<Subscription>> {
+    let sql = format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscription WHERE original_transaction_id = $1"
+    );
+    with_retry("get subscription by id", || async {
+        let conn = pool.get().await?;
+        let row = conn
+            .client
+            .query_opt(&sql, &[&original_transaction_id])
+            .await?;
+        row.as_ref().map(subscription_from_row).transpose()
+    })
+    .await
+}
+
 pub(super) async fn list_subscriptions(
     pool: &Pool,
     query: &IapListQuery,

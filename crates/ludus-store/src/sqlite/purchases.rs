@@ -271,6 +271,20 @@ pub(super) fn get_subscription(
     .map_err(map_err)
 }
 
+pub(super) fn subscription_by_original_id(
+    conn: &Connection,
+    original_transaction_id: &str,
+) -> StoreResult<Option<Subscription>> {
+    conn.prepare_cached(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscription WHERE original_transaction_id = ?1"
+    ))
+    .and_then(|mut s| {
+        s.query_row([original_transaction_id], subscription_from_row)
+            .optional()
+    })
+    .map_err(map_err)
+}
+
 pub(super) fn list_subscriptions(
     conn: &Connection,
     query: &IapListQuery,
