@@ -1,5 +1,6 @@
 // The web console in a real headless Chromium: signs in, opens every page,
 // bans a player from the account page and checks the ban through the APIs,
+// sends and deletes a notification there and finds both in the audit log,
 // and writes a screenshot of each main page to SCREENSHOT_DIR.
 //
 // Needs a running ludus: LUDUS_HOST, LUDUS_PORT (client API, server key
@@ -201,6 +202,35 @@ test("the API explorer calls an RPC as a player", async () => {
   const matchId = JSON.parse(await page.$eval("#explorer-result", (p) => p.textContent)).match_id;
   const listed = await call(consoleUrl, "GET", `/v2/console/match?match_id=${encodeURIComponent(matchId)}`, root);
   assert.equal(listed.body.matches.length, 1, "the match the RPC made is live");
+});
+
+test("a notification is sent and deleted from the account page, and the audit log shows both", async () => {
+  const subject = `ui-note-${process.pid}`;
+  const stored = async () => (await call(consoleUrl, "GET", `/v2/console/notification?user_id=${player.id}`, root))
+    .body.notifications.filter((n) => n.subject === subject);
+  await open(`account/${player.id}`, "account");
+  await page.type('#send-notification input[name="subject"]', subject);
+  await page.$eval('#send-notification input[name="content"]', (i) => {
+    i.value = '{"gift": 5}';
+  });
+  await page.click('#send-notification button[type="submit"]');
+  await page.waitForFunction((s) => [...document.querySelectorAll("td")].some((td) => td.textContent === s), {}, subject);
+  const sent = await stored();
+  assert.equal(sent.length, 1, "the notification is stored for the player");
+  assert.deepEqual(JSON.parse(sent[0].content), { gift: 5 });
+  // Its row's Delete button removes it.
+  await page.evaluate((s) => {
+    const row = [...document.querySelectorAll("tr")].find((tr) => tr.firstChild?.textContent === s);
+    row.querySelector("button").click();
+  }, subject);
+  await page.waitForFunction((s) => ![...document.querySelectorAll("td")].some((td) => td.textContent === s), {}, subject);
+  assert.equal((await stored()).length, 0, "the notification is deleted");
+  await open("audit", "audit");
+  const rows = await page.$$eval("tbody tr", (trs) => trs.map((tr) => tr.textContent));
+  assert.ok(rows.some((r) => r.includes("create") && r.includes("NOTIFICATION")), rows.join("\n"));
+  assert.ok(rows.some((r) => r.includes("delete") && r.includes("NOTIFICATION")), rows.join("\n"));
+  assert.ok(rows.some((r) => r.includes("/ban")), "the ban from the UI is logged too");
+  await shot("audit");
 });
 
 test("the other pages render", async () => {

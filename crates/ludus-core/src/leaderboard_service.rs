@@ -278,6 +278,21 @@ impl LeaderboardService {
         Ok(())
     }
 
+    /// Forgets every board and rank index and loads them again from the
+    /// store, after a console wipe deleted records or boards under them.
+    pub async fn reload(&self) -> Result<(), ApiError> {
+        self.boards
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.windows
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.fired.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.load().await
+    }
+
     pub fn get(&self, id: &str) -> Option<Arc<Board>> {
         self.boards
             .read()

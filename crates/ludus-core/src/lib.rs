@@ -11,6 +11,7 @@ pub mod chat;
 pub mod chat_service;
 pub mod console;
 pub mod console_acl;
+pub mod console_ops;
 pub mod console_service;
 pub mod error;
 pub mod friend;

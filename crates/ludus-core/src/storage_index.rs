@@ -333,6 +333,16 @@ impl StorageIndexes {
         filter.is_some_and(|f| f.has_filter(&spec.name))
     }
 
+    /// Keeps only the entries whose object passes `keep`, in every index
+    /// (after a console wipe deleted objects under them).
+    pub fn retain(&self, keep: impl Fn(&StorageObject) -> bool) {
+        let indexes: Vec<Arc<Index>> = self.read_state().by_name.values().cloned().collect();
+        for index in indexes {
+            let mut entries = index.entries.lock().unwrap_or_else(|e| e.into_inner());
+            entries.docs.retain(|_, entry| keep(&entry.object));
+        }
+    }
+
     /// Removes objects just deleted from every index.
     pub fn deleted(&self, ids: &[ObjectId]) {
         for id in ids {

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use crate::chat::{ChannelKey, ChannelMessage, MessageBound};
 use crate::console::{ConsoleUser, ConsoleUserAuth, ConsoleUserChange};
+use crate::console_ops::{AuditEntry, AuditQuery, Wipe};
 use crate::error::{ApiError, Code};
 use crate::friend::{
     FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
@@ -692,6 +693,27 @@ pub trait Store: Send + Sync + 'static {
 
     /// Stored subscriptions, newest purchase first, after the cursor.
     async fn subscriptions_list(&self, query: &IapListQuery) -> StoreResult<Vec<Subscription>>;
+
+    /// Deletes what `what` names (the console's wipes), in one
+    /// transaction; answers how many rows of its main table went (accounts
+    /// or storage objects).
+    async fn console_wipe(&self, what: Wipe) -> StoreResult<u64>;
+
+    /// Deletes chat messages created before `before_us` (when given) and
+    /// those with these ids (the console's `DeleteChannelMessages`), in one
+    /// transaction; answers how many went.
+    async fn channel_messages_delete(
+        &self,
+        before_us: Option<i64>,
+        ids: &[Uuid],
+    ) -> StoreResult<u64>;
+
+    /// Appends one entry to the console's audit log.
+    async fn audit_add(&self, entry: &AuditEntry) -> StoreResult<()>;
+
+    /// Up to `limit + 1` audit log entries that pass the query's filter,
+    /// from its position in its direction (newest first without one).
+    async fn audit_list(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>>;
 
     async fn close(&self);
 }

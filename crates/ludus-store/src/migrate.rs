@@ -80,6 +80,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "purchases",
         sql: include_str!("../migrations/sqlite/0013_purchases.sql"),
     },
+    Migration {
+        version: 14,
+        name: "console_audit_log",
+        sql: include_str!("../migrations/sqlite/0014_console_audit_log.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -147,6 +152,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 13,
         name: "purchases",
         sql: include_str!("../migrations/postgres/0013_purchases.sql"),
+    },
+    Migration {
+        version: 14,
+        name: "console_audit_log",
+        sql: include_str!("../migrations/postgres/0014_console_audit_log.sql"),
     },
 ];
 

@@ -50,25 +50,7 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/api/endpoints/{method}",
         "CallApiEndpoint",
     ),
-    (M::DELETE, "/v2/console/all", "DeleteAllData"),
-    (M::DELETE, "/v2/console/message", "DeleteChannelMessages"),
-    (M::DELETE, "/v2/console/storage", "DeleteStorage"),
-    (M::DELETE, "/v2/console/account", "DeleteAccounts"),
-    (
-        M::DELETE,
-        "/v2/console/notification/{id}",
-        "DeleteNotification",
-    ),
-    (M::GET, "/v2/console/group/{group_id}/export", "ExportGroup"),
     (M::GET, "/v2/console/setting/{name}", "GetSetting"),
-    (M::GET, "/v2/console/notification/{id}", "GetNotification"),
-    (
-        M::GET,
-        "/v2/console/iap/subscription/{original_transaction_id}",
-        "GetSubscription",
-    ),
-    (M::GET, "/v2/console/audit/log", "ListAuditLogs"),
-    (M::GET, "/v2/console/audit/log/users", "ListAuditLogsUsers"),
     (M::GET, "/v2/console/setting", "ListSettings"),
     (
         M::POST,
@@ -80,36 +62,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/user/{username}/mfa/reset",
         "ResetUserMfa",
     ),
-    (
-        M::POST,
-        "/v2/console/account/{account_id}/unlink/apple",
-        "UnlinkApple",
-    ),
-    (
-        M::POST,
-        "/v2/console/account/{account_id}/unlink/facebook",
-        "UnlinkFacebook",
-    ),
-    (
-        M::POST,
-        "/v2/console/account/{account_id}/unlink/facebookinstantgame",
-        "UnlinkFacebookInstantGame",
-    ),
-    (
-        M::POST,
-        "/v2/console/account/{account_id}/unlink/gamecenter",
-        "UnlinkGameCenter",
-    ),
-    (
-        M::POST,
-        "/v2/console/account/{account_id}/unlink/google",
-        "UnlinkGoogle",
-    ),
-    (
-        M::POST,
-        "/v2/console/account/{account_id}/unlink/steam",
-        "UnlinkSteam",
-    ),
     (M::POST, "/v2/console/setting/{name}", "UpdateSetting"),
     (M::GET, "/v2/console/satori/template", "SatoriListTemplates"),
     (
@@ -117,7 +69,6 @@ const ABSENT: &[(MethodFilter, &str, &str)] = &[
         "/v2/console/satori/direct-message",
         "SatoriSendDirectMessage",
     ),
-    (M::POST, "/v2/console/notification", "SendNotification"),
     (M::GET, "/v2/console/extensions", "RegisteredExtensions"),
 ];
 

@@ -1,12 +1,15 @@
 //! Changes to a game account from the console: its profile
 //! (`POST /v2/console/account/{id}`, Nakama's `UpdateAccount`) and the
-//! unlinking of a device, custom id or email, behind `ACCOUNT` write.
+//! unlinking of a device, custom id, email or platform (Apple, Facebook,
+//! Facebook Instant Games, Game Center, Google, Steam), behind `ACCOUNT`
+//! write. The console needs no proof from the platform, but never unlinks
+//! an account's last way in.
 
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::post;
 use ludus_core::console_acl::{Level, Need, Resource};
-use ludus_core::model::{AccountUpdate, Identity};
+use ludus_core::model::{AccountUpdate, Identity, Provider};
 use serde::Deserialize;
 
 use super::accounts::account_id;
@@ -31,6 +34,56 @@ pub(super) fn routes(r: &mut ConsoleRoutes) {
         need,
         post(unlink_email),
     );
+    for (segment, provider) in [
+        ("apple", Provider::Apple),
+        ("facebook", Provider::Facebook),
+        ("facebookinstantgame", Provider::FacebookInstantGame),
+        ("gamecenter", Provider::GameCenter),
+        ("google", Provider::Google),
+        ("steam", Provider::Steam),
+    ] {
+        r.add(
+            &format!("/v2/console/account/{{account_id}}/unlink/{segment}"),
+            need,
+            post(
+                move |State(state): State<ConsoleState>, Path(id): Path<String>| async move {
+                    unlink_platform(&state, &id, provider).await
+                },
+            ),
+        );
+    }
+}
+
+/// Unlinks the platform's id the account holds; an account without one,
+/// or with nothing else to sign in with, is refused with 403 as Nakama's
+/// console refuses both.
+async fn unlink_platform(
+    state: &ConsoleState,
+    id: &str,
+    provider: Provider,
+) -> Result<Response, HttpError> {
+    let id = account_id(id)?;
+    let user = state.app.accounts.account(id).await?.user;
+    let linked = match provider {
+        Provider::Apple => user.apple_id,
+        Provider::Facebook => user.facebook_id,
+        Provider::FacebookInstantGame => user.facebook_instant_game_id,
+        Provider::GameCenter => user.gamecenter_id,
+        Provider::Google => user.google_id,
+        Provider::Steam => user.steam_id,
+    };
+    if linked.is_empty() {
+        return Err(HttpError::new(
+            ludus_core::Code::PermissionDenied,
+            format!("the account has no {} id to unlink", provider.name()),
+        ));
+    }
+    state
+        .app
+        .accounts
+        .unlink(id, Identity::Social(provider, linked))
+        .await?;
+    Ok(crate::api::empty())
 }
 
 /// Nakama's `UpdateAccountRequest`; absent fields stay as they are.

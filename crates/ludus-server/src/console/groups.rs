@@ -1,5 +1,5 @@
 //! Groups in the console (`/v2/console/group*`): list, get, edit, delete,
-//! members, and adding, promoting, demoting and removing members, behind
+//! members, an export of the group with all its members, and adding, promoting, demoting and removing members, behind
 //! Nakama's `GROUP` permissions (adding members: `ACCOUNT_GROUPS` write, as
 //! Nakama). The console acts as the server: no member role is needed.
 
@@ -31,6 +31,11 @@ pub(super) fn routes(r: &mut ConsoleRoutes) {
         "/v2/console/group/{group_id}",
         group(Delete),
         delete(remove),
+    );
+    r.add(
+        "/v2/console/group/{group_id}/export",
+        group(Read),
+        get(export),
     );
     r.add(
         "/v2/console/group/{group_id}/member",
@@ -170,6 +175,51 @@ async fn remove(
     Ok(crate::api::empty())
 }
 
+/// Nakama's `GroupExport`: the group and every member.
+#[derive(Serialize)]
+struct GroupExport {
+    group: api::Group,
+    members: Vec<api::group_user_list::GroupUser>,
+}
+
+fn member(u: ludus_core::group::GroupUser) -> api::group_user_list::GroupUser {
+    api::group_user_list::GroupUser {
+        user: Some(convert::user(u.user)),
+        state: Some(ludus_proto::pbjson_types::Int32Value {
+            value: u.role as i32,
+        }),
+    }
+}
+
+/// The group and all its members, read page by page (a group holds at
+/// most its `max_count` members).
+async fn export(
+    State(state): State<ConsoleState>,
+    Path(id): Path<String>,
+) -> Result<Response, HttpError> {
+    let id = group_id(&id)?;
+    let group = find(&state, id).await?;
+    let max = ludus_core::group::MAX_LIST_LIMIT;
+    let mut members = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = state
+            .app
+            .social
+            .list_group_users(id, Some(max as i32), max, None, &cursor)
+            .await?;
+        members.extend(page.users.into_iter().map(member));
+        match page.cursor {
+            Some(next) if !next.is_empty() => cursor = next,
+            _ => break,
+        }
+    }
+    Ok(crate::api::json(&GroupExport {
+        group: convert::group(group),
+        members,
+    }))
+}
+
 /// `GET /v2/console/group/{id}/member?cursor=…`: the client API's
 /// `GroupUserList`, 100 a page.
 async fn members(
@@ -192,16 +242,7 @@ async fn members(
         )
         .await?;
     Ok(crate::api::json(&api::GroupUserList {
-        group_users: page
-            .users
-            .into_iter()
-            .map(|u| api::group_user_list::GroupUser {
-                user: Some(convert::user(u.user)),
-                state: Some(ludus_proto::pbjson_types::Int32Value {
-                    value: u.role as i32,
-                }),
-            })
-            .collect(),
+        group_users: page.users.into_iter().map(member).collect(),
         cursor: page.cursor.unwrap_or_default(),
     }))
 }

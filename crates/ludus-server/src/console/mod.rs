@@ -9,12 +9,14 @@
 //! permission the route needs, and hands the handler a [`ConsoleCaller`].
 //! Nakama's console calls Ludus does not serve yet answer 501 (`absent.rs`).
 //! The web console's files are served at `/` (`ui.rs`). The gate logs
-//! every change a console user asks for (the audit trail).
+//! every change a console user asks for (the audit trail) and writes the
+//! successful ones to the audit log (`audit.rs`).
 
 mod absent;
 mod account_edit;
 mod account_port;
 mod accounts;
+mod audit;
 mod auth;
 mod channels;
 mod explorer;
@@ -28,6 +30,7 @@ mod storage;
 mod ui;
 mod users;
 mod wallet;
+mod wipes;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,6 +93,8 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     notifications::routes(&mut routes);
     channels::routes(&mut routes);
     status::routes(&mut routes);
+    wipes::routes(&mut routes);
+    audit::routes(&mut routes);
     let routed = ui::routes(absent::routes(routes.router))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -119,7 +124,8 @@ pub(crate) struct ConsoleRoutes {
 impl ConsoleRoutes {
     /// Adds `handler` at `path`, behind the gate that checks `need`.
     pub(crate) fn add(&mut self, path: &str, need: Need, handler: MethodRouter<ConsoleState>) {
-        let gated = handler.route_layer(from_fn_with_state((self.state.clone(), need), gate));
+        let gate_state = (self.state.clone(), need, Arc::<str>::from(path));
+        let gated = handler.route_layer(from_fn_with_state(gate_state, gate));
         let router = std::mem::take(&mut self.router);
         self.router = router.route(path, gated);
     }
@@ -127,8 +133,8 @@ impl ConsoleRoutes {
 
 /// The ACL gate in front of every console call but sign-in.
 async fn gate(
-    State((state, need)): State<(ConsoleState, Need)>,
-    mut req: Request,
+    State((state, need, route)): State<(ConsoleState, Need, Arc<str>)>,
+    req: Request,
     next: Next,
 ) -> Response {
     let caller = match authorize(&state, req.headers()).await {
@@ -140,21 +146,52 @@ async fn gate(
     }
     let changes = req.method() != axum::http::Method::GET;
     let (method, path) = (req.method().clone(), req.uri().path().to_owned());
-    let (user, user_id) = (caller.username.clone(), caller.id);
-    req.extensions_mut().insert(caller);
+    let query = req.uri().query().map(str::to_owned);
+    // The body is read here, within the listener's limit, so the audit log
+    // can say what was asked; the handler reads the same bytes.
+    let (parts, body) = req.into_parts();
+    let limit = state.app.config.console.max_message_size_bytes;
+    let body = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return HttpError::with_status(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Code::InvalidArgument,
+                format!("request body too large, the limit is {limit} bytes"),
+            )
+            .into_response();
+        }
+    };
+    let mut req = Request::from_parts(parts, axum::body::Body::from(body.clone()));
+    req.extensions_mut().insert(caller.clone());
     let res = next.run(req).await;
     // The audit trail: every change a console user made, as one log event
     // (target `ludus::console::audit`); reads are not logged.
     if changes {
         tracing::info!(
             target: "ludus::console::audit",
-            console_user = %user,
-            console_user_id = %user_id,
+            console_user = %caller.username,
+            console_user_id = %caller.id,
             %method,
             path,
             status = res.status().as_u16(),
             "console change"
         );
+    }
+    // And in the audit log the console reads back, once it succeeded.
+    if res.status().is_success() {
+        let call = audit::Call {
+            caller: &caller,
+            need,
+            method: &method,
+            route: &route,
+            path: &path,
+            query: query.as_deref(),
+            body: &body,
+        };
+        if let Some(entry) = audit::entry(&call, ludus_core::unix_now_us()) {
+            audit::record(&state, entry).await;
+        }
     }
     res
 }

@@ -1,16 +1,19 @@
-//! A player's stored notifications in the console
-//! (`GET /v2/console/notification?user_id=…`, `NOTIFICATION` read), oldest
-//! first, in Nakama's console `Notification` shape.
+//! Notifications in the console, in Nakama's console `Notification` shape:
+//! a player's stored ones (`GET /v2/console/notification?user_id=…`), oldest
+//! first, and one by id (`NOTIFICATION` read); one deleted by id
+//! (`NOTIFICATION` delete); and sending one to chosen players or to everyone
+//! (`POST /v2/console/notification`, `NOTIFICATION` write).
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{delete, get, post};
 use ludus_core::console_acl::{Level, Need, Resource};
 use ludus_core::notification::Notification;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 use super::accounts::account_id;
-use super::{ConsoleRoutes, ConsoleState};
+use super::{Body, ConsoleRoutes, ConsoleState};
 use crate::convert;
 use crate::error::HttpError;
 use crate::extract::QueryParams;
@@ -24,6 +27,142 @@ pub(super) fn routes(r: &mut ConsoleRoutes) {
         Need::Permission(Resource::Notification, Level::Read),
         get(list),
     );
+    r.add(
+        "/v2/console/notification",
+        Need::Permission(Resource::Notification, Level::Write),
+        post(send),
+    );
+    r.add(
+        "/v2/console/notification/{id}",
+        Need::Permission(Resource::Notification, Level::Read),
+        get(one),
+    );
+    r.add(
+        "/v2/console/notification/{id}",
+        Need::Permission(Resource::Notification, Level::Delete),
+        delete(remove),
+    );
+}
+
+/// How many players' copies of a notification to everyone are stored per
+/// transaction.
+const SEND_ALL_PAGE: usize = 1_000;
+
+fn notification_id(text: &str) -> Result<Uuid, HttpError> {
+    Uuid::parse_str(text)
+        .map_err(|_| HttpError::invalid(format!("notification id {text:?} is not a valid uuid")))
+}
+
+async fn one(
+    State(state): State<ConsoleState>,
+    Path(id): Path<String>,
+) -> Result<Response, HttpError> {
+    let id = notification_id(&id)?;
+    let found = state
+        .app
+        .accounts
+        .store()
+        .notifications_by_id(None, &[id])
+        .await
+        .map_err(ludus_core::ApiError::from)?;
+    let n = found
+        .first()
+        .ok_or_else(|| HttpError::new(ludus_core::Code::NotFound, "notification not found"))?;
+    Ok(crate::api::json(&item(n)))
+}
+
+/// Deletes a stored notification; one that is not there is no error, as
+/// in Nakama.
+async fn remove(
+    State(state): State<ConsoleState>,
+    Path(id): Path<String>,
+) -> Result<Response, HttpError> {
+    let id = notification_id(&id)?;
+    state
+        .app
+        .accounts
+        .store()
+        .delete_notifications_by_id(None, &[id])
+        .await
+        .map_err(ludus_core::ApiError::from)?;
+    Ok(crate::api::empty())
+}
+
+/// Nakama's `SendNotificationRequest`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SendBody {
+    user_ids: Vec<String>,
+    subject: String,
+    content: Option<serde_json::Map<String, serde_json::Value>>,
+    code: i32,
+    persistent: bool,
+    sender_id: String,
+}
+
+/// Sends a notification to `user_ids`, or to every player when there are
+/// none (stored for each when persistent, in pages of [`SEND_ALL_PAGE`]).
+/// Unknown players are refused before anything is sent.
+async fn send(
+    State(state): State<ConsoleState>,
+    Body(body): Body<SendBody>,
+) -> Result<Response, HttpError> {
+    let sender_id = match body.sender_id.as_str() {
+        "" => Uuid::nil(),
+        text => Uuid::parse_str(text)
+            .map_err(|_| HttpError::invalid(format!("sender id {text:?} is not a valid uuid")))?,
+    };
+    let recipients = body
+        .user_ids
+        .iter()
+        .map(|text| account_id(text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let template = Notification {
+        id: Uuid::nil(),
+        user_id: Uuid::nil(),
+        subject: body.subject,
+        content: serde_json::Value::Object(body.content.unwrap_or_default()).to_string(),
+        code: body.code,
+        sender_id,
+        create_time_us: ludus_core::unix_now_us(),
+        persistent: body.persistent,
+    };
+    template.check()?;
+    let notifier = &state.app.sockets.realtime.notifier;
+    if recipients.is_empty() {
+        if template.persistent {
+            notifier
+                .notify_everyone(&template, SEND_ALL_PAGE)
+                .await
+                .map_err(ludus_core::ApiError::from)?;
+        } else {
+            notifier.send_to_everyone(&template);
+        }
+        return Ok(crate::api::empty());
+    }
+    let found = state.app.accounts.users(&body.user_ids, &[]).await?;
+    if let Some(missing) = recipients
+        .iter()
+        .find(|id| !found.iter().any(|u| u.id == **id))
+    {
+        return Err(HttpError::new(
+            ludus_core::Code::NotFound,
+            format!("no player has the user id {missing}, nothing was sent"),
+        ));
+    }
+    let notifications = recipients
+        .into_iter()
+        .map(|user_id| Notification {
+            id: Uuid::new_v4(),
+            user_id,
+            ..template.clone()
+        })
+        .collect();
+    notifier
+        .notify(notifications)
+        .await
+        .map_err(ludus_core::ApiError::from)?;
+    Ok(crate::api::empty())
 }
 
 /// Nakama's console `Notification`.

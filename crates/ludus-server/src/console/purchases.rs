@@ -1,7 +1,7 @@
 //! Purchases and subscriptions in the console (`IN_APP_PURCHASE` read):
 //! every player's stored purchases and subscriptions, newest first (of one
-//! player with `user_id`), and one purchase by transaction id, in the client
-//! API's shapes.
+//! player with `user_id`), one purchase by transaction id and one
+//! subscription by original transaction id, in the client API's shapes.
 
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -25,6 +25,11 @@ pub(super) fn routes(r: &mut ConsoleRoutes) {
         get(one_purchase),
     );
     r.add("/v2/console/subscription", need, get(list_subscriptions));
+    r.add(
+        "/v2/console/iap/subscription/{original_transaction_id}",
+        need,
+        get(one_subscription),
+    );
 }
 
 /// `user_id` (optional) and `limit` (1-100, 100 when absent) of a listing.
@@ -73,6 +78,24 @@ async fn one_purchase(
         .await?
         .ok_or_else(|| HttpError::new(ludus_core::Code::NotFound, "purchase not found"))?;
     Ok(crate::api::json(&convert::purchase(&found)))
+}
+
+async fn one_subscription(
+    State(state): State<ConsoleState>,
+    Path(original_transaction_id): Path<String>,
+) -> Result<Response, HttpError> {
+    let found = state
+        .app
+        .accounts
+        .store()
+        .subscription_by_transaction(&original_transaction_id)
+        .await
+        .map_err(ludus_core::ApiError::from)?
+        .ok_or_else(|| HttpError::new(ludus_core::Code::NotFound, "subscription not found"))?;
+    Ok(crate::api::json(&convert::subscription(
+        &found,
+        unix_now_ms(),
+    )))
 }
 
 async fn list_subscriptions(

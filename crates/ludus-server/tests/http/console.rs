@@ -678,16 +678,14 @@ async fn unserved_console_calls_answer_501(b: Backend) {
     let t = TestServer::start(b).await;
     let root = root_token(&t).await;
     for (method, path, name) in [
-        ("DELETE", "/v2/console/message", "DeleteChannelMessages"),
-        ("DELETE", "/v2/console/all", "DeleteAllData"),
         (
             "POST",
             "/v2/console/authenticate/mfa",
             "AuthenticateMFASetup",
         ),
         ("POST", "/v2/console/user/ops/mfa/require", "RequireUserMfa"),
-        ("DELETE", "/v2/console/storage", "DeleteStorage"),
-        ("GET", "/v2/console/notification/n1", "GetNotification"),
+        ("GET", "/v2/console/satori/template", "SatoriListTemplates"),
+        ("GET", "/v2/console/extensions", "RegisteredExtensions"),
     ] {
         let r = call(&t, method, path, &root, json!({})).await;
         let msg = assert_error(&r, 501, 12);

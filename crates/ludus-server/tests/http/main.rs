@@ -9,6 +9,7 @@ mod after_hooks;
 mod authenticate;
 mod console;
 mod console_data;
+mod console_ops;
 mod friend_import;
 mod grpc;
 mod hooks;

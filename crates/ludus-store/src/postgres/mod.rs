@@ -11,6 +11,7 @@ mod analyze;
 mod batches;
 mod chat;
 mod console;
+mod console_ops;
 mod errors;
 mod leaderboard;
 mod links;
@@ -33,6 +34,7 @@ mod wallets;
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::console::{ConsoleUser, ConsoleUserAuth, ConsoleUserChange};
+use ludus_core::console_ops::{AuditEntry, AuditQuery, Wipe};
 use ludus_core::friend::{
     FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
 };
@@ -1591,6 +1593,42 @@ impl Store for PgStore {
         with_retry("delete console user", || async {
             let conn = self.pool.get().await?;
             console::delete(&conn.client, username).await
+        })
+        .await
+    }
+
+    async fn console_wipe(&self, what: Wipe) -> StoreResult<u64> {
+        with_retry("console wipe", || async {
+            let mut conn = self.pool.get().await?;
+            console_ops::wipe(&mut conn.client, what).await
+        })
+        .await
+    }
+
+    async fn channel_messages_delete(
+        &self,
+        before_us: Option<i64>,
+        ids: &[Uuid],
+    ) -> StoreResult<u64> {
+        with_retry("delete channel messages", || async {
+            let mut conn = self.pool.get().await?;
+            console_ops::delete_messages(&mut conn.client, before_us, ids).await
+        })
+        .await
+    }
+
+    async fn audit_add(&self, entry: &AuditEntry) -> StoreResult<()> {
+        with_retry("add audit log entry", || async {
+            let conn = self.pool.get().await?;
+            console_ops::audit_add(&conn.client, entry).await
+        })
+        .await
+    }
+
+    async fn audit_list(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>> {
+        with_retry("list audit log", || async {
+            let conn = self.pool.get().await?;
+            console_ops::audit_list(&conn.client, query).await
         })
         .await
     }

@@ -7,6 +7,7 @@ mod chat;
 mod checkpointer;
 mod connection;
 mod console;
+mod console_ops;
 mod leaderboard;
 mod links;
 mod module_sql;
@@ -22,6 +23,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::console::{ConsoleUser, ConsoleUserAuth, ConsoleUserChange};
+use ludus_core::console_ops::{AuditEntry, AuditQuery, Wipe};
 use ludus_core::friend::{
     FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
 };
@@ -881,6 +883,37 @@ impl Store for SqliteStore {
         let username = username.to_owned();
         self.writer
             .write(move |conn| console::delete(conn, &username))
+            .await
+    }
+
+    async fn console_wipe(&self, what: Wipe) -> StoreResult<u64> {
+        self.writer
+            .write(move |conn| console_ops::wipe(conn, what))
+            .await
+    }
+
+    async fn channel_messages_delete(
+        &self,
+        before_us: Option<i64>,
+        ids: &[Uuid],
+    ) -> StoreResult<u64> {
+        let ids = ids.to_vec();
+        self.writer
+            .write(move |conn| console_ops::delete_messages(conn, before_us, &ids))
+            .await
+    }
+
+    async fn audit_add(&self, entry: &AuditEntry) -> StoreResult<()> {
+        let entry = entry.clone();
+        self.writer
+            .write(move |conn| console_ops::audit_add(conn, &entry))
+            .await
+    }
+
+    async fn audit_list(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>> {
+        let query = query.clone();
+        self.readers
+            .read(move |conn| console_ops::audit_list(conn, &query))
             .await
     }
 

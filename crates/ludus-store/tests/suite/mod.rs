@@ -44,6 +44,7 @@ pub(crate) fn all_migrations() -> Vec<MigrationInfo> {
         (11, "ledger_key_by_trigger"),
         (12, "console_users"),
         (13, "purchases"),
+        (14, "console_audit_log"),
     ]
     .into_iter()
     .map(|(version, name)| MigrationInfo { version, name })

@@ -231,7 +231,15 @@ async function account(id) {
     h("h2", {}, "Notifications"),
     notes.error ? h("p", { class: "muted" }, notes.error)
       : table([["Subject", (n) => n.subject], ["Code", (n) => n.code], ["Content", (n) => n.content],
-        ["When", (n) => when(n.create_time)]], notes.notifications || []),
+        ["When", (n) => when(n.create_time)],
+        ["", (n) => h("button", {
+          class: "danger secondary",
+          onclick: () => attempt(async () => {
+            await api("DELETE", "/v2/console/notification/" + enc(n.id));
+            await reload();
+          }),
+        }, "Delete")]], notes.notifications || []),
+    sendNotification(id, reload),
     h("h2", {}, "Storage"),
     h("form", {
       class: "inline",
@@ -510,6 +518,61 @@ async function explorer() {
     h("h2", {}, "Answer"), out);
 }
 
+/** A form that sends a stored notification to one player. */
+function sendNotification(id, reload) {
+  const subject = h("input", { name: "subject", required: true });
+  const content = h("input", { name: "content", value: "{}" });
+  return h("form", {
+    class: "inline",
+    id: "send-notification",
+    onsubmit: (e) => {
+      e.preventDefault();
+      attempt(async () => {
+        let parsed;
+        try {
+          parsed = JSON.parse(content.value || "{}");
+        } catch {
+          throw new ApiError("content must be a JSON object");
+        }
+        await api("POST", "/v2/console/notification",
+          { user_ids: [id], subject: subject.value, content: parsed, persistent: true });
+        await reload();
+      });
+    },
+  }, h("label", {}, "Subject", subject), h("label", {}, "Content (JSON)", content),
+  h("button", { type: "submit" }, "Send notification"));
+}
+
+// Nakama's AuditLogAction names, by number.
+const AUDIT_ACTIONS = ["unknown", "create", "update", "delete", "invoke", "import", "export"];
+
+async function audit(params) {
+  const username = h("input", { name: "username", placeholder: "any console user", value: params.get("username") || "" });
+  const q = new URLSearchParams({ limit: "50" });
+  for (const key of ["username", "cursor"]) if (params.get(key)) q.set(key, params.get(key));
+  const r = await api("GET", "/v2/console/audit/log?" + q);
+  const go = (cursor) => {
+    const next = new URLSearchParams();
+    if (username.value.trim()) next.set("username", username.value.trim());
+    if (cursor) next.set("cursor", cursor);
+    location.hash = "#/audit?" + next;
+  };
+  view.replaceChildren(h("h1", {}, "Audit log"),
+    h("form", {
+      class: "inline",
+      onsubmit: (e) => {
+        e.preventDefault();
+        go("");
+      },
+    }, h("label", {}, "Console user", username), h("button", { type: "submit" }, "Filter")),
+    table([["When", (e) => when(e.timestamp)], ["Console user", (e) => e.username],
+      ["Action", (e) => AUDIT_ACTIONS[e.action] || e.action], ["Resource", (e) => RESOURCES[e.resource] || e.resource],
+      ["What", (e) => e.message]], r.entries || []),
+    h("div", { class: "actions" },
+      r.prev_cursor ? h("button", { type: "button", class: "secondary", onclick: () => go(r.prev_cursor) }, "Newer") : null,
+      r.next_cursor ? h("button", { type: "button", onclick: () => go(r.next_cursor) }, "Older") : null));
+}
+
 async function purchases(params) {
   const user = h("input", { name: "user_id", placeholder: "every player", value: params.get("user_id") || "" });
   const q = new URLSearchParams();
@@ -628,6 +691,7 @@ const ROUTES = [
   [/^runtime$/, runtime],
   [/^config$/, config],
   [/^users$/, users],
+  [/^audit$/, (m, q) => audit(q)],
 ];
 
 async function route() {

@@ -1,0 +1,21 @@
+-- The console's audit log: one row per change a console user made through
+-- the console (Nakama's `console_audit_log`). `resource` is the place of
+-- the resource in Nakama's `AclResources` enum and `action` its
+-- `AuditLogAction` number; `metadata` is a JSON object of the change's
+-- details. Listing walks (create_time, id) newest first; times are
+-- microseconds since the epoch. Wipes of game data leave it alone.
+
+CREATE TABLE console_audit_log (
+    id               UUID     NOT NULL,
+    create_time      BIGINT   NOT NULL,
+    console_user_id  UUID     NOT NULL,
+    console_username TEXT     NOT NULL,
+    email            TEXT     NOT NULL,
+    resource         INTEGER  NOT NULL,
+    action           INTEGER  NOT NULL,
+    message          TEXT     NOT NULL,
+    metadata         TEXT     NOT NULL DEFAULT '{}',
+    CONSTRAINT console_audit_log_pkey PRIMARY KEY (id)
+);
+
+CREATE INDEX console_audit_log_time_idx ON console_audit_log (create_time, id);
