@@ -420,7 +420,8 @@ impl Runtime {
                 }
                 _ => match &self.js {
                     Some(js) if js.has(&format!("before/{api}")) => {
-                        js.call(format!("before/{api}"), ctx, vec![request]).await
+                        js.call(format!("before/{api}"), ctx, vec![js_field_names(request)])
+                            .await
                     }
                     // No hook: nothing ran, nothing is counted.
                     _ => return Ok(Some(request)),
@@ -453,7 +454,11 @@ impl Runtime {
                     .map(|_| ()),
                 _ => match &self.js {
                     Some(js) if js.has(&format!("after/{api}")) => js
-                        .call(format!("after/{api}"), ctx, vec![response, request])
+                        .call(
+                            format!("after/{api}"),
+                            ctx,
+                            vec![js_field_names(response), js_field_names(request)],
+                        )
                         .await
                         .map(|_| ()),
                     _ => return Ok(()),
@@ -1103,22 +1108,57 @@ fn camel_keys(v: Value) -> Value {
     let Value::Object(o) = v else {
         return v;
     };
-    let camel = |k: &str| {
-        let mut out = String::with_capacity(k.len());
-        let mut upper = false;
-        for c in k.chars() {
-            if c == '_' {
-                upper = true;
-            } else if upper {
-                out.extend(c.to_uppercase());
-                upper = false;
-            } else {
-                out.push(c);
-            }
-        }
-        out
-    };
     Value::Object(o.into_iter().map(|(k, v)| (camel(&k), v)).collect())
+}
+
+fn camel(k: &str) -> String {
+    let mut out = String::with_capacity(k.len());
+    let mut upper = false;
+    for c in k.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The proto `map<…>` fields of Nakama's API: their keys are the caller's
+/// own, never renamed.
+const MAP_FIELDS: &[&str] = &[
+    "vars",
+    "properties",
+    "context",
+    "metadata",
+    "string_properties",
+    "numeric_properties",
+];
+
+/// A request, response or envelope (protojson with proto field names) as
+/// Nakama's JS runtime hands it to hooks: every field name in lowerCamelCase
+/// (`display_name` → `displayName`), at every depth, the keys of map
+/// fields kept. What a before hook returns decodes either way.
+fn js_field_names(v: Value) -> Value {
+    match v {
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, v)| {
+                    let v = if MAP_FIELDS.contains(&k.as_str()) {
+                        v
+                    } else {
+                        js_field_names(v)
+                    };
+                    (camel(&k), v)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(js_field_names).collect()),
+        v => v,
+    }
 }
 
 /// The callback key of an event kind, the same in Lua and JS.

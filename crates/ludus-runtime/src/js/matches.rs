@@ -91,6 +91,8 @@ enum Request {
     Loop(i64, Vec<MatchMessage>),
     Terminate(i64, u32),
     Signal(i64, String),
+    /// The state as JSON text, for the console; runs no callback.
+    State,
 }
 
 /// What a callback answered, with the effects it queued (`true`: deferred).
@@ -99,6 +101,8 @@ enum Outcome {
     Join(JoinDecision),
     Step(Step),
     Signal(Step, String),
+    /// A failed view of the state leaves the match running.
+    State(Result<String, HandlerError>),
 }
 
 type Reply = Result<(Outcome, Vec<(bool, Effect)>), HandlerError>;
@@ -216,6 +220,13 @@ impl MatchHandler for JsMatch {
         grace_seconds: u32,
     ) -> Result<Step, HandlerError> {
         self.step(d, Request::Terminate(tick, grace_seconds))
+    }
+
+    fn state_json(&mut self) -> Result<String, HandlerError> {
+        match self.ask(&mut Dispatcher::default(), Request::State)? {
+            Outcome::State(view) => view,
+            _ => Err("js match answered the wrong callback".into()),
+        }
     }
 
     fn signal(
@@ -356,6 +367,7 @@ impl MatchContext {
     /// queued; a failed callback answers an error naming it.
     fn run(&mut self, request: Request) -> Reply {
         let (i, tick) = match &request {
+            Request::State => return Ok((Outcome::State(self.state_json()), Vec::new())),
             Request::Init(..) => (0, 0),
             Request::JoinAttempt(t, ..) => (1, *t),
             Request::Join(t, _) => (2, *t),
@@ -404,6 +416,29 @@ impl MatchContext {
         Ok((outcome, effects))
     }
 
+    /// The state through `JSON.stringify`, under the callback deadline and
+    /// the memory limit (a `toJSON` of the module's runs there too); empty
+    /// when the match has no state (yet).
+    fn state_json(&mut self) -> Result<String, HandlerError> {
+        let Some(state) = self.state.clone() else {
+            return Ok(String::new());
+        };
+        self.budget.start(self.shared.settings.js_call_timeout);
+        let context = self.context.clone();
+        let text = context.with(|ctx| {
+            let written = state
+                .restore(&ctx)
+                .and_then(|state| ctx.json_stringify(state))
+                .and_then(|text| text.map_or(Ok(String::new()), |t| t.to_string()));
+            written.map_err(|e| describe(&ctx, e).1)
+        });
+        let stopped = self.budget.finish();
+        text.map_err(|message| match stopped {
+            Some(stop) => format!("match state: {}", stop.message()),
+            None => format!("match state cannot be written as JSON: {message}"),
+        })
+    }
+
     fn call<'js>(
         &mut self,
         ctx: &Ctx<'js>,
@@ -434,7 +469,7 @@ impl MatchContext {
             None => Value::new_undefined(ctx.clone()),
         };
         let (call_ctx, last): (Object, Value) = match request {
-            Request::Init(..) => unreachable!("handled above"),
+            Request::Init(..) | Request::State => unreachable!("handled above"),
             Request::JoinAttempt(_, presence, metadata) => {
                 // Nakama gives the join attempt a copy of ctx with the
                 // joining user's keys.

@@ -142,6 +142,41 @@ async fn before_hooks_registered_by_nakamas_names_rewrite_the_request() {
     assert_eq!(out, Some(json!({"ids": ["rewritten"]})));
 }
 
+/// Nakama hands JS hooks the request with lowerCamelCase field names (its
+/// JS runtime's protojson uses JSON names), as the `nkruntime` types say
+/// (`displayName`): the server's proto names are renamed at every depth,
+/// while the keys of map fields (`vars`, `properties`, …) are the caller's
+/// and stay. Before, JS hooks saw `display_name` and a TypeScript module's
+/// `data.displayName` was undefined.
+#[tokio::test]
+async fn js_hooks_see_nakamas_camel_case_field_names() {
+    let rt = start(js()).await.unwrap();
+    let seen = rt
+        .before(
+            CallContext::default(),
+            "getaccount",
+            json!({
+                "display_name": "Ann",
+                "account": {"device_id": "d1", "vars": {"my_key": "v", "other_one": "w"}},
+                "string_properties": {"game_mode": "duel"},
+                "user_ids": ["u1"],
+                "items": [{"user_id": "u2", "lang_tag": "en"}],
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        seen,
+        Some(json!({
+            "displayName": "Ann",
+            "account": {"deviceId": "d1", "vars": {"my_key": "v", "other_one": "w"}},
+            "stringProperties": {"game_mode": "duel"},
+            "userIds": ["u1"],
+            "items": [{"userId": "u2", "langTag": "en"}],
+        }))
+    );
+}
+
 /// Twin of the Lua sandbox: nothing of the host is reachable by name.
 #[tokio::test]
 async fn module_code_reaches_no_files_network_or_process() {
@@ -265,6 +300,66 @@ async fn a_runaway_loop_ends_at_the_deadline_and_the_context_lives_on() {
         );
         assert_eq!(rpc(&rt, "echo", "still here").await.unwrap(), "still here");
     }
+}
+
+/// Twin of the Lua sandbox's `loops_inside_coroutines_are_stopped`: a
+/// loop inside a generator (JS's coroutine) ends at the deadline too.
+#[tokio::test]
+async fn a_loop_inside_a_generator_ends_at_the_deadline() {
+    let mut s = js();
+    s.js_max_count = 1;
+    s.js_call_timeout = Duration::from_millis(200);
+    let rt = start(s).await.unwrap();
+    let started = std::time::Instant::now();
+    let e = rpc(&rt, "spin_generator", "").await.unwrap_err();
+    assert_eq!(e.code, Code::DeadlineExceeded, "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(rpc(&rt, "echo", "next").await.unwrap(), "next");
+}
+
+/// Twin of the Lua sandbox's `deep_recursion_fails_the_call_only`: QuickJS's
+/// stack limit ends the call with an error, not the thread or the process,
+/// and the same context serves the next call (its module state kept).
+#[tokio::test]
+async fn deep_recursion_fails_the_call_only() {
+    let mut s = js();
+    s.js_max_count = 1;
+    let rt = start(s).await.unwrap();
+    assert_eq!(rpc(&rt, "count", "").await.unwrap(), "1");
+    let e = rpc(&rt, "recurse", "").await.unwrap_err();
+    assert_eq!(e.code, Code::Internal, "{e:?}");
+    assert!(
+        e.message.contains("Maximum call stack size exceeded"),
+        "{}",
+        e.message
+    );
+    assert_eq!(rpc(&rt, "count", "").await.unwrap(), "2");
+}
+
+/// Twin of `hostile.rs`'s `shutdown_stops_running_calls`: with a deadline
+/// far away, shutting the runtime down stops a running JS call.
+#[tokio::test]
+async fn shutdown_stops_running_js_calls() {
+    let mut s = js();
+    s.js_call_timeout = Duration::from_secs(60);
+    let rt = Arc::new(start(s).await.unwrap());
+    let call = {
+        let rt = rt.clone();
+        tokio::spawn(async move { rpc(&rt, "spin", "").await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    rt.shutdown().await;
+    let e = call.await.unwrap().unwrap_err();
+    assert!(
+        matches!(e.code, Code::Unavailable | Code::DeadlineExceeded),
+        "{e:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -491,6 +586,15 @@ mod matches {
                 Step::Continue
             );
             assert_eq!(h.terminate(&mut d, 6, 7).unwrap(), Step::Continue);
+            // The console's view of the state: JSON.stringify of it, and
+            // the match runs on.
+            let view: Value = serde_json::from_str(&h.state_json().unwrap()).unwrap();
+            assert_eq!(view["players"], json!(["bo@test-node"]), "{view}");
+            assert_eq!(
+                (view["grace"].clone(), view["max"].clone()),
+                (json!(7), json!(2))
+            );
+            assert_eq!(view["ctx"]["matchId"], "m1.test-node", "{view}");
             let s = seen(&mut h, &mut d);
             // A Map in the state kept its entries: the state stayed a JS
             // value between callbacks (JSON would have emptied it).
@@ -514,6 +618,7 @@ mod matches {
             // Each match has a context of its own: module state is per match.
             assert_eq!(s["contexts"], 1);
             let mut other = make_again().unwrap();
+            assert_eq!(other.state_json().unwrap(), "", "no state before matchInit");
             other.init(&info(), &Value::Null).unwrap();
             let s = seen(&mut other, &mut d);
             assert_eq!(

@@ -43,7 +43,7 @@ pub(super) async fn device(
         account.vars,
     )
     .await?;
-    runtime::after(&state, API, None, client, &session, &req).await;
+    runtime::after_sign_in(&state, API, client, &session, &req).await;
     Ok(json(&session))
 }
 
@@ -72,7 +72,7 @@ pub(super) async fn custom(
         account.vars,
     )
     .await?;
-    runtime::after(&state, API, None, client, &session, &req).await;
+    runtime::after_sign_in(&state, API, client, &session, &req).await;
     Ok(json(&session))
 }
 
@@ -109,7 +109,7 @@ pub(super) async fn email(
         account.vars,
     )
     .await?;
-    runtime::after(&state, API, None, client, &session, &req).await;
+    runtime::after_sign_in(&state, API, client, &session, &req).await;
     Ok(json(&session))
 }
 

@@ -25,7 +25,7 @@ pub(super) async fn refresh(
         .refresh(&req.token, req.vars.clone().into_iter().collect())
         .await?;
     let session = convert::session(tokens);
-    runtime::after(&state, API, None, client, &session, &req).await;
+    runtime::after_sign_in(&state, API, client, &session, &req).await;
     Ok(json(&session))
 }
 

@@ -99,7 +99,7 @@ macro_rules! sign_in {
                         .await;
                 }
             )?
-            runtime::after(&state, $api, None, client, &session, &req).await;
+            runtime::after_sign_in(&state, $api, client, &session, &req).await;
             Ok(json(&session))
         }
     };

@@ -168,6 +168,22 @@ pub async fn after<Res, Req>(
     }
 }
 
+/// Runs the after hook of a sign-in or a session refresh with the signed-in
+/// user's `ctx` (user id, username, vars, expiry), as Nakama runs it.
+pub async fn after_sign_in<Req: Serialize>(
+    state: &AppState,
+    api: &str,
+    client: ClientAddr,
+    session: &ludus_proto::api::Session,
+    req: &Req,
+) {
+    if !state.runtime.has_after(api) {
+        return;
+    }
+    let caller = state.accounts.verify_access(&session.token).ok();
+    after(state, api, caller.as_ref(), client, session, req).await;
+}
+
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, Ipv6Addr};

@@ -20,7 +20,7 @@ use ludus_runtime::{LoadError, NativeModule, Runtime, RuntimeSettings, ServerSer
 use crate::config::Config;
 
 pub use config::RuntimeConfig;
-pub use hooks::{ClientAddr, after, before, before_without_body, call_context};
+pub use hooks::{ClientAddr, after, after_sign_in, before, before_without_body, call_context};
 pub use http_client::HyperClient;
 
 /// VMs per Lua thread when `runtime.lua_vms_per_thread` is 0: what a

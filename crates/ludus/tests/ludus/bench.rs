@@ -515,3 +515,42 @@ async fn a_run_over_processes_merges_their_measurements() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The JS twin of the bench modules (`bench/modules/index.js`), loaded
+/// beside the Lua ones: its path search finds the same 504 steps, and the
+/// rpc and match workloads run on its echo RPC and its match handler
+/// without errors, as `scripts/bench-all`'s JS rows run them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_bench_module_serves_the_rpc_and_match_workloads() {
+    let (srv, _dir) = server().await;
+    let reply = post(
+        srv.local_addr(),
+        "/v2/rpc/ludus_bench_js_path?http_key=defaulthttpkey&unwrap=true",
+    )
+    .await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.ends_with(r#"{"steps":504}"#), "{reply}");
+    let target = format!("http://{}", srv.local_addr());
+    for rpc in ["ludus_bench_js_echo", "ludus_bench_js_path"] {
+        let r = ludus_bench::run(opts(&format!(
+            "rpc --target {target} --rpc-id {rpc} --duration 2 --concurrency 2 --quiet"
+        )))
+        .await
+        .unwrap();
+        assert!(r.summary.total_ok > 2, "{rpc}: {:?}", r.summary);
+        assert_eq!(r.summary.total_errors, 0, "{rpc}: {:?}", r.summary.errors);
+    }
+    let r = ludus_bench::run(opts(&format!(
+        "match --target {target} --match-rpc ludus_bench_js_find_match --duration 4 \
+         --concurrency 20 --ramp 1 --interval-ms 200 --quiet"
+    )))
+    .await
+    .unwrap();
+    let s = &r.summary;
+    assert_eq!(s.total_errors, 0, "{:?}", s.errors);
+    assert!(s.total_ok > 20, "op 1 echoes came back: {s:?}");
+    assert_eq!(s.peak_users, 20);
+    assert!(s.messages_received > s.messages_sent, "{s:?}");
+    assert_counts_add_up(&r);
+    srv.shutdown().await;
+}

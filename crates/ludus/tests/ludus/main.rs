@@ -3,4 +3,5 @@
 
 mod bench;
 mod cli;
+mod js_bundle;
 mod metrics;
