@@ -1,5 +1,5 @@
 //! Domain errors (`ApiError` with its gRPC `Code`) and the one place where a
-//! code maps to an HTTP status. The bottom of the crate: it imports no other
+//! code maps to an HTTP status (and, for answers that carry no code, back). The bottom of the crate: it imports no other
 //! file of it. A store's outcome maps to an `ApiError` beside `StoreError`
 //! (`store.rs`); an `ApiError` maps to a realtime error code in
 //! `ludus-realtime`'s `error.rs`.
@@ -45,6 +45,55 @@ impl Code {
             Code::Unimplemented => 501,
             Code::Unavailable => 503,
             Code::Unauthenticated => 401,
+        }
+    }
+
+    /// The code of an HTTP answer that carries none of its own (a
+    /// transport's 413 or 504, a router's 405): the code whose
+    /// [`Code::http_status`] it is (of two, the first: 400 is
+    /// `InvalidArgument`, 409 `AlreadyExists`, 500 `Internal`), `Ok` for
+    /// any 1xx to 3xx, `InvalidArgument` for 413 (Nakama's code for a body
+    /// too large), `Unknown` for any other status.
+    pub fn from_http_status(status: u16) -> Code {
+        match status {
+            100..=399 => Code::Ok,
+            400 | 413 => Code::InvalidArgument,
+            401 => Code::Unauthenticated,
+            403 => Code::PermissionDenied,
+            404 => Code::NotFound,
+            409 => Code::AlreadyExists,
+            429 => Code::ResourceExhausted,
+            499 => Code::Cancelled,
+            500 => Code::Internal,
+            501 => Code::Unimplemented,
+            503 => Code::Unavailable,
+            504 => Code::DeadlineExceeded,
+            _ => Code::Unknown,
+        }
+    }
+
+    /// The code's name as grpc-go's `codes.Code.String()` writes it
+    /// (`OK`, `Canceled` with one l, `InvalidArgument`, ...): the
+    /// `rpc_code` label of Nakama's metrics.
+    pub fn go_name(self) -> &'static str {
+        match self {
+            Code::Ok => "OK",
+            Code::Cancelled => "Canceled",
+            Code::Unknown => "Unknown",
+            Code::InvalidArgument => "InvalidArgument",
+            Code::DeadlineExceeded => "DeadlineExceeded",
+            Code::NotFound => "NotFound",
+            Code::AlreadyExists => "AlreadyExists",
+            Code::PermissionDenied => "PermissionDenied",
+            Code::ResourceExhausted => "ResourceExhausted",
+            Code::FailedPrecondition => "FailedPrecondition",
+            Code::Aborted => "Aborted",
+            Code::OutOfRange => "OutOfRange",
+            Code::Unimplemented => "Unimplemented",
+            Code::Internal => "Internal",
+            Code::Unavailable => "Unavailable",
+            Code::DataLoss => "DataLoss",
+            Code::Unauthenticated => "Unauthenticated",
         }
     }
 
@@ -123,5 +172,44 @@ mod tests {
         assert_eq!(Code::Internal.http_status(), 500);
         assert_eq!(Code::Unavailable.http_status(), 503);
         assert_eq!(Code::from_i32(99), Code::Unknown);
+    }
+
+    #[test]
+    fn every_status_a_code_answers_maps_back_to_a_code_with_that_status() {
+        for n in 0..=16 {
+            let code = Code::from_i32(n);
+            let back = Code::from_http_status(code.http_status());
+            assert_eq!(back.http_status(), code.http_status(), "{code:?}");
+        }
+        assert_eq!(Code::from_http_status(204), Code::Ok);
+        assert_eq!(Code::from_http_status(413), Code::InvalidArgument);
+        assert_eq!(Code::from_http_status(405), Code::Unknown);
+    }
+
+    #[test]
+    fn go_names_are_grpc_gos() {
+        let names: Vec<&str> = (0..=16).map(|n| Code::from_i32(n).go_name()).collect();
+        assert_eq!(
+            names,
+            [
+                "OK",
+                "Canceled",
+                "Unknown",
+                "InvalidArgument",
+                "DeadlineExceeded",
+                "NotFound",
+                "AlreadyExists",
+                "PermissionDenied",
+                "ResourceExhausted",
+                "FailedPrecondition",
+                "Aborted",
+                "OutOfRange",
+                "Unimplemented",
+                "Internal",
+                "Unavailable",
+                "DataLoss",
+                "Unauthenticated",
+            ]
+        );
     }
 }

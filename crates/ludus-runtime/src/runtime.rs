@@ -774,6 +774,29 @@ fn session_context(session: &SessionHandle, mode: ExecutionMode) -> CallContext 
     ctx
 }
 
+impl Runtime {
+    /// The socket's `rpc` envelope from `session`: `Runtime::rpc` in the
+    /// session's context. The error keeps the module's gRPC code (the
+    /// metrics count it); the socket answers it as an `RtError`.
+    pub fn session_rpc(
+        &self,
+        session: &SessionHandle,
+        id: String,
+        payload: String,
+    ) -> impl Future<Output = Result<String, RuntimeError>> + Send + '_ {
+        let ctx = session_context(session, ExecutionMode::Rpc);
+        async move { Runtime::rpc(self, ctx, &id, payload).await }
+    }
+}
+
+/// A failed socket RPC is `RUNTIME_FUNCTION_EXCEPTION` whatever the
+/// module's code, as in Nakama.
+impl From<RuntimeError> for RtError {
+    fn from(e: RuntimeError) -> RtError {
+        RtError::new(RtCode::RuntimeFunctionException, e.message)
+    }
+}
+
 /// The realtime layer reaches modules through this: the socket's `rpc`
 /// envelope (the same `Runtime::rpc` as `/v2/rpc/{id}`), realtime before and
 /// after hooks, and `register_matchmaker_matched`.
@@ -784,18 +807,14 @@ impl Modules for Runtime {
         id: String,
         payload: String,
     ) -> ModuleFuture<'_, Result<String, RtError>> {
-        let ctx = session_context(session, ExecutionMode::Rpc);
-        Box::pin(async move {
-            if !self.has_rpc(&id) {
-                return Err(RtError::new(
-                    RtCode::RuntimeFunctionNotFound,
-                    format!("rpc function {id:?} not found: no module registers it"),
-                ));
-            }
-            Runtime::rpc(self, ctx, &id, payload)
-                .await
-                .map_err(|e| RtError::new(RtCode::RuntimeFunctionException, e.message))
-        })
+        if !self.has_rpc(&id) {
+            return Box::pin(std::future::ready(Err(RtError::new(
+                RtCode::RuntimeFunctionNotFound,
+                format!("rpc function {id:?} not found: no module registers it"),
+            ))));
+        }
+        let call = self.session_rpc(session, id, payload);
+        Box::pin(async move { call.await.map_err(RtError::from) })
     }
 
     fn has_rt_before(&self, name: &str) -> bool {

@@ -1,11 +1,17 @@
 //! HTTP error responses: `{"code": N, "message": "…"}` with the HTTP status
-//! that `ludus_core::Code::http_status` gives, as Nakama's gateway answers.
+//! that `ludus_core::Code::http_status` gives, as Nakama's gateway answers,
+//! and the code in the response's extensions ([`AnswerCode`]) for metrics.
 
 use std::borrow::Cow;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ludus_core::{ApiError, Code};
+
+/// The gRPC code of an error answer, in the response's extensions (put
+/// there on the error path only), for the metrics' `rpc_code`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AnswerCode(pub(crate) Code);
 
 #[derive(Debug)]
 pub struct HttpError {
@@ -85,6 +91,7 @@ impl IntoResponse for HttpError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        res.extensions_mut().insert(AnswerCode(self.code));
         res
     }
 }

@@ -245,9 +245,9 @@ impl Lane {
                     () = timer.as_mut() => timed_out(),
                 };
                 if let Some((metrics, slot, recv, start)) = recorded {
-                    use crate::metrics::layer::{is_error, response_bytes};
+                    use crate::metrics::layer::{answer_code, response_bytes};
                     let sent = response_bytes(&res);
-                    metrics.record(slot, start.elapsed(), recv, sent, is_error(&res));
+                    metrics.record(slot, start.elapsed(), recv, sent, answer_code(&res));
                 }
                 Answer::Ready(with_layers(res))
             }

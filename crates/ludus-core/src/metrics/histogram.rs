@@ -97,7 +97,27 @@ impl Histogram {
     }
 }
 
+impl Default for HistogramSnapshot {
+    fn default() -> Self {
+        HistogramSnapshot {
+            buckets: [0; BUCKETS],
+            count: 0,
+            sum_ns: 0,
+        }
+    }
+}
+
 impl HistogramSnapshot {
+    /// Adds `other`'s durations to these: the snapshot of one histogram
+    /// that recorded what both did.
+    pub fn merge(&mut self, other: &HistogramSnapshot) {
+        for (mine, theirs) in self.buckets.iter_mut().zip(other.buckets) {
+            *mine += theirs;
+        }
+        self.count += other.count;
+        self.sum_ns = self.sum_ns.wrapping_add(other.sum_ns);
+    }
+
     /// The upper bound, in nanoseconds, of bucket `i`.
     pub fn upper_bound_ns(i: usize) -> u64 {
         1u64 << (i as u32 + FIRST_SHIFT)
@@ -164,6 +184,23 @@ mod tests {
         assert!((49.5e6..=198e6).contains(&p99), "p99 {p99}");
         assert!(p99 >= p50);
         assert_eq!(Histogram::default().snapshot().quantile_ns(0.5), 0.0);
+    }
+
+    #[test]
+    fn merged_snapshots_are_one_histogram_of_both() {
+        let (a, b, both) = (
+            Histogram::default(),
+            Histogram::default(),
+            Histogram::default(),
+        );
+        for (h, ns) in [(&a, 500), (&a, 70_000), (&b, 3_000_000)] {
+            h.record_ns(ns);
+            both.record_ns(ns);
+        }
+        let mut merged = HistogramSnapshot::default();
+        merged.merge(&a.snapshot());
+        merged.merge(&b.snapshot());
+        assert_eq!(merged, both.snapshot());
     }
 
     #[test]

@@ -5,13 +5,18 @@
 //!
 //! The handle knows nothing of transports: the server gives it the list of
 //! API names at construction ([`ApiId`] indexes it) and serves the text.
+//! Each API's requests are split by the gRPC code of their answer
+//! ([`StatsByCode`]), for Nakama's labelled families.
 
+pub mod by_code;
 mod custom;
 pub mod exposition;
 pub mod histogram;
 
 use std::time::Duration;
 
+use crate::error::Code;
+pub use by_code::{CallStats, Labelled, StatsByCode, Totals, write_labelled};
 pub use custom::{CustomMetrics, CustomRefused};
 pub use exposition::{Exposition, Kind};
 pub use histogram::{Counter, Gauge, Histogram, HistogramSnapshot};
@@ -54,30 +59,6 @@ impl RequestStats {
         }
         self.latency.record(elapsed);
     }
-
-    /// Writes `{name}_count`, `_recv_bytes`, `_sent_bytes`, `_errors` and
-    /// `_latency_ms` (a summary in seconds, as Nakama's timer).
-    pub fn write(&self, e: &mut Exposition<'_>, name: &str, labels: &[(&str, &str)]) {
-        let mut full = String::with_capacity(name.len() + 16);
-        let values = [
-            ("_count", self.count.get()),
-            ("_recv_bytes", self.recv_bytes.get()),
-            ("_sent_bytes", self.sent_bytes.get()),
-            ("_errors", self.errors.get()),
-        ];
-        for (suffix, value) in values {
-            full.clear();
-            full.push_str(name);
-            full.push_str(suffix);
-            e.family(&full, Kind::Counter);
-            e.sample(labels, value as f64);
-        }
-        full.clear();
-        full.push_str(name);
-        full.push_str("_latency_ms");
-        e.family(&full, Kind::Summary);
-        e.summary(labels, &self.latency.snapshot());
-    }
 }
 
 /// Socket messages (Nakama's `overall_message_*`).
@@ -96,7 +77,8 @@ pub struct Metrics {
     api_names: &'static [&'static str],
     /// Client API requests (Nakama's `overall_request_*`).
     pub requests: RequestStats,
-    apis: Box<[RequestStats]>,
+    /// Per API (transport `api`), by code.
+    apis: Box<[StatsByCode]>,
     pub messages: MessageStats,
     /// `socket_ws_opened`, `socket_ws_closed`.
     pub ws_opened: Counter,
@@ -113,7 +95,7 @@ impl Metrics {
             naming,
             api_names,
             requests: RequestStats::default(),
-            apis: api_names.iter().map(|_| RequestStats::default()).collect(),
+            apis: api_names.iter().map(|_| StatsByCode::default()).collect(),
             messages: MessageStats::default(),
             ws_opened: Counter::default(),
             ws_closed: Counter::default(),
@@ -149,12 +131,19 @@ impl Metrics {
             .map(|i| ApiId(i as u16))
     }
 
-    /// One client API request: counted overall and under its API.
-    pub fn api(&self, id: ApiId, elapsed: Duration, recv: u64, sent: u64, error: bool) {
-        self.requests.record(elapsed, recv, sent, error);
+    /// One client API request answered with `code`: counted overall and
+    /// under its API and code.
+    pub fn api(&self, id: ApiId, elapsed: Duration, recv: u64, sent: u64, code: Code) {
+        self.requests.record(elapsed, recv, sent, code != Code::Ok);
         if let Some(stats) = self.apis.get(id.0 as usize) {
-            stats.record(elapsed, recv, sent, error);
+            stats.record(code, elapsed, recv, sent);
         }
+    }
+
+    /// Every API with its name, for the labelled families (transport
+    /// `api`, the name as `rpc_id`).
+    pub fn api_stats(&self) -> impl Iterator<Item = (&'static str, &StatsByCode)> {
+        self.api_names.iter().copied().zip(self.apis.iter())
     }
 
     /// One socket message received.
@@ -208,9 +197,10 @@ impl Metrics {
         }
         e.family("overall_latency_ms", Kind::Summary);
         e.summary(&[], &r.latency.snapshot());
-        for (name, stats) in self.api_names.iter().zip(self.apis.iter()) {
-            if stats.count.get() > 0 {
-                stats.write(&mut e, name, &[]);
+        for (name, stats) in self.api_stats() {
+            let totals = stats.totals();
+            if totals.count > 0 {
+                totals.write(&mut e, name, &[]);
             }
         }
         for (name, value) in gauges {
@@ -256,8 +246,8 @@ mod tests {
             10,
         );
         let id = m.api_id("AuthenticateDevice").unwrap();
-        m.api(id, Duration::from_millis(2), 100, 200, false);
-        m.api(id, Duration::from_millis(4), 10, 20, true);
+        m.api(id, Duration::from_millis(2), 100, 200, Code::Ok);
+        m.api(id, Duration::from_millis(4), 10, 20, Code::NotFound);
         m.message(7, false);
         m.custom
             .counter_add("logins", Default::default(), 3)

@@ -1,6 +1,6 @@
 //! [`Recorded`]: the service around the router that counts each request it
 //! answers under its API (Nakama's name), with its bytes, latency and
-//! whether it failed. It adds no allocation: the API is found by matching
+//! the gRPC code of its answer. It adds no allocation: the API is found by matching
 //! the path's segments, and the answer's size is its body's exact length.
 
 use std::convert::Infallible;
@@ -14,9 +14,11 @@ use axum::body::HttpBody as _;
 use axum::extract::Request;
 use axum::http::header;
 use axum::response::Response;
+use ludus_core::Code;
 use tower::Service;
 
 use super::{ServerMetrics, Slot};
+use crate::error::AnswerCode;
 
 /// The router wrapped so every request is recorded.
 #[derive(Clone)]
@@ -59,10 +61,19 @@ fn request_bytes(req: &Request) -> u64 {
         .unwrap_or(0)
 }
 
-/// An error for the metrics is any answer but a 2xx or 3xx (a failed gRPC
-/// code in Nakama).
-pub(crate) fn is_error(res: &Response) -> bool {
-    res.status().as_u16() >= 400
+/// The gRPC code of the answer: `OK` for a 1xx to 3xx; for an error, the
+/// code `HttpError` put in its extensions, else the one its status stands
+/// for (a transport's 413 or 504, a router's 405). Only an error looks at
+/// the extensions.
+pub(crate) fn answer_code(res: &Response) -> Code {
+    let status = res.status().as_u16();
+    if status < 400 {
+        return Code::Ok;
+    }
+    match res.extensions().get::<AnswerCode>() {
+        Some(AnswerCode(code)) if *code != Code::Ok => *code,
+        _ => Code::from_http_status(status),
+    }
 }
 
 /// The answer's body length when it is known without reading it.
@@ -97,7 +108,7 @@ where
             this.start.elapsed(),
             *this.recv,
             response_bytes(&res),
-            is_error(&res),
+            answer_code(&res),
         );
         Poll::Ready(Ok(res))
     }

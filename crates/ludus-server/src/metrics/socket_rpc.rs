@@ -1,16 +1,19 @@
 //! The socket's RPCs on the metrics page (Nakama's `WsRpc`): the module
 //! runtime as the realtime layer sees it, with each `rpc` envelope counted
-//! overall and under its id in the same `Rpc_*` families as
-//! `/v2/rpc/{id}`. Everything else goes straight to the runtime.
+//! overall and under its id with transport `ws_rpc` and the gRPC code the
+//! module failed with (the socket itself answers every failure as
+//! `RUNTIME_FUNCTION_EXCEPTION`). Everything else goes straight to the
+//! runtime.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use ludus_core::Code;
 use ludus_realtime::{Before, ModuleFuture, Modules, RtError, SessionHandle};
 use ludus_runtime::Runtime;
 use serde_json::Value;
 
-use super::ServerMetrics;
+use super::{ServerMetrics, Slot};
 
 /// [`Runtime`] with its socket RPCs recorded in `metrics`.
 pub(crate) struct MeteredModules {
@@ -25,16 +28,37 @@ impl Modules for MeteredModules {
         id: String,
         payload: String,
     ) -> ModuleFuture<'_, Result<String, RtError>> {
-        let slot = self.metrics.rpc_slot(&id);
+        let slot = self.metrics.socket_rpc_slot(&id);
         let recv = payload.len() as u64;
-        let call = Modules::rpc(&*self.runtime, session, id, payload);
+        if let Slot::Other = slot {
+            // No module registered this id at start: counted overall only,
+            // answered as the runtime answers it.
+            let call = Modules::rpc(&*self.runtime, session, id, payload);
+            return Box::pin(async move {
+                let started = Instant::now();
+                let answer = call.await;
+                let (sent, code) = match &answer {
+                    Ok(reply) => (reply.len() as u64, Code::Ok),
+                    Err(_) => (0, Code::Unknown),
+                };
+                self.metrics
+                    .record(slot, started.elapsed(), recv, sent, code);
+                answer
+            });
+        }
+        let call = self.runtime.session_rpc(session, id, payload);
         Box::pin(async move {
             let started = Instant::now();
             let answer = call.await;
-            let sent = answer.as_ref().map_or(0, |reply| reply.len() as u64);
+            let (sent, code) = match &answer {
+                Ok(reply) => (reply.len() as u64, Code::Ok),
+                // A module may fail with code 0; it still failed.
+                Err(e) if e.code == Code::Ok => (0, Code::Unknown),
+                Err(e) => (0, e.code),
+            };
             self.metrics
-                .record(slot, started.elapsed(), recv, sent, answer.is_err());
-            answer
+                .record(slot, started.elapsed(), recv, sent, code);
+            answer.map_err(RtError::from)
         })
     }
 

@@ -63,7 +63,9 @@ async fn lua_metrics_reach_the_exporter() {
 
 /// The series read at scrape time or recorded off the request path: hooks
 /// (`overall_before_*`, `overall_after_*`), presences, the Lua pool, the
-/// matchmaker, the store's group commits and, on PostgreSQL, the pool.
+/// matchmaker, the store's group commits and, on PostgreSQL, the pool; and
+/// Nakama's labelled families (`count`, ... with `transport`, `rpc_id` and
+/// `rpc_code`) for the REST, HTTP RPC and socket RPC answers made.
 async fn server_series_reach_the_exporter(b: Backend) {
     let port = ludus_testkit::free_port();
     let t = TestServer::start_with(b, |c| {
@@ -100,6 +102,33 @@ async fn server_series_reach_the_exporter(b: Backend) {
         reply.to_text().unwrap().contains("\"cid\":\"1\""),
         "{reply}"
     );
+    // Failures for the labelled families, each with the gRPC code of its
+    // answer: an RPC refused by its module (code 7) over the socket and
+    // over HTTP, a call without a valid token, and a before hook's refusal
+    // with code 9, whose HTTP status (400) alone would say InvalidArgument.
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::text(
+            r#"{"cid":"2","rpc":{"id":"denied","payload":""}}"#,
+        ))
+        .await
+        .unwrap();
+    let reply = socket.next().await.unwrap().unwrap();
+    let reply = reply.to_text().unwrap();
+    assert!(
+        reply.contains("\"cid\":\"2\"") && reply.contains("\"error\""),
+        "{reply}"
+    );
+    let r = t.post_bearer("/v2/rpc/denied", &token(&s), json!("")).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = t.get_bearer("/v2/account", "not-a-token").await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/device",
+            json!({"id": "erroring-device-1"}),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
     let page = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
         .await
         .unwrap()
@@ -121,6 +150,56 @@ async fn server_series_reach_the_exporter(b: Backend) {
         .find(|l| l.starts_with("nakama_Rpc_count{") && l.contains("rpc_id=\"echo\""))
         .unwrap_or_else(|| panic!("no socket rpc count in\n{page}"));
     assert!(socket_rpc.ends_with(" 1"), "{socket_rpc}");
+    // Nakama's labelled families: each answer under its transport, id and
+    // code.
+    let labelled = |family: &str, transport: &str, id: &str, code: &str| -> f64 {
+        let labels = format!("transport=\"{transport}\",rpc_id=\"{id}\",rpc_code=\"{code}\"}}");
+        page.lines()
+            .find(|l| l.starts_with(&format!("{family}{{")) && l.contains(&labels))
+            .unwrap_or_else(|| panic!("no {family} with {labels} in\n{page}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+    };
+    assert_eq!(labelled("nakama_count", "ws_rpc", "echo", "OK"), 1.0);
+    assert_eq!(
+        labelled("nakama_count", "ws_rpc", "denied", "PermissionDenied"),
+        1.0
+    );
+    assert_eq!(
+        labelled("nakama_count", "api_rpc", "denied", "PermissionDenied"),
+        1.0
+    );
+    assert_eq!(
+        labelled("nakama_count", "api", "GetAccount", "Unauthenticated"),
+        1.0
+    );
+    assert_eq!(
+        labelled(
+            "nakama_count",
+            "api",
+            "AuthenticateDevice",
+            "FailedPrecondition"
+        ),
+        1.0
+    );
+    assert!(labelled("nakama_count", "api", "AuthenticateDevice", "OK") >= 1.0);
+    assert_eq!(
+        labelled("nakama_recv_bytes", "ws_rpc", "echo", "OK"),
+        2.0,
+        "the payload's bytes"
+    );
+    assert_eq!(
+        labelled("nakama_latency_count", "api", "WriteStorageObjects", "OK"),
+        1.0
+    );
+    assert!(
+        !page.contains("rpc_code=\"InvalidArgument\""),
+        "no answer was InvalidArgument\n{page}"
+    );
+    assert_eq!(sample("nakama_AuthenticateDevice_errors"), 1.0);
     assert!(sample("nakama_overall_before_count") >= 1.0);
     assert!(sample("nakama_overall_after_count") >= 1.0);
     assert!(sample("nakama_overall_before_latency_ms_count") >= 1.0);

@@ -2,7 +2,8 @@
 //! package; `scripts/test` installs it): the real binary with
 //! `metrics.prometheus_port` set, a Prometheus scraping it every second,
 //! and its query API asked for Nakama's series until they show the
-//! requests made (or a deadline passes).
+//! requests made (or a deadline passes), the labelled ones (`transport`,
+//! `rpc_id`, `rpc_code`) among them.
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
@@ -167,6 +168,37 @@ fn a_real_prometheus_scrapes_nakamas_series() {
         "nakama_overall_latency_ms%7Bquantile%3D%220.99%22%7D",
         deadline,
         |v| v > 0.0,
+    );
+    // Nakama's labelled families: the sign-ups under transport `api` and
+    // code `OK`, and a call without a token under `Unauthenticated`.
+    let answer = http(
+        api,
+        "GET /v2/account HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .expect("the server answers");
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    let labelled = |family: &str, id: &str, code: &str| {
+        format!(
+            "{family}%7Btransport%3D%22api%22%2Crpc_id%3D%22{id}%22%2Crpc_code%3D%22{code}%22%7D"
+        )
+    };
+    wait_for(
+        prom,
+        &labelled("nakama_count", "AuthenticateDevice", "OK"),
+        deadline,
+        |v| v >= 4.0,
+    );
+    wait_for(
+        prom,
+        &labelled("nakama_latency_count", "AuthenticateDevice", "OK"),
+        deadline,
+        |v| v >= 4.0,
+    );
+    wait_for(
+        prom,
+        &labelled("nakama_count", "GetAccount", "Unauthenticated"),
+        deadline,
+        |v| v == 1.0,
     );
     // Series read at scrape time: the store's group commits (the sign-ups)
     // and the gauges of the parts that hold them.
