@@ -61,6 +61,24 @@ async fn google(state: AppState, body: Bytes) -> StatusCode {
     finish(&state, "google", handled).await
 }
 
+/// The answer to a notification that changed nothing. Nakama answers 500
+/// to all; here the sender's mistakes (malformed, untrusted, incomplete)
+/// are 400, a transaction not stored yet 503, the store's failure 502 and
+/// ours 500. A store retries on any answer but 200, so each is retried as
+/// under Nakama.
+fn refused(e: &NotificationError) -> StatusCode {
+    match e {
+        NotificationError::Malformed(_)
+        | NotificationError::Untrusted(_)
+        | NotificationError::Incomplete(_) => StatusCode::BAD_REQUEST,
+        NotificationError::Unknown => StatusCode::SERVICE_UNAVAILABLE,
+        NotificationError::Store(_) | NotificationError::Answer(_) => StatusCode::BAD_GATEWAY,
+        NotificationError::Database(_) | NotificationError::Callback(_) => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+    }
+}
+
 async fn finish(
     state: &AppState,
     store: &str,
@@ -71,7 +89,7 @@ async fn finish(
         Ok(None) => return StatusCode::OK,
         Err(e) => {
             tracing::warn!(store, reason = %e, "store notification refused");
-            return StatusCode::INTERNAL_SERVER_ERROR;
+            return refused(&e);
         }
     };
     match state.runtime.store_notification(&notification).await {

@@ -66,8 +66,8 @@ async fn wipes_delete_what_they_name_and_nothing_more(b: Backend) {
     let t = TestServer::start(b).await;
     let root = root_token(&t).await;
     let reader = reader(&t, &root).await;
-    let alice = t.device_session("wipe-alice").await;
-    let bob = t.device_session("wipe-bob").await;
+    let alice = t.device_session("wipe-alice-0001").await;
+    let bob = t.device_session("wipe-bob-00001").await;
     save(&t, &alice, "a").await;
     save(&t, &bob, "b").await;
     // A read-only console user deletes nothing.
@@ -119,7 +119,7 @@ async fn wipes_delete_what_they_name_and_nothing_more(b: Backend) {
         0
     );
     // All data: accounts, storage and groups; console users stay.
-    let carol = t.device_session("wipe-carol").await;
+    let carol = t.device_session("wipe-carol-0001").await;
     save(&t, &carol, "c").await;
     let r = t
         .post_bearer("/v2/group", &token(&carol), json!({"name": "wiped-guild"}))
@@ -136,7 +136,7 @@ async fn wipes_delete_what_they_name_and_nothing_more(b: Backend) {
     assert_eq!(count(&t, &root, "/v2/console/group", "groups").await, 0);
     let r = call(&t, "GET", "/v2/console/user", &root, json!({})).await;
     assert_eq!(r.body["users"].as_array().unwrap().len(), 2, "{}", r.body);
-    let dave = t.device_session("wipe-dave").await;
+    let dave = t.device_session("wipe-dave-00001").await;
     save(&t, &dave, "d").await;
     assert_eq!(count(&t, &root, "/v2/console/account", "users").await, 1);
 }

@@ -6,7 +6,7 @@
 //! endpoint and Android Publisher, started on 127.0.0.1. Each test checks
 //! the stored subscription or purchase as clients and the console see it,
 //! what the JS (or native) callback got, and that refused notifications
-//! (forged, wrong chain, malformed) answer Nakama's 500 and change nothing.
+//! (forged, wrong chain, malformed) answer 400 (Nakama: 500) and change nothing.
 //! StoreKit 2 signed transactions sent to the validation routes are signed
 //! by the same test chain.
 
@@ -31,7 +31,7 @@ use crate::support::{Backend, TestServer, token, user_id};
 
 both_backends!(
     apple_notifications_change_the_subscription_and_call_js,
-    refused_apple_notifications_answer_500_and_change_nothing,
+    refused_apple_notifications_answer_400_and_change_nothing,
     apple_notifications_reach_a_native_callback,
     google_notifications_look_the_token_up_and_call_js,
     storekit2_signed_transactions_validate_against_the_trusted_root,
@@ -328,7 +328,7 @@ async fn apple_notifications_change_the_subscription_and_call_js(b: Backend) {
     assert_eq!(notify(&t, "apple", "another-id", body).await, 404);
 }
 
-async fn refused_apple_notifications_answer_500_and_change_nothing(b: Backend) {
+async fn refused_apple_notifications_answer_400_and_change_nothing(b: Backend) {
     let chain = Chain::new();
     let modules = module_dir();
     let t = start(b, &chain, modules.path()).await;
@@ -341,7 +341,7 @@ async fn refused_apple_notifications_answer_500_and_change_nothing(b: Backend) {
     // Signed by a chain under another root.
     let stranger = Chain::new();
     let body = stranger.notification("SUBSCRIBED", "", tx.clone(), Value::Null);
-    assert_eq!(notify(&t, "apple", APPLE_ID, body).await, 500);
+    assert_eq!(notify(&t, "apple", APPLE_ID, body).await, 400);
 
     // A forged signature: the payload changed after signing.
     let good = chain.notification("SUBSCRIBED", "", tx.clone(), Value::Null);
@@ -361,17 +361,17 @@ async fn refused_apple_notifications_answer_500_and_change_nothing(b: Backend) {
         parts[2]
     );
     let body = json!({"signedPayload": forged}).to_string();
-    assert_eq!(notify(&t, "apple", APPLE_ID, body).await, 500);
+    assert_eq!(notify(&t, "apple", APPLE_ID, body).await, 400);
 
     // A chain of two certificates, and bodies that are not notifications.
     let mut short = Chain::new();
     short.x5c.truncate(2);
     let body = short.notification("SUBSCRIBED", "", tx.clone(), Value::Null);
-    assert_eq!(notify(&t, "apple", APPLE_ID, body).await, 500);
+    assert_eq!(notify(&t, "apple", APPLE_ID, body).await, 400);
     for body in ["not json", "{}", r#"{"signedPayload":"a.b.c"}"#] {
         assert_eq!(
             notify(&t, "apple", APPLE_ID, body.into()).await,
-            500,
+            400,
             "{body}"
         );
     }
@@ -383,11 +383,11 @@ async fn refused_apple_notifications_answer_500_and_change_nothing(b: Backend) {
     assert!(note(&t, &bob, "apple_sub_RENEWED").await.is_none());
 
     // A renewal of a subscription nobody validated and no token names:
-    // 500, so Apple retries once the client has validated it.
+    // 503, so Apple retries once the client has validated it.
     let mut unowned = tx.clone();
     unowned["appAccountToken"] = json!("");
     let body = chain.notification("DID_RENEW", "", unowned, Value::Null);
-    assert_eq!(notify(&t, "apple", APPLE_ID, body).await, 500);
+    assert_eq!(notify(&t, "apple", APPLE_ID, body).await, 503);
     // A token naming no account is skipped with 200.
     let mut ghost = tx.clone();
     ghost["appAccountToken"] = json!(uuid::Uuid::now_v7().to_string());
@@ -575,7 +575,7 @@ async fn google_notifications_look_the_token_up_and_call_js(b: Backend) {
     assert!(note(&t, &dan, "google_sub_SUBSCRIBED").await.is_none());
     let body = push(json!({"packageName": PACKAGE, "subscriptionNotification": {
         "notificationType": 4, "purchaseToken": "nobody-knows"}}));
-    assert_eq!(notify(&t, "google", GOOGLE_ID, body).await, 500);
+    assert_eq!(notify(&t, "google", GOOGLE_ID, body).await, 502);
     for body in [
         "not json".to_owned(),
         json!({"message": {"data": "%%%"}}).to_string(),
@@ -583,7 +583,7 @@ async fn google_notifications_look_the_token_up_and_call_js(b: Backend) {
     ] {
         assert_eq!(
             notify(&t, "google", GOOGLE_ID, body.clone()).await,
-            500,
+            400,
             "{body}"
         );
     }
