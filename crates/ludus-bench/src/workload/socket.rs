@@ -359,12 +359,7 @@ impl<'a> Vu<'a> {
                     answer = Some(line.error.map_or(Ok(()), Err));
                 }
             }
-            for _ in 0..pings {
-                conn.queue_text(centrifugo::PONG);
-            }
-            if pings > 0 {
-                conn.flush().await.map_err(|e| e.kind())?;
-            }
+            pong(conn, pings).await?;
             if let Some(a) = answer {
                 return a;
             }
@@ -584,12 +579,7 @@ impl<'a> Vu<'a> {
                             _ => {}
                         }
                     }
-                    for _ in 0..pings {
-                        conn.queue_text(centrifugo::PONG);
-                    }
-                    if pings > 0 {
-                        conn.flush().await.map_err(|e| e.kind())?;
-                    }
+                    pong(conn, pings).await?;
                     if !conn.has_buffered_frame() {
                         self.bytes(conn);
                     }
@@ -716,6 +706,17 @@ impl<'a> Vu<'a> {
             .map(str::to_owned)
             .ok_or_else(|| "match rpc reply without match_id".into())
     }
+}
+
+/// Answers `pings` Centrifugo pings, each with its pong.
+async fn pong(conn: &mut WsConn, pings: usize) -> Result<(), String> {
+    if pings == 0 {
+        return Ok(());
+    }
+    for _ in 0..pings {
+        conn.queue_text(centrifugo::PONG);
+    }
+    conn.flush().await.map_err(|e| e.kind())
 }
 
 /// This machine's wall clock in µs since the Unix epoch: what a broadcast's
