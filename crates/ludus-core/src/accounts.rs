@@ -213,6 +213,8 @@ impl AccountService {
             }
             Credential::Social(credential) => {
                 let verified = self.social.verify(credential).await?;
+                self.remap_original_id(credential.provider(), &verified)
+                    .await?;
                 let identity = Identity::Social(credential.provider(), verified.id.clone());
                 let (user, created) = self.find_or_create(identity, None, &req).await?;
                 // Google's profile fills empty fields at every sign-in,
@@ -280,6 +282,64 @@ impl AccountService {
         }
         if let Err(e) = self.store.update_account(user, update, unix_now()).await {
             tracing::info!(%user, error = %e, "platform profile not copied to the account");
+        }
+    }
+
+    /// Play Games' per-game ids: an account that holds the player's
+    /// original id moves to the new one before anything looks it up, as
+    /// Nakama's `RemapGoogleId` does. Nothing moves when the new id is
+    /// already someone's.
+    async fn remap_original_id(
+        &self,
+        provider: Provider,
+        verified: &Verified,
+    ) -> Result<(), ApiError> {
+        let Some(original) = &verified.original_id else {
+            return Ok(());
+        };
+        let old = Identity::Social(provider, original.clone());
+        let Some(holder) = self.store.find_user_by_identity(&old).await? else {
+            return Ok(());
+        };
+        let new = Identity::Social(provider, verified.id.clone());
+        match self
+            .store
+            .link_identity(holder.id, new, None, unix_now())
+            .await
+        {
+            Ok(()) => {
+                tracing::info!(user = %holder.id, "google id moved to its play games id");
+                Ok(())
+            }
+            Err(StoreError::IdentityTaken) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Fills an account's empty email with the one its newly linked
+    /// platform vouched for, keeping its password. Nakama overwrites the
+    /// account's email, which silently changes how an email player signs
+    /// in; Ludus only fills it (docs/differences.md). A courtesy: when the
+    /// email is malformed or another account has it, the link stands.
+    async fn adopt_email_on_link(&self, user: Uuid, email: String) {
+        let Ok(email) = validate::email(&email) else {
+            return;
+        };
+        let Ok(Some(account)) = self.store.get_account(user).await else {
+            return;
+        };
+        if account.email.as_deref().is_some_and(|e| !e.is_empty()) {
+            return;
+        }
+        let Ok(Some(auth)) = self.store.find_user_auth(user).await else {
+            return;
+        };
+        if let Err(e) = self
+            .store
+            .link_identity(user, Identity::Email(email), auth.password_hash, unix_now())
+            .await
+        {
+            tracing::info!(%user, error = %e, "platform email not stored on the linked account");
         }
     }
 
@@ -698,20 +758,32 @@ impl AccountService {
                 )
             }
             Credential::Social(credential) => {
-                let id = self.social.verify(&credential).await?.id;
+                let verified = self.social.verify(&credential).await?;
                 let provider = credential.provider();
-                let identity = Identity::Social(provider, id);
-                return match self
+                self.remap_original_id(provider, &verified).await?;
+                let identity = Identity::Social(provider, verified.id.clone());
+                match self
                     .store
                     .link_identity(user, identity, None, unix_now())
                     .await
                 {
-                    Err(StoreError::IdentityTaken) => Err(ApiError::new(
-                        Code::AlreadyExists,
-                        format!("{} id is already in use", provider.name()),
-                    )),
-                    other => other.map_err(Into::into),
-                };
+                    Err(StoreError::IdentityTaken) => {
+                        return Err(ApiError::new(
+                            Code::AlreadyExists,
+                            format!("{} id is already in use", provider.name()),
+                        ));
+                    }
+                    other => other?,
+                }
+                // Nakama's link copies Facebook's and Google's name,
+                // picture and email into the account.
+                if matches!(provider, Provider::Facebook | Provider::Google) {
+                    self.adopt_profile(user, &verified).await;
+                    if let Some(email) = verified.email {
+                        self.adopt_email_on_link(user, email).await;
+                    }
+                }
+                return Ok(());
             }
         };
         match self

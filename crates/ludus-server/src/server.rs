@@ -94,7 +94,7 @@ pub async fn start_with(
         .map_err(|e| StartError::Runtime(ludus_runtime::LoadError::Setup(e)))?;
     let social_http: Arc<dyn ludus_core::social_auth::SocialHttp> = Arc::new(social_http);
     let social = ludus_core::social_auth::SocialVerifier::new(
-        config.social.clone(),
+        config.social_settings(),
         Some(social_http.clone()),
     );
     // Purchase validation asks the stores through the same client.

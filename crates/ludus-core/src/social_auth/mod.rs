@@ -5,11 +5,13 @@
 //! ([`SocialHttp`]) that the server implements.
 
 pub mod gamecenter;
+pub mod google_play;
 pub mod instant;
 pub mod jwt;
 mod verifier;
 
 pub use gamecenter::GameCenterProof;
+pub use google_play::GooglePlayClient;
 pub use verifier::{
     AppleSettings, BaseUrl, FriendSource, GameCenterSettings, GoogleSettings, InstantGameSettings,
     LimitedLoginSettings, MaxImportedFriends, SocialCredential, SocialHttp, SocialSettings,

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::gamecenter::{self, GameCenterProof};
+use super::google_play::{self, GooglePlayClient};
 use super::{instant, jwt};
 use crate::error::{ApiError, Code};
 use crate::model::Provider;
@@ -55,6 +56,10 @@ pub struct SocialSettings {
     pub timeout_ms: TimeoutMs,
     /// Most friends one Facebook or Steam import reads from the platform.
     pub max_imported_friends: MaxImportedFriends,
+    /// Google Play Games' OAuth client, read from Nakama's
+    /// `google_auth.credentials_json` (not a `social` key).
+    #[serde(skip)]
+    pub google_play: Option<GooglePlayClient>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -141,12 +146,16 @@ pub struct SteamSettings {
 pub struct Verified {
     /// The platform's id of the player.
     pub id: String,
-    /// The email the platform gave, where it gives one (Apple).
+    /// The email the platform gave, where it gives one (Apple, Google,
+    /// Facebook).
     pub email: Option<String>,
     /// The player's name and picture, where the platform gives them
-    /// (Google's ID token, Facebook's Graph profile).
+    /// (Google's ID token and Play Games, Facebook's profile).
     pub display_name: Option<String>,
     pub avatar_url: Option<String>,
+    /// Play Games: the player's id before Google's per-game ids, when it
+    /// differs from `id`; an account holding it moves to `id`.
+    pub original_id: Option<String>,
 }
 
 impl From<String> for Verified {
@@ -156,6 +165,7 @@ impl From<String> for Verified {
             email: None,
             display_name: None,
             avatar_url: None,
+            original_id: None,
         }
     }
 }
@@ -341,12 +351,22 @@ impl SocialVerifier {
                         &["accounts.google.com", "https://accounts.google.com"],
                         &s.google.client_ids,
                     )
-                    .await?;
-                Ok(Verified {
-                    display_name: claim_text(&claims, "name"),
-                    avatar_url: claim_text(&claims, "picture"),
-                    ..subject(&claims).into()
-                })
+                    .await;
+                match (claims, &s.google_play) {
+                    (Ok(claims), _) => Ok(Verified {
+                        email: claim_text(&claims, "email"),
+                        display_name: claim_text(&claims, "name"),
+                        avatar_url: claim_text(&claims, "picture"),
+                        ..subject(&claims).into()
+                    }),
+                    // Not an ID token: perhaps a Play Games server auth
+                    // code, as Nakama tries next.
+                    (Err(why), Some(client)) => self
+                        .play_games(client, token)
+                        .await
+                        .map_err(|play| format!("{why}; as a play games auth code: {play}")),
+                    (Err(why), None) => Err(why),
+                }
             }
             SocialCredential::Facebook { token } => {
                 // A Limited Login token is a JWT; anything else is a Graph
@@ -371,7 +391,12 @@ impl SocialVerifier {
                             &audiences,
                         )
                         .await?;
-                    return Ok(subject(&claims).into());
+                    return Ok(Verified {
+                        email: claim_text(&claims, "email"),
+                        display_name: claim_text(&claims, "name"),
+                        avatar_url: claim_text(&claims, "picture"),
+                        ..subject(&claims).into()
+                    });
                 }
                 let url = format!(
                     "{}/v22.0/me?access_token={}&fields={}",
@@ -384,6 +409,10 @@ impl SocialVerifier {
                     .map_err(|_| "facebook profile answer is not json".to_owned())?;
                 match profile.get("id").and_then(Value::as_str) {
                     Some(id) if !id.is_empty() => Ok(Verified {
+                        email: profile["email"]
+                            .as_str()
+                            .filter(|e| !e.is_empty())
+                            .map(str::to_owned),
                         display_name: profile["name"]
                             .as_str()
                             .filter(|n| !n.is_empty())
@@ -634,6 +663,40 @@ impl SocialVerifier {
         }
         keys.insert(url.to_owned(), (key.clone(), now));
         Ok(key)
+    }
+
+    /// Trades a Play Games server auth code for an access token at the
+    /// OAuth client's token endpoint, then reads the player.
+    async fn play_games(&self, client: &GooglePlayClient, code: &str) -> Result<Verified, String> {
+        let Some(http) = &self.http else {
+            return Err("this server makes no outgoing requests".into());
+        };
+        let timeout = Duration::from_millis(self.settings.timeout_ms.0.max(1));
+        let headers = [("content-type", "application/x-www-form-urlencoded")];
+        let body = client.exchange_body(code).into_bytes();
+        let access = match http
+            .send("POST", &client.token_uri, &headers, body, timeout)
+            .await
+        {
+            Ok((200, body)) => google_play::access_token(&body)?,
+            Ok((status, _)) => return Err(format!("token endpoint answered http {status}")),
+            Err(e) => return Err(format!("token endpoint unreachable: {e}")),
+        };
+        let url = format!(
+            "{}/games/v1/players/me?access_token={}",
+            base(&self.settings.google.base_url, GOOGLE_URL),
+            query_escape(&access)
+        );
+        let player = google_play::player(&self.get_ok("play games player", &url).await?)?;
+        let text = |s: String| (!s.is_empty()).then_some(s);
+        let original = text(player.original_player_id).filter(|o| *o != player.player_id);
+        Ok(Verified {
+            id: player.player_id,
+            email: None,
+            display_name: text(player.display_name),
+            avatar_url: text(player.avatar_image_url),
+            original_id: original,
+        })
     }
 
     /// A GET that must answer 200.

@@ -55,6 +55,8 @@ pub struct Config {
     pub console: ConsoleConfig,
     /// Purchase validation (`iap.*`, Nakama's section, plus our base URLs).
     pub iap: ludus_core::purchase::IapSettings,
+    /// Google Play Games sign-in by auth code (Nakama's section).
+    pub google_auth: GoogleAuthConfig,
     /// Keys of Nakama's that the file or flags set and Ludus ignores, for
     /// [`Config::warn_ignored_keys`].
     #[serde(skip)]
@@ -80,9 +82,18 @@ impl Default for Config {
             social: ludus_core::social_auth::SocialSettings::default(),
             console: ConsoleConfig::default(),
             iap: ludus_core::purchase::IapSettings::default(),
+            google_auth: GoogleAuthConfig::default(),
             ignored_keys: Vec::new(),
         }
     }
+}
+
+/// Nakama's `google_auth` section.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GoogleAuthConfig {
+    /// The text of an OAuth client file from Google's cloud console.
+    pub credentials_json: String,
 }
 
 /// Nakama's `metrics` section, its keys and defaults.
@@ -482,6 +493,22 @@ impl Config {
         Ok(config)
     }
 
+    /// `social` with Play Games' OAuth client from `google_auth` added:
+    /// what the sign-in verifier is built from.
+    pub fn social_settings(&self) -> ludus_core::social_auth::SocialSettings {
+        let mut social = self.social.clone();
+        social.google_play = self.google_play_client().ok().flatten();
+        social
+    }
+
+    fn google_play_client(
+        &self,
+    ) -> Result<Option<ludus_core::social_auth::GooglePlayClient>, String> {
+        ludus_core::social_auth::GooglePlayClient::from_credentials_json(
+            &self.google_auth.credentials_json,
+        )
+    }
+
     /// Logs, once each, the keys of Nakama's that were set and are ignored.
     pub fn warn_ignored_keys(&self) {
         for key in &self.ignored_keys {
@@ -510,6 +537,9 @@ impl Config {
                 "logger.max_size",
                 "must be at least 1 (megabytes) with logger.rotation",
             );
+        }
+        if let Err(e) = self.google_play_client() {
+            return bad("google_auth.credentials_json", &e);
         }
         if self.session.encryption_key.is_empty() {
             return bad("session.encryption_key", "must not be empty");

@@ -358,6 +358,10 @@ const MEANINGS: &[(&str, &str)] = &[
         "Ludus only, for tests and proxies: where Google's keys are fetched (`{base_url}/oauth2/v3/certs`); empty is `https://www.googleapis.com`",
     ),
     (
+        "google_auth.credentials_json",
+        "the text of a Google OAuth client file (the JSON that Google's cloud console downloads: a `web` or `installed` object with `client_id`, `client_secret`, `token_uri`, `redirect_uris`): Google sign-in then also takes a Play Games server auth code, traded at `token_uri` for an access token and checked at `{social.google.base_url}/games/v1/players/me`, as Nakama does; empty turns that path off; redacted in the console",
+    ),
+    (
         "social.facebook.base_url",
         "Ludus only, for tests and proxies: the Graph API (`{base_url}/v22.0/me`, `/v22.0/me/friends`); empty is `https://graph.facebook.com`",
     ),

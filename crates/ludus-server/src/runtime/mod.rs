@@ -155,7 +155,7 @@ fn config_view(config: &Config) -> serde_json::Value {
             "facebook_instant": { "app_secret": config.iap.facebook_instant.app_secret },
             "samsung": { "package_name": "" },
         },
-        "google_auth": { "credentials_json": "" },
+        "google_auth": { "credentials_json": config.google_auth.credentials_json },
         "satori": { "url": "", "api_key_name": "", "api_key": "", "signing_key": "" },
     })
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::{Query, State};
 use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use rsa::pkcs8::EncodePrivateKey as _;
@@ -31,6 +31,8 @@ both_backends!(
     platforms_that_fail_or_hang_are_named,
     lua_platform_functions_with_nakamas_arguments,
     platform_profiles_fill_empty_account_fields,
+    google_play_games_auth_codes_sign_in_link_and_move_old_ids,
+    linking_facebook_or_google_copies_the_profile,
 );
 
 const BUNDLE: &str = "com.ludus.game";
@@ -40,6 +42,32 @@ const FBIG_SECRET: &str = "instant-secret";
 const STEAM_KEY: &str = "steam-publisher-key";
 const STEAM_APP: i64 = 480;
 const GC_KEY_PATH: &str = "/public-key/gc-prod-9.cer";
+const PLAY_CLIENT: &str = "play-client.apps.googleusercontent.com";
+const PLAY_SECRET: &str = "play-secret";
+
+/// The pairs of a form body (`+` and `%XX` decoded).
+fn url_pairs(body: &str) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        let s = s.replace('+', " ");
+        let bytes = s.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' && i + 2 < bytes.len() {
+                out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+                i += 3;
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
+    };
+    body.split('&')
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (decode(k), decode(v)))
+        .collect()
+}
 
 /// The platforms' signing keys, made once per test.
 struct Keys {
@@ -100,6 +128,11 @@ async fn stand_in(state: StandIn) -> String {
             .map(|(_, v)| v.as_str());
         assert_eq!(fields, Some("id,name,email,picture"));
         match token.and_then(|t| t.strip_prefix("fb-token:")) {
+            // Players whose id starts with "mail-" granted the email scope.
+            Some(id) if id.starts_with("mail-") => axum::Json(json!({"id": id, "name": "Fay",
+                "email": format!("{id}@fb.example"),
+                "picture": {"data": {"url": "https://example.com/fb.png"}}}))
+            .into_response(),
             Some(id) => axum::Json(json!({"id": id, "name": "Fay"})).into_response(),
             None if token == Some("garbage") => "<html>oops</html>".into_response(),
             None => (
@@ -128,6 +161,56 @@ async fn stand_in(state: StandIn) -> String {
             .into_response(),
         }
     }
+    // Google's OAuth token endpoint: a code "play-code:PLAYER[:ORIGINAL]"
+    // becomes the access token "at:PLAYER:ORIGINAL" for this client only.
+    async fn play_token(body: String) -> axum::response::Response {
+        let form: Vec<(String, String)> = url_pairs(&body);
+        let get = |name: &str| {
+            form.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        if get("grant_type") != Some("authorization_code")
+            || get("client_id") != Some(PLAY_CLIENT)
+            || get("client_secret") != Some(PLAY_SECRET)
+            || get("redirect_uri") != Some("https://game.example/oauth")
+        {
+            return (
+                axum::http::StatusCode::UNAUTHORIZED,
+                axum::Json(json!({"error": "invalid_client"})),
+            )
+                .into_response();
+        }
+        match get("code").and_then(|c| c.strip_prefix("play-code:")) {
+            Some(rest) => {
+                let (player, original) = rest.split_once(':').unwrap_or((rest, ""));
+                axum::Json(json!({"access_token": format!("at:{player}:{original}"),
+                    "token_type": "Bearer", "expires_in": 3599}))
+                .into_response()
+            }
+            None => (
+                axum::http::StatusCode::BAD_REQUEST,
+                axum::Json(json!({"error": "invalid_grant"})),
+            )
+                .into_response(),
+        }
+    }
+    async fn play_player(Query(q): Query<Vec<(String, String)>>) -> axum::response::Response {
+        let token = q
+            .iter()
+            .find(|(k, _)| k == "access_token")
+            .map(|(_, v)| v.as_str());
+        match token.and_then(|t| t.strip_prefix("at:")) {
+            Some(rest) => {
+                let (player, original) = rest.split_once(':').unwrap_or((rest, ""));
+                axum::Json(json!({"kind": "games#player", "playerId": player,
+                    "displayName": "Pat", "avatarImageUrl": "https://example.com/pat.png",
+                    "originalPlayerId": original}))
+                .into_response()
+            }
+            None => (axum::http::StatusCode::UNAUTHORIZED, "bad token").into_response(),
+        }
+    }
     async fn hang() -> &'static str {
         tokio::time::sleep(Duration::from_secs(30)).await;
         "late"
@@ -140,6 +223,8 @@ async fn stand_in(state: StandIn) -> String {
         .route("/v22.0/me", get(graph_me))
         .route("/ISteamUserAuth/AuthenticateUserTicket/v1/", get(steam))
         .route("/hang/auth/keys", get(hang))
+        .route("/token", post(play_token))
+        .route("/games/v1/players/me", get(play_player))
         .with_state(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -322,7 +407,9 @@ async fn every_platform_signs_in_links_and_unlinks(b: Backend) {
         let account = t.get_bearer("/v2/account", &token(&owner)).await;
         assert_eq!(account.body["user"][field], first.as_str(), "{name}");
         assert_eq!(account.body["user"]["username"], format!("{name}user"));
-        // Apple's email comes with the sign-up, as in Nakama; only Apple's.
+        // Apple's email comes with the sign-up, as in Nakama. Google's
+        // token names the same email, which Apple's account already holds,
+        // so Google's account goes without.
         let email = (name == "apple").then_some("player@example.com");
         assert_eq!(account.body["email"].as_str(), email, "{name}");
 
@@ -747,4 +834,194 @@ async fn platform_profiles_fill_empty_account_fields(b: Backend) {
     assert_eq!(r.status, 200, "{}", r.body);
     let user = t.get_bearer("/v2/account", &token(&r.body)).await.body["user"].clone();
     assert_eq!(user["display_name"], "Fay", "{user}");
+}
+
+/// With `google_auth.credentials_json` set, what is not a Google ID token
+/// is tried as a Play Games server auth code (Nakama's `CheckGoogleToken`):
+/// traded at the client's token endpoint, then the player read from Play
+/// Games. An account holding the player's original Google id moves to the
+/// Play Games id (Nakama's `RemapGoogleId`), on sign-in and on link.
+async fn google_play_games_auth_codes_sign_in_link_and_move_old_ids(b: Backend) {
+    let keys = keys();
+    let (t, _) = start_tweaked(b, &keys, |c| {
+        let token_uri = format!("{}/token", c.social.google.base_url);
+        c.google_auth.credentials_json = json!({"web": {
+            "client_id": PLAY_CLIENT, "client_secret": PLAY_SECRET,
+            "auth_uri": "https://accounts.google.com/o/oauth2/auth",
+            "token_uri": token_uri,
+            "redirect_uris": ["https://game.example/oauth"]}})
+        .to_string();
+    })
+    .await;
+    let path = "/v2/account/authenticate/google";
+    // A new player by auth code: the Play Games profile fills the account.
+    let r = t
+        .post_key(
+            &format!("{path}?username=pat"),
+            json!({"token": "play-code:p-1"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["created"], true);
+    let pat = r.body;
+    let account = t.get_bearer("/v2/account", &token(&pat)).await.body;
+    assert_eq!(account["user"]["google_id"], "p-1", "{account}");
+    assert_eq!(account["user"]["display_name"], "Pat", "{account}");
+    assert_eq!(account["user"]["avatar_url"], "https://example.com/pat.png");
+    let r = t
+        .post_key(
+            &format!("{path}?create=false"),
+            json!({"token": "play-code:p-1"}),
+        )
+        .await;
+    assert_eq!(user_id(&r.body), user_id(&pat), "{}", r.body);
+
+    // An account made with an ID token (the player's original Google id)
+    // moves to the Play Games id when the player signs in with a code.
+    let exp = now() + 600;
+    let google = "https://accounts.google.com";
+    let old = t
+        .post_key(
+            path,
+            json!({"token": id_token(&keys.signer, google, GOOGLE_CLIENT, "g-old-1", exp)}),
+        )
+        .await;
+    assert_eq!(old.status, 200, "{}", old.body);
+    let r = t
+        .post_key(
+            &format!("{path}?create=false"),
+            json!({"token": "play-code:p-2:g-old-1"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(user_id(&r.body), user_id(&old.body));
+    let account = t.get_bearer("/v2/account", &token(&old.body)).await.body;
+    assert_eq!(account["user"]["google_id"], "p-2", "{account}");
+    let r = t
+        .post_key(
+            &format!("{path}?create=false"),
+            json!({"token": id_token(&keys.signer, google, GOOGLE_CLIENT, "g-old-1", exp)}),
+        )
+        .await;
+    assert_error(&r, 404, 5);
+
+    // Link by code: the linker's account gets the Play Games id and, its
+    // name being empty, the profile.
+    let linker = t.device_session("play-linker-device").await;
+    let r = t
+        .post_bearer(
+            "/v2/account/link/google",
+            &token(&linker),
+            json!({"token": "play-code:p-3"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let account = t.get_bearer("/v2/account", &token(&linker)).await.body;
+    assert_eq!(account["user"]["google_id"], "p-3", "{account}");
+    assert_eq!(account["user"]["display_name"], "Pat", "{account}");
+    // A code for an id another account holds is refused as taken.
+    let r = t
+        .post_bearer(
+            "/v2/account/link/google",
+            &token(&linker),
+            json!({"token": "play-code:p-1"}),
+        )
+        .await;
+    assert_error(&r, 409, 6);
+    // Unlink by code, the device staying.
+    let r = t
+        .post_bearer(
+            "/v2/account/unlink/google",
+            &token(&linker),
+            json!({"token": "play-code:p-3"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // A code the token endpoint refuses, and a forged ID token that is no
+    // code either, sign no one in and create nothing.
+    for bad in [
+        json!({"token": "stolen-code"}),
+        json!({"token": id_token(&keys.forger, google, GOOGLE_CLIENT, "p-9", exp)}),
+    ] {
+        let r = t.post_key(path, bad).await;
+        assert_error(&r, 401, 16);
+        assert!(
+            r.body["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("play games auth code"),
+            "{}",
+            r.body
+        );
+    }
+}
+
+/// Nakama's link copies Facebook's and Google's name and picture into the
+/// empty fields of the account, and the platform's email: Ludus fills an
+/// empty email only (Nakama overwrites it, changing how an email player
+/// signs in).
+async fn linking_facebook_or_google_copies_the_profile(b: Backend) {
+    let keys = keys();
+    let (t, _) = start(b, &keys).await;
+    let player = t.device_session("fb-linker-device").await;
+    let r = t
+        .post_bearer(
+            "/v2/account/link/facebook",
+            &token(&player),
+            json!({"token": "fb-token:mail-fb-1"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let account = t.get_bearer("/v2/account", &token(&player)).await.body;
+    assert_eq!(account["user"]["facebook_id"], "mail-fb-1", "{account}");
+    assert_eq!(account["user"]["display_name"], "Fay", "{account}");
+    assert_eq!(account["user"]["avatar_url"], "https://example.com/fb.png");
+    assert_eq!(account["email"], "mail-fb-1@fb.example", "{account}");
+
+    // An account with its own name and email keeps them.
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/email?username=emma",
+            json!({"email": "emma@example.com", "password": "password-1"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let emma = r.body;
+    let r = t
+        .put_bearer(
+            "/v2/account",
+            &token(&emma),
+            json!({"display_name": "Emma"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let exp = now() + 600;
+    let google_token = signed_claims(
+        &keys.signer,
+        json!({"iss": "https://accounts.google.com", "aud": GOOGLE_CLIENT,
+            "sub": "link-google-1", "exp": exp, "iat": now(), "name": "Gail",
+            "picture": "https://example.com/g.png", "email": "gail@example.com"}),
+    );
+    let r = t
+        .post_bearer(
+            "/v2/account/link/google",
+            &token(&emma),
+            json!({"token": google_token}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let account = t.get_bearer("/v2/account", &token(&emma)).await.body;
+    assert_eq!(account["user"]["google_id"], "link-google-1", "{account}");
+    assert_eq!(account["user"]["display_name"], "Emma", "{account}");
+    assert_eq!(account["user"]["avatar_url"], "https://example.com/g.png");
+    assert_eq!(account["email"], "emma@example.com", "{account}");
+    // Her password still signs her in.
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/email?create=false",
+            json!({"email": "emma@example.com", "password": "password-1"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
 }
