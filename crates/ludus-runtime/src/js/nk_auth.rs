@@ -2,7 +2,8 @@
 //! custom, email and the six platforms), `authenticateTokenGenerate`,
 //! `link*` and `unlink*`, with Nakama's argument lists. The checks are the
 //! server's (`AccountService`, `SocialVerifier`), as for REST and Lua;
-//! `importFriends` is accepted and not acted on, as in Lua.
+//! Facebook's and Steam's `importFriends` (default true, as in Nakama)
+//! imports the platform friends afterwards, as Lua's does.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -72,6 +73,31 @@ fn link(s: &JsShared, a: &Args, credential: Credential) -> NkResult {
     nothing()
 }
 
+/// The user id and username of an `authenticate` answer.
+fn answer_user(answer: &Option<Json>) -> Result<(uuid::Uuid, String), NkError> {
+    let a = answer.as_ref().unwrap_or(&Json::Null);
+    let user = a["userId"]
+        .as_str()
+        .and_then(|id| uuid::Uuid::parse_str(id).ok())
+        .ok_or_else(|| NkError::Server("error authenticating: no user id".into()))?;
+    Ok((user, a["username"].as_str().unwrap_or_default().to_owned()))
+}
+
+/// Imports the platform friends of `user` (Facebook, Steam); a failed
+/// import is logged by the service and the call stands, as in Nakama.
+fn sync_friends(
+    s: &JsShared,
+    user: uuid::Uuid,
+    username: String,
+    social: SocialCredential,
+) -> Result<(), NkError> {
+    let services = s.services.clone();
+    served(s, "error importing friends", async move {
+        services.sync_friends(user, &username, social).await;
+        Ok(())
+    })
+}
+
 fn unlink_social(s: &JsShared, user: uuid::Uuid, credential: SocialCredential) -> NkResult {
     let services = s.services.clone();
     served(s, "error unlinking", async move {
@@ -116,8 +142,16 @@ pub(super) fn install<'js>(
     ] {
         define(ctx, nk, shared, name, move |s, a: &Args| {
             let token = a.required(0, "token")?;
-            a.bool_or(1, false, "import friends")?;
-            authenticate(s, Credential::Social(make(token)), a, 2)
+            let import = a.bool_or(1, true, "import friends")?;
+            let social = make(token);
+            let answer = authenticate(s, Credential::Social(social.clone()), a, 2)?;
+            if import {
+                // Nakama imports after signing in; a failed import is
+                // logged, the sign-in stands.
+                let (user, username) = answer_user(&answer)?;
+                sync_friends(s, user, username, social)?;
+            }
+            Ok(answer)
         })?;
     }
     define(ctx, nk, shared, "authenticateGameCenter", |s, a| {
@@ -188,7 +222,14 @@ pub(super) fn install<'js>(
     ] {
         define(ctx, nk, shared, name, move |s, a: &Args| {
             let token = a.required(2, "token")?;
-            link(s, a, Credential::Social(make(token)))
+            let import = a.bool_or(3, true, "import friends")?;
+            let social = make(token);
+            let linked = link(s, a, Credential::Social(social.clone()))?;
+            if import {
+                let user = a.uuid(0, "user id")?;
+                sync_friends(s, user, a.string(1, "username")?, social)?;
+            }
+            Ok(linked)
         })?;
     }
     define(ctx, nk, shared, "linkGameCenter", |s, a| {

@@ -24,6 +24,7 @@ both_backends!(
     sync_imports_on_sign_in_when_asked_and_on_link_unless_refused,
     failing_platforms_are_named_and_change_nothing,
     lua_import_friends_argument,
+    js_import_friends_argument,
 );
 
 const STEAM_KEY: &str = "steam-publisher-key";
@@ -542,6 +543,38 @@ async fn lua_import_friends_argument(b: Backend) {
     assert_eq!(out["steam_quiet"], 0, "{out}");
     // link_facebook imports by default.
     assert_eq!(names(&friends(&t, &caller).await), [("lf1", 0)]);
+    assert_eq!(friends(&t, &s1).await.len(), 1);
+    assert_eq!(friends(&t, &f1).await.len(), 1);
+}
+
+/// The JS twin: `importFriends` of nk.authenticateSteam and nk.linkFacebook.
+async fn js_import_friends_argument(b: Backend) {
+    let p = platforms(
+        &[("jf2", &["jf1"])],
+        &[("800", &["700"]), ("900", &["700"])],
+    );
+    let t = start(b, p, |c| {
+        c.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js_platforms").into();
+    })
+    .await;
+    let f1 = facebook_player(&t, "jf1").await;
+    let s1 = steam_player(&t, "700", "jssteamfriend").await;
+    let caller = t.device_session("js-import-device").await;
+    let r = t
+        .post_bearer(
+            "/v2/rpc/js_friend_import",
+            &token(&caller),
+            json!(
+                json!({"steam": "ticket:800", "steam_quiet": "ticket:900", "facebook": "fb:jf2"})
+                    .to_string()
+            ),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    assert_eq!(out["steam"], 1, "{out}");
+    assert_eq!(out["steam_quiet"], 0, "{out}");
+    assert_eq!(names(&friends(&t, &caller).await), [("jf1", 0)]);
     assert_eq!(friends(&t, &s1).await.len(), 1);
     assert_eq!(friends(&t, &f1).await.len(), 1);
 }

@@ -33,6 +33,7 @@ both_backends!(
     platform_profiles_fill_empty_account_fields,
     google_play_games_auth_codes_sign_in_link_and_move_old_ids,
     linking_facebook_or_google_copies_the_profile,
+    js_platform_functions_with_nakamas_arguments,
 );
 
 const BUNDLE: &str = "com.ludus.game";
@@ -665,43 +666,7 @@ async fn lua_platform_functions_with_nakamas_arguments(b: Backend) {
         c.runtime.max_rpc_payload_bytes = 1 << 16;
     })
     .await;
-    let exp = now() + 600;
-    let apple = |id: &str| id_token(&keys.signer, "https://appleid.apple.com", BUNDLE, id, exp);
-    let google = |id: &str| {
-        id_token(
-            &keys.signer,
-            "https://accounts.google.com",
-            GOOGLE_CLIENT,
-            id,
-            exp,
-        )
-    };
-    let proofs = json!({
-        "apple": apple("lua-apple-1"),
-        "apple2": apple("lua-apple-2"),
-        "google": google("lua-google-1"),
-        "google2": google("lua-google-2"),
-        "forged": id_token(&keys.forger, "https://accounts.google.com", GOOGLE_CLIENT, "x", exp),
-        "facebook": "fb-token:lua-fb-1",
-        "facebook2": "fb-token:lua-fb-2",
-        "instant": instant_info("lua-ig-1", FBIG_SECRET),
-        "instant2": instant_info("lua-ig-2", FBIG_SECRET),
-        "gamecenter": gamecenter(&keys.signer, "G:lua-1", GC_URL, now() * 1000),
-        "gamecenter2": gamecenter(&keys.signer, "G:lua-2", GC_URL, now() * 1000),
-        "steam": "ticket:7656119001",
-        "steam2": "ticket:7656119002",
-        "steam_unknown": "ticket:7656119003",
-    });
-    // Lua numbers for Game Center's timestamp, as modules pass them.
-    let mut proofs = proofs;
-    for gc in ["gamecenter", "gamecenter2"] {
-        let ts: i64 = proofs[gc]["timestamp_seconds"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        proofs[gc]["timestamp_seconds"] = json!(ts);
-    }
+    let proofs = module_proofs(&keys, "lua");
     let s = t.device_session("lua-platform-device").await;
     let r = t
         .post_bearer(
@@ -778,6 +743,58 @@ async fn lua_platform_functions_with_nakamas_arguments(b: Backend) {
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(json!(user_id(&r.body)), out["gamecenter_new"]["user_id"]);
+}
+
+/// The proofs the Lua and JS platform modules sign in, link and unlink
+/// with, ids prefixed with `lang`; Game Center's timestamp as a number, as
+/// modules pass it.
+fn module_proofs(keys: &Keys, lang: &str) -> Value {
+    let exp = now() + 600;
+    let apple = |id: &str| id_token(&keys.signer, "https://appleid.apple.com", BUNDLE, id, exp);
+    let google = |id: &str| {
+        id_token(
+            &keys.signer,
+            "https://accounts.google.com",
+            GOOGLE_CLIENT,
+            id,
+            exp,
+        )
+    };
+    let proofs = json!({
+        "apple": apple(&format!("{lang}-apple-1")),
+        "apple2": apple(&format!("{lang}-apple-2")),
+        "google": google(&format!("{lang}-google-1")),
+        "google2": google(&format!("{lang}-google-2")),
+        "forged": id_token(&keys.forger, "https://accounts.google.com", GOOGLE_CLIENT, "x", exp),
+        "facebook": format!("fb-token:{lang}-fb-1"),
+        "facebook2": format!("fb-token:{lang}-fb-2"),
+        "instant": instant_info(&format!("{lang}-ig-1"), FBIG_SECRET),
+        "instant2": instant_info(&format!("{lang}-ig-2"), FBIG_SECRET),
+        "gamecenter": gamecenter(&keys.signer, &format!("G:{lang}-1"), GC_URL, now() * 1000),
+        "gamecenter2": gamecenter(&keys.signer, &format!("G:{lang}-2"), GC_URL, now() * 1000),
+        "steam": format!("ticket:{}1", steam_base(lang)),
+        "steam2": format!("ticket:{}2", steam_base(lang)),
+        "steam_unknown": format!("ticket:{}3", steam_base(lang)),
+    });
+    let mut proofs = proofs;
+    for gc in ["gamecenter", "gamecenter2"] {
+        let ts: i64 = proofs[gc]["timestamp_seconds"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        proofs[gc]["timestamp_seconds"] = json!(ts);
+    }
+    proofs
+}
+
+/// Steam ids of a language's players: 7656119001.. for Lua, 7656119101.. for JS.
+fn steam_base(lang: &str) -> &'static str {
+    if lang == "lua" {
+        "765611900"
+    } else {
+        "765611910"
+    }
 }
 
 /// Nakama copies a platform's name and picture into the account: Google's
@@ -1024,4 +1041,110 @@ async fn linking_facebook_or_google_copies_the_profile(b: Backend) {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// The JS twin of the Lua test above: Nakama's JS argument lists for every
+/// platform's authenticate, link and unlink.
+async fn js_platform_functions_with_nakamas_arguments(b: Backend) {
+    let keys = keys();
+    let (t, _) = start_tweaked(b, &keys, |c| {
+        c.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js_platforms").into();
+        c.runtime.max_rpc_payload_bytes = 1 << 16;
+    })
+    .await;
+    let proofs = module_proofs(&keys, "js");
+    let s = t.device_session("js-platform-device").await;
+    let r = t
+        .post_bearer(
+            "/v2/rpc/js_platforms",
+            &token(&s),
+            json!(proofs.to_string()),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    for call in [
+        "apple_new",
+        "google_new",
+        "facebook_new",
+        "instant_new",
+        "gamecenter_new",
+        "steam_new",
+    ] {
+        assert_eq!(out[call]["created"], true, "{call}: {out}");
+    }
+    assert_eq!(out["apple_new"]["username"], "jsapple");
+    assert_eq!(out["facebook_new"]["username"], "jsfacebook");
+    assert_eq!(out["apple_again"]["created"], false, "{out}");
+    assert_eq!(out["apple_again"]["userId"], out["apple_new"]["userId"]);
+    let text = |call: &str| out[call].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("steam_no_create").contains("user account not found"),
+        "{out}"
+    );
+    assert!(
+        text("google_forged").contains("could not authenticate google"),
+        "{out}"
+    );
+    assert!(
+        text("link_taken").contains("error linking: apple id is already in use"),
+        "{out}"
+    );
+    assert!(
+        text("unlink_forged").contains("error unlinking: could not authenticate"),
+        "{out}"
+    );
+    assert!(
+        text("unlink_steam_other").contains("error unlinking"),
+        "{out}"
+    );
+    for call in [
+        "link_apple",
+        "link_google",
+        "link_facebook",
+        "link_instant",
+        "link_gamecenter",
+        "link_steam",
+        "link_device",
+        "unlink_apple",
+        "unlink_google",
+        "unlink_facebook",
+        "unlink_instant",
+        "unlink_gamecenter",
+        "unlink_steam",
+        "unlink_device",
+        // The email linking Google brought (its token names one).
+        "unlink_email",
+    ] {
+        assert!(out[call].is_object(), "{call}: {out}");
+    }
+    // Everything linked went again: only the first device is left.
+    let account = t.get_bearer("/v2/account", &token(&s)).await;
+    let user = &account.body["user"];
+    for field in [
+        "apple_id",
+        "google_id",
+        "facebook_id",
+        "facebook_instant_game_id",
+        "gamecenter_id",
+        "steam_id",
+    ] {
+        assert_eq!(user.get(field), None, "{field}: {user}");
+    }
+    let devices: Vec<&str> = account.body["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(devices, ["js-platform-device"]);
+    assert_eq!(account.body.get("email"), None, "{}", account.body);
+    let r = t
+        .post_key(
+            "/v2/account/authenticate/gamecenter?create=false",
+            gamecenter(&keys.signer, "G:js-1", GC_URL, now() * 1000),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(json!(user_id(&r.body)), out["gamecenter_new"]["userId"]);
 }
