@@ -165,10 +165,13 @@ pub(super) fn install<'js>(
         })?;
     }
     define(ctx, nk, shared, "sessionDisconnect", |s, a| {
-        let session = a.uuid(0, "session id")?;
+        // Nakama's JS messages.
+        let session = a
+            .uuid(0, "session id")
+            .map_err(|_| arg("expects a valid session id"))?;
         let reason = a.int_or(1, 0, "reason")?;
         if !(0..=4).contains(&reason) {
-            return Err(arg("expects reason to be a valid presence reason (0-4)"));
+            return Err(arg("invalid disconnect reason, must be a value 0-4"));
         }
         s.services
             .session_disconnect(session, reason as i32)

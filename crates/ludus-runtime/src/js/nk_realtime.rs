@@ -421,8 +421,12 @@ fn channels<'js>(ctx: &Ctx<'js>, nk: &Object<'js>, shared: &Arc<JsShared>) -> rq
     })?;
     for (name, follow) in [("statusFollow", true), ("statusUnfollow", false)] {
         define(ctx, nk, shared, name, move |s, a: &Args| {
-            let session = a.uuid(0, "session id")?;
-            let users = uuids_of(a.get(1), "user id")?;
+            // Nakama's JS messages.
+            let session = a
+                .uuid(0, "session id")
+                .map_err(|_| arg("expects a valid session id"))?;
+            let users =
+                uuids_of(a.get(1), "user id").map_err(|_| arg("expects a valid user id"))?;
             if follow {
                 let services = s.services.clone();
                 served(s, "failed to follow", async move {

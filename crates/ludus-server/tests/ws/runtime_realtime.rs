@@ -22,12 +22,25 @@ both_backends!(
     lua_streams_join_send_update_kick_close,
     rt_hooks_rewrite_reject_and_observe_channel_messages,
     lua_status_follow_and_unfollow_for_a_session,
+    js_session_disconnect_closes_the_socket,
+    js_streams_join_send_update_kick_close,
+    js_status_follow_and_unfollow_for_a_session,
 );
 
 async fn lua_server(backend: Backend) -> TestServer {
     TestServer::start_with(backend, |config| {
         config.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lua").into();
         config.runtime.lua_pool_size = 2;
+    })
+    .await
+}
+
+/// The JS twin of the Lua module's streams, session and status RPCs
+/// (`tests/js_realtime`, same ids and answers).
+async fn js_server(backend: Backend) -> TestServer {
+    TestServer::start_with(backend, |config| {
+        config.runtime.path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js_realtime").into();
+        config.runtime.js_max_count = 2;
     })
     .await
 }
@@ -158,7 +171,14 @@ async fn lua_chat_messages_and_channel_ids(backend: Backend) {
 }
 
 async fn lua_session_disconnect_closes_the_socket(backend: Backend) {
-    let server = lua_server(backend).await;
+    session_disconnect_closes_the_socket(lua_server(backend).await).await;
+}
+
+async fn js_session_disconnect_closes_the_socket(backend: Backend) {
+    session_disconnect_closes_the_socket(js_server(backend).await).await;
+}
+
+async fn session_disconnect_closes_the_socket(server: TestServer) {
     let (a_token, _, _) = user(&server, "rtd1-disconnect-admin").await;
     let (b_token, _, _) = user(&server, "rtd2-disconnect-victim").await;
     let mut a = WsClient::connect(&server, &a_token, Fmt::Json).await;
@@ -277,7 +297,14 @@ async fn lua_users_ban_id_closes_sockets_and_refuses_sign_in(backend: Backend) {
 }
 
 async fn lua_streams_join_send_update_kick_close(backend: Backend) {
-    let server = lua_server(backend).await;
+    streams_join_send_update_kick_close(lua_server(backend).await).await;
+}
+
+async fn js_streams_join_send_update_kick_close(backend: Backend) {
+    streams_join_send_update_kick_close(js_server(backend).await).await;
+}
+
+async fn streams_join_send_update_kick_close(server: TestServer) {
     let (a_token, _, _) = user(&server, "rts1-stream-user").await;
     let (b_token, b_id, b_name) = user(&server, "rts2-stream-user").await;
     let mut a = WsClient::connect(&server, &a_token, Fmt::Json).await;
@@ -453,7 +480,14 @@ async fn rt_hooks_rewrite_reject_and_observe_channel_messages(backend: Backend) 
 /// `nk.status_follow` makes another session follow a user: it hears the
 /// user's status changes until `nk.status_unfollow`.
 async fn lua_status_follow_and_unfollow_for_a_session(backend: Backend) {
-    let server = lua_server(backend).await;
+    status_follow_and_unfollow_for_a_session(lua_server(backend).await).await;
+}
+
+async fn js_status_follow_and_unfollow_for_a_session(backend: Backend) {
+    status_follow_and_unfollow_for_a_session(js_server(backend).await).await;
+}
+
+async fn status_follow_and_unfollow_for_a_session(server: TestServer) {
     let (a_token, a_id, _) = user(&server, "rts1-status-followed").await;
     let (b_token, ..) = user(&server, "rts2-status-follower").await;
     let mut a = WsClient::connect_status(&server, &a_token, Fmt::Json).await;
@@ -474,7 +508,11 @@ async fn lua_status_follow_and_unfollow_for_a_session(backend: Backend) {
         out["bad_user"]
             .as_str()
             .unwrap()
-            .contains("each user id must be a valid id"),
+            .contains("each user id must be a valid id")
+            || out["bad_user"]
+                .as_str()
+                .unwrap()
+                .contains("expects a valid user id"),
         "{out}"
     );
     a.request(Message::StatusUpdate(StatusUpdate {
