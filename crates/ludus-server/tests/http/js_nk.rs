@@ -397,6 +397,10 @@ both_backends!(
     js_nk_notifications_chat_and_streams,
     js_nk_friends_and_groups,
     js_nk_export_import_and_notification_updates,
+    js_nk_pure_functions_cache_and_http,
+    js_nk_friends_of_friends_blocks_and_group_roles,
+    js_nk_more_leaderboards_tournaments_and_indexes,
+    js_nk_more_purchases,
 );
 
 async fn js_nk_export_import_and_notification_updates(b: Backend) {
@@ -427,4 +431,180 @@ async fn js_nk_export_import_and_notification_updates(b: Backend) {
         "TypeError: notificationsUpdate: expects 'id' value to be a valid id",
     );
     starts(&out, "badSendAll", "TypeError: notificationSendAll: ");
+}
+
+async fn js_nk_pure_functions_cache_and_http(b: Backend) {
+    use rsa::pkcs1::EncodeRsaPrivateKey as _;
+    let s = TestServer::start_with(b, config).await;
+    let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).unwrap();
+    // Nakama's rsaSha256Hash takes a PKCS#1 key.
+    let pem = key
+        .to_pkcs1_pem(rsa::pkcs8::LineEnding::LF)
+        .unwrap()
+        .to_string();
+    let url = format!("{}/healthcheck", s.url(""));
+    let out = call(&s, "nk_pure", json!({"url": url, "pem": pem})).await;
+    assert_eq!(out["uuid"], json!([36, true, true]), "{out}");
+    // 2023-11-14 23:03:20 UTC: the next top of the hour.
+    assert_eq!(out["cronNext"], 1_700_006_400);
+    assert_eq!(out["b64"], json!(["aGk/Pg==", "aGk/Pg", "hi?>"]));
+    assert_eq!(out["b64url"], json!(["aGk_Pg==", "aGk_Pg", "hi?>", "hi?>"]));
+    assert_eq!(out["b16"], "hi");
+    starts(&out, "badB16", "TypeError: base16Decode");
+    assert_eq!(out["binary"], json!([6, "héllo"]));
+    assert_eq!(out["md5"], "5d41402abc4b2a76b9719d911017c592");
+    assert_eq!(
+        out["sha256"],
+        "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+    );
+    // The signature verifies with the key's public half.
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let sig = base64::engine::general_purpose::STANDARD
+        .decode(out["rsa"].as_str().unwrap())
+        .unwrap();
+    let digest = sha2::Sha256::digest(b"signed text");
+    key.to_public_key()
+        .verify(rsa::Pkcs1v15Sign::new::<sha2::Sha256>(), &digest, &sig)
+        .expect("rsaSha256Hash signs with PKCS#1 v1.5 over SHA-256");
+    starts(&out, "badRsa", "Error: could not parse private key");
+    assert_eq!(out["cached"], json!(["one", 1, true]));
+    starts(
+        &out,
+        "badCache",
+        "TypeError: localcachePut: unsupported value type",
+    );
+    assert_eq!(out["fallback"], "default");
+    assert_eq!(out["deleted"], true);
+    assert_eq!(out["cleared"], json!(["gone", "gone"]));
+    assert_eq!(out["http"][0], 200, "{out}");
+    let aes = out["aes128"].as_str().unwrap();
+    assert_eq!(aes.trim_end(), "round trip", "{out}");
+}
+
+async fn js_nk_friends_of_friends_blocks_and_group_roles(b: Backend) {
+    let s = TestServer::start_with(b, config).await;
+    let ids: Vec<String> = futures_ids(
+        &s,
+        ["js-nk-more-0001", "js-nk-more-0002", "js-nk-more-0003"],
+    )
+    .await;
+    let (me, friend, far) = (&ids[0], &ids[1], &ids[2]);
+    let out = call(
+        &s,
+        "nk_social_more",
+        json!({"me": me, "friend": friend, "far": far}),
+    )
+    .await;
+    assert_eq!(out["fof"], json!([[true, true]]), "{out}");
+    assert_eq!(out["metadata"], json!([{"since": 2025}]));
+    assert_eq!(out["blocked"], json!([true]));
+    assert!(
+        out["badMetadata"].as_str().unwrap().contains("metadata"),
+        "{out}"
+    );
+    // Superadmin 0, admin 1, member 2; the banned (4) are listed only when
+    // asked for by state, as in Nakama; the one who left is gone.
+    assert_eq!(out["added"], json!([0, 2, 2]));
+    assert_eq!(out["promoted"], json!([0, 1, 2]));
+    assert_eq!(out["demoted"], json!([0, 2, 2]));
+    assert_eq!(out["banned"], json!([0, 2, null]));
+    assert_eq!(out["bannedList"], json!([[true, 4]]));
+    assert_eq!(out["left"], json!([0, null, null]));
+    assert_eq!(out["random"], json!([true]));
+    assert!(
+        out["badRandom"]
+            .as_str()
+            .unwrap()
+            .contains("groupsGetRandom"),
+        "{out}"
+    );
+    assert_eq!(out["notificationsLeft"], json!(["keep"]));
+    // The block and the membership are the server's, as REST shows them.
+    let session = s.device_session("js-nk-more-0001").await;
+    let r = s.get_bearer("/v2/friend?state=3", &token(&session)).await;
+    assert_eq!(
+        r.body["friends"][0]["user"]["id"],
+        far.as_str(),
+        "{}",
+        r.body
+    );
+}
+
+/// Signs in each device; answers the user ids.
+async fn futures_ids<const N: usize>(s: &TestServer, devices: [&str; N]) -> Vec<String> {
+    let mut ids = Vec::new();
+    for d in devices {
+        ids.push(user_id(&s.device_session(d).await));
+    }
+    ids
+}
+
+async fn js_nk_more_leaderboards_tournaments_and_indexes(b: Backend) {
+    let s = TestServer::start_with(b, config).await;
+    let ids = futures_ids(&s, ["js-nk-lb-0001", "js-nk-lb-0002", "js-nk-lb-0003"]).await;
+    let out = call(
+        &s,
+        "nk_boards_more",
+        json!({"me": ids[0], "other": ids[1], "third": ids[2]}),
+    )
+    .await;
+    assert_eq!(out["fromRank"], json!([2, 3]), "{out}");
+    assert_eq!(out["afterDisable"], 3);
+    assert_eq!(out["boardsAfter"], 0);
+    starts(
+        &out,
+        "noAttempts",
+        "Error: error writing tournament record: ",
+    );
+    assert_eq!(out["cupHaystack"], json!([[6, 1], [3, 2]]));
+    assert_eq!(out["cupAfterDelete"], json!([6]));
+    assert_eq!(out["indexed"], json!([["b", 7]]));
+    starts(&out, "badIndex", "Error: ");
+    let r = s
+        .get_bearer(
+            "/v2/tournament",
+            &token(&s.device_session("js-nk-lb-0001").await),
+        )
+        .await;
+    assert_eq!(r.body.get("tournaments"), None, "deleted: {}", r.body);
+}
+
+async fn js_nk_more_purchases(b: Backend) {
+    const SECRET: &str = "js-instant-secret";
+    let s = TestServer::start_with(b, |c| {
+        config(c);
+        c.iap.facebook_instant.app_secret = SECRET.into();
+    })
+    .await;
+    let me = s.device_session("js-nk-iap-0001").await;
+    let me_id = user_id(&me);
+    let out = call(
+        &s,
+        "nk_purchases_more",
+        json!({"me": me_id, "secret": SECRET}),
+    )
+    .await;
+    assert_eq!(
+        out["instant"],
+        json!([["gems", "js-token-1", false]]),
+        "{out}"
+    );
+    assert_eq!(out["instantAgain"], json!([true]));
+    assert!(
+        out["instantForged"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: "),
+        "{out}"
+    );
+    assert!(out["huawei"].as_str().unwrap().contains("huawei"), "{out}");
+    assert!(
+        out["googleSub"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("google"),
+        "{out}"
+    );
 }

@@ -288,7 +288,158 @@ function porting(ctx, logger, nk, payload) {
   return JSON.stringify(out);
 }
 
+
+// The pure functions, the node's cache and httpRequest. payload: {url,
+// pem} (the server's own healthcheck URL, an RSA key made by the test).
+function pure(ctx, logger, nk, payload) {
+  var p = JSON.parse(payload);
+  var out = {};
+  var id = nk.uuidv4();
+  out.uuid = [id.length, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id), id !== nk.uuidv4()];
+  out.cronNext = nk.cronNext("0 * * * *", 1700003000);
+  out.b64 = [nk.base64Encode("hi?>"), nk.base64Encode("hi?>", false), nk.binaryToString(nk.base64Decode("aGk/Pg=="))];
+  out.b64url = [nk.base64UrlEncode("hi?>"), nk.base64UrlEncode("hi?>", false), nk.binaryToString(nk.base64UrlDecode("aGk_Pg==")), nk.binaryToString(nk.base64UrlDecode("aGk_Pg", false))];
+  out.b16 = nk.binaryToString(nk.base16Decode("6869"));
+  out.badB16 = thrown(function () { nk.base16Decode("zz"); });
+  out.binary = [nk.stringToBinary("héllo").byteLength, nk.binaryToString(nk.stringToBinary("héllo"))];
+  var key = "0123456789abcdef";
+  out.aes128 = nk.aes128Decrypt(nk.aes128Encrypt("round trip", key), key);
+  out.md5 = nk.md5Hash("hello");
+  out.sha256 = nk.sha256Hash("hello");
+  out.rsa = nk.base64Encode(nk.rsaSha256Hash("signed text", p.pem));
+  out.badRsa = thrown(function () { nk.rsaSha256Hash("x", "not a key"); });
+  nk.localcachePut("js-nk-key", "one");
+  nk.localcachePut("js-nk-num", 1, 60);
+  nk.localcachePut("js-nk-bool", true);
+  out.cached = [nk.localcacheGet("js-nk-key"), nk.localcacheGet("js-nk-num"), nk.localcacheGet("js-nk-bool")];
+  out.badCache = thrown(function () { nk.localcachePut("js-nk-obj", { n: 1 }); });
+  out.fallback = nk.localcacheGet("js-nk-absent", "default");
+  nk.localcacheDelete("js-nk-key");
+  out.deleted = nk.localcacheGet("js-nk-key") === undefined || nk.localcacheGet("js-nk-key") === null;
+  nk.localcachePut("js-nk-a", 1);
+  nk.localcachePut("js-nk-b", 2);
+  nk.localcacheClear();
+  out.cleared = [nk.localcacheGet("js-nk-a", "gone"), nk.localcacheGet("js-nk-b", "gone")];
+  var res = nk.httpRequest(p.url, "get", { Accept: "application/json" });
+  out.http = [res.code, res.body];
+  return JSON.stringify(out);
+}
+
+// Friends of friends, blocks, friend metadata, group membership changes,
+// random groups and deleting notifications by id.
+function socialMore(ctx, logger, nk, payload) {
+  var p = JSON.parse(payload);
+  var out = {};
+  // me - friend - far: far is a friend of a friend.
+  nk.friendsAdd(p.me, "me", [p.friend], []);
+  nk.friendsAdd(p.friend, "friend", [p.me, p.far], []);
+  nk.friendsAdd(p.far, "far", [p.friend], []);
+  out.fof = nk.friendsOfFriendsList(p.me, 10).friendsOfFriends.map(function (f) {
+    return [f.referrer === p.friend, f.user.userId === p.far];
+  });
+  nk.friendMetadataUpdate(p.me, p.friend, { since: 2025 });
+  out.metadata = nk.friendsList(p.me, 10, 0).friends.map(function (f) { return f.metadata; });
+  nk.friendsBlock(p.me, "me", [p.far], []);
+  out.blocked = nk.friendsList(p.me, 10, 3).friends.map(function (f) { return f.user.userId === p.far; });
+  out.badMetadata = thrown(function () { nk.friendMetadataUpdate(p.me, p.friend, "text"); });
+
+  var g = nk.groupCreate(p.me, "js-nk-more-group", p.me, "en", "", "", false, {}, 10);
+  nk.groupUsersAdd(g.id, [p.friend, p.far]);
+  var states = function () {
+    var byUser = {};
+    nk.groupUsersList(g.id, 10).groupUsers.forEach(function (u) { byUser[u.user.userId] = u.state; });
+    return [byUser[p.me], byUser[p.friend], byUser[p.far]];
+  };
+  out.added = states();
+  nk.groupUsersPromote(g.id, [p.friend]);
+  out.promoted = states();
+  nk.groupUsersDemote(g.id, [p.friend]);
+  out.demoted = states();
+  nk.groupUsersBan(g.id, [p.far]);
+  out.banned = states();
+  out.bannedList = nk.groupUsersList(g.id, 10, 4).groupUsers.map(function (u) { return [u.user.userId === p.far, u.state]; });
+  nk.groupUserLeave(g.id, p.friend, "friend");
+  out.left = states();
+  out.random = nk.groupsGetRandom(5).map(function (r) { return r.id === g.id; });
+  out.badRandom = thrown(function () { nk.groupsGetRandom(-1); });
+
+  nk.notificationSend(p.me, "keep", {}, 9, null, true);
+  nk.notificationSend(p.me, "drop", {}, 9, null, true);
+  var list = nk.notificationsList(p.me, 10).notifications;
+  var drop = list.filter(function (n) { return n.subject === "drop"; })[0];
+  nk.notificationsDeleteId([drop.id], p.me);
+  out.notificationsLeft = nk.notificationsList(p.me, 10).notifications
+    .filter(function (n) { return n.code === 9; })
+    .map(function (n) { return n.subject; });
+  return JSON.stringify(out);
+}
+
+// Leaderboard and tournament calls the nk_boards group leaves out, and
+// the storage index the module declares.
+function boardsMore(ctx, logger, nk, payload) {
+  var p = JSON.parse(payload);
+  var out = {};
+  nk.leaderboardCreate("js-nk-more-board", false, "desc", "set");
+  [p.me, p.other, p.third].forEach(function (id, i) {
+    nk.leaderboardRecordWrite("js-nk-more-board", id, "u" + i, 100 - i * 10);
+  });
+  var cursor = nk.leaderboardRecordsListCursorFromRank("js-nk-more-board", 2);
+  out.fromRank = nk.leaderboardRecordsList("js-nk-more-board", null, 10, cursor).records.map(function (r) { return r.rank; });
+  nk.leaderboardRanksDisable("js-nk-more-board");
+  out.afterDisable = nk.leaderboardRecordsList("js-nk-more-board", null, 10).records.length;
+  nk.leaderboardDelete("js-nk-more-board");
+  out.boardsAfter = nk.leaderboardsGetId(["js-nk-more-board"]).length;
+
+  var now = Math.floor(Date.now() / 1000);
+  nk.tournamentCreate("js-nk-more-cup", false, "desc", "best", 3600, null, {}, "Cup", "", 0, now - 10, 0, 10, 1, false);
+  nk.tournamentRecordWrite("js-nk-more-cup", p.me, "me", 5);
+  out.noAttempts = thrown(function () { nk.tournamentRecordWrite("js-nk-more-cup", p.me, "me", 6); });
+  nk.tournamentAddAttempt("js-nk-more-cup", p.me, 1);
+  nk.tournamentRecordWrite("js-nk-more-cup", p.me, "me", 6);
+  nk.tournamentRecordWrite("js-nk-more-cup", p.other, "other", 3);
+  out.cupHaystack = nk.tournamentRecordsHaystack("js-nk-more-cup", p.other, 10).records.map(function (r) { return [r.score, r.rank]; });
+  nk.tournamentRecordDelete("js-nk-more-cup", p.other);
+  out.cupAfterDelete = nk.tournamentRecordsList("js-nk-more-cup", [], 10).records.map(function (r) { return r.score; });
+  nk.tournamentsRanksDisable("js-nk-more-cup");
+  nk.tournamentDelete("js-nk-more-cup");
+
+  nk.storageWrite([
+    { collection: "js_idx", key: "a", userId: p.me, value: { level: 3 } },
+    { collection: "js_idx", key: "b", userId: p.other, value: { level: 7 } },
+  ]);
+  out.indexed = nk.storageIndexList("js_nk_index", "+value.level:>=5", 10).objects.map(function (o) { return [o.key, o.value.level]; });
+  out.badIndex = thrown(function () { nk.storageIndexList("no_such_index", "*", 10); });
+  return JSON.stringify(out);
+}
+
+// The purchase and subscription validations nk_purchases leaves out:
+// Facebook Instant (signed here with the app secret the test configures),
+// and Huawei and Google subscriptions, which this server has no keys for.
+function purchasesMore(ctx, logger, nk, payload) {
+  var p = JSON.parse(payload);
+  var out = {};
+  var body = nk.base64UrlEncode(JSON.stringify({
+    algorithm: "HMAC-SHA256", app_id: "42", is_consumed: false, payment_id: "js-pay-1",
+    product_id: "gems", purchase_time: 1700000000, purchase_token: "js-token-1",
+  }), false);
+  var sig = nk.base64UrlEncode(nk.hmacSha256Hash(body, p.secret), false);
+  var first = nk.purchaseValidateFacebookInstant(p.me, sig + "." + body);
+  out.instant = first.validatedPurchases.map(function (v) { return [v.productId, v.transactionId, v.seenBefore]; });
+  var again = nk.purchaseValidateFacebookInstant(p.me, sig + "." + body);
+  out.instantAgain = again.validatedPurchases.map(function (v) { return v.seenBefore; });
+  var forged = nk.base64UrlEncode(nk.hmacSha256Hash(body, "not the secret"), false);
+  out.instantForged = thrown(function () { nk.purchaseValidateFacebookInstant(p.me, forged + "." + body); });
+  out.huawei = thrown(function () { nk.purchaseValidateHuawei(p.me, "{}", "sig"); });
+  out.googleSub = thrown(function () { nk.subscriptionValidateGoogle(p.me, "{}"); });
+  return JSON.stringify(out);
+}
+
 function InitModule(ctx, logger, nk, initializer) {
+  initializer.registerStorageIndex("js_nk_index", "js_idx", "", ["level"], ["level"], 100, false);
+  initializer.registerRpc("nk_pure", pure);
+  initializer.registerRpc("nk_social_more", socialMore);
+  initializer.registerRpc("nk_boards_more", boardsMore);
+  initializer.registerRpc("nk_purchases_more", purchasesMore);
   initializer.registerRpc("nk_porting", porting);
   initializer.registerRpc("nk_uncaught", uncaught);
   initializer.registerRpc("nk_purchases", purchases);
