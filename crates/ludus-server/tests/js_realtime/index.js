@@ -1,5 +1,5 @@
-// The JS twin of tests/lua/realtime_test.lua's streams, session and status
-// RPCs, driven by tests/ws/runtime_realtime.rs with the same RPC ids and
+// The JS twin of tests/lua/realtime_test.lua's streams, session, status
+// RPCs and channel message hooks, driven by tests/ws/runtime_realtime.rs with the same RPC ids and
 // answers of the same shape, so one test body checks both runtimes.
 
 var LOBBY = { mode: 123, label: "lobby" };
@@ -18,6 +18,27 @@ function presenceOf(p) {
 }
 
 function InitModule(ctx, logger, nk, initializer) {
+  // Channel messages: `reject` in the content is refused, `fail` makes the
+  // hook fail, `rewrite` is replaced.
+  initializer.registerRtBefore("ChannelMessageSend", function (ctx, logger, nk, envelope) {
+    var content = envelope.channelMessageSend.content;
+    if (content.indexOf("reject") >= 0) return null;
+    if (content.indexOf("fail") >= 0) throw new Error("hook says no");
+    if (content.indexOf("rewrite") >= 0) {
+      envelope.channelMessageSend.content = JSON.stringify({ text: "rewritten by hook" });
+    }
+    return envelope;
+  });
+  initializer.registerRtAfter("ChannelMessageSend", function (ctx, logger, nk, output, input) {
+    nk.localcachePut("rt_after", JSON.stringify({
+      user_id: ctx.userId,
+      request: input.channelMessageSend.content,
+      message_id: output.channelMessageAck.messageId,
+    }));
+  });
+  initializer.registerRpc("rt_last_after", function (ctx, logger, nk, payload) {
+    return nk.localcacheGet("rt_after", "");
+  });
   initializer.registerRpc("ctx", function (ctx, logger, nk, payload) {
     return JSON.stringify({ session_id: ctx.sessionId, user_id: ctx.userId });
   });

@@ -11,7 +11,10 @@ use crate::both_backends;
 use crate::client::{Fmt, WsClient, user};
 use crate::support::{Backend, TestServer};
 
-both_backends!(events_reach_the_modules_callbacks);
+both_backends!(
+    events_reach_the_modules_callbacks,
+    events_reach_the_js_modules_callbacks
+);
 
 const MODULE: &str = r#"
 local nk = require("nakama")
@@ -30,6 +33,29 @@ nk.register_rpc(function(ctx, payload)
   nk.event("from_module", { k = payload })
   return ""
 end, "events_emit")
+"#;
+
+/// The same callbacks in Nakama's JS API.
+const JS_MODULE: &str = r#"
+function InitModule(ctx, logger, nk, initializer) {
+  initializer.registerEvent(function (ctx, logger, nk, evt) {
+    nk.localcachePut("event:" + evt.name, ((evt.properties || {}).k || "") + "|" + String(evt.external)
+      + "|" + (ctx.userId || "") + "|" + ctx.executionMode + "|" + String(evt.timestamp > 1600000000));
+  });
+  initializer.registerEventSessionStart(function (ctx, logger, nk, evt) {
+    nk.localcachePut("start:" + ctx.userId, evt.name + "|" + (ctx.sessionId || ""));
+  });
+  initializer.registerEventSessionEnd(function (ctx, logger, nk, evt) {
+    nk.localcachePut("end:" + ctx.userId, evt.name);
+  });
+  initializer.registerRpc("events_cache_get", function (ctx, logger, nk, key) {
+    return nk.localcacheGet(key, "");
+  });
+  initializer.registerRpc("events_emit", function (ctx, logger, nk, payload) {
+    nk.event("from_module", { k: payload });
+    return "";
+  });
+}
 "#;
 
 async fn rpc(server: &TestServer, id: &str, payload: &str) -> String {
@@ -56,8 +82,16 @@ async fn eventually(server: &TestServer, key: &str) -> String {
 }
 
 async fn events_reach_the_modules_callbacks(backend: Backend) {
+    events_reach_callbacks(backend, "events.lua", MODULE).await;
+}
+
+async fn events_reach_the_js_modules_callbacks(backend: Backend) {
+    events_reach_callbacks(backend, "index.js", JS_MODULE).await;
+}
+
+async fn events_reach_callbacks(backend: Backend, file: &str, module: &str) {
     let modules = tempfile::tempdir().unwrap();
-    std::fs::write(modules.path().join("events.lua"), MODULE).unwrap();
+    std::fs::write(modules.path().join(file), module).unwrap();
     let path = modules.path().to_string_lossy().into_owned();
     let server = TestServer::start_with(backend, move |c| c.runtime.path = path).await;
     let (token, uid, _) = user(&server, "events-device-0001").await;

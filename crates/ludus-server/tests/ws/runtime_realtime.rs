@@ -25,6 +25,7 @@ both_backends!(
     js_session_disconnect_closes_the_socket,
     js_streams_join_send_update_kick_close,
     js_status_follow_and_unfollow_for_a_session,
+    js_rt_hooks_rewrite_reject_and_observe_channel_messages,
 );
 
 async fn lua_server(backend: Backend) -> TestServer {
@@ -400,7 +401,14 @@ async fn streams_join_send_update_kick_close(server: TestServer) {
 }
 
 async fn rt_hooks_rewrite_reject_and_observe_channel_messages(backend: Backend) {
-    let server = lua_server(backend).await;
+    hooks_rewrite_reject_and_observe_channel_messages(lua_server(backend).await).await;
+}
+
+async fn js_rt_hooks_rewrite_reject_and_observe_channel_messages(backend: Backend) {
+    hooks_rewrite_reject_and_observe_channel_messages(js_server(backend).await).await;
+}
+
+async fn hooks_rewrite_reject_and_observe_channel_messages(server: TestServer) {
     let (a_token, a_id, _) = user(&server, "rth1-hook-sender").await;
     let (b_token, _, _) = user(&server, "rth2-hook-reader").await;
     let mut a = WsClient::connect(&server, &a_token, Fmt::Json).await;
