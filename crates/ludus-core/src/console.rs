@@ -19,6 +19,8 @@ pub struct ConsoleUser {
     pub email: String,
     pub acl: Acl,
     pub mfa_required: bool,
+    /// Whether the user has set MFA up (it has a secret).
+    pub mfa_enabled: bool,
     /// Seconds since the epoch.
     pub create_time: i64,
     pub update_time: i64,
@@ -34,6 +36,10 @@ pub struct ConsoleUserAuth {
     /// bcrypt hash; `None` until the user sets a password with its invitation.
     pub password_hash: Option<String>,
     pub disabled: bool,
+    /// The MFA secret and the recovery codes left (comma-separated), each
+    /// sealed with `mfa.storage_encryption_key`; `None` until MFA is set up.
+    pub mfa_secret: Option<Vec<u8>>,
+    pub mfa_recovery_codes: Option<Vec<u8>>,
 }
 
 /// A change to one console user, found by username (the root user by id).
@@ -50,6 +56,22 @@ pub enum ConsoleUserChange {
     },
     /// Ends every console session of the user.
     SignOut,
+    /// Whether the user must set MFA up to sign in; sessions go on.
+    MfaRequired(bool),
+    /// Sets MFA up (sealed secret and recovery codes), only while it is not
+    /// set up and no change ended the user's tokens after
+    /// `unchanged_since_ms` (so a setup token works once); sessions go on.
+    MfaSet {
+        secret: Vec<u8>,
+        recovery_codes: Vec<u8>,
+        unchanged_since_ms: i64,
+    },
+    /// The recovery codes left after one was used, only while the stored
+    /// ones are still `before` (so a code works once); sessions go on.
+    MfaRecoveryCodes { before: Vec<u8>, after: Vec<u8> },
+    /// Removes the MFA secret and codes (the next sign-in sets it up again
+    /// when it is required); the user's tokens stop working.
+    MfaReset,
 }
 
 /// The claims of a console session token: Nakama's (`id`, `usn`, `ema`,

@@ -53,6 +53,8 @@ pub enum Resource {
     AccountExport = 2,
     AccountFriends = 3,
     AccountGroups = 4,
+    AccountNotes = 5,
+    AclTemplate = 6,
     AllAccounts = 7,
     AllData = 8,
     AllStorage = 9,
@@ -67,6 +69,7 @@ pub enum Resource {
     LeaderboardRecord = 18,
     Match = 19,
     Notification = 20,
+    Settings = 22,
     StorageData = 23,
 }
 

@@ -10,9 +10,11 @@ use subtle::ConstantTimeEq as _;
 use uuid::Uuid;
 
 use crate::console::{
-    self, ConsoleClaims, ConsoleUser, ConsoleUserChange, InvitationClaims, LoginAttempts,
+    self, ConsoleClaims, ConsoleUser, ConsoleUserAuth, ConsoleUserChange, InvitationClaims,
+    LoginAttempts,
 };
 use crate::console_acl::{Acl, Permissions};
+use crate::console_mfa::{self, MfaSetupClaims};
 use crate::error::{ApiError, Code};
 use crate::store::{ConsoleUserKey, Store};
 use crate::token;
@@ -31,6 +33,20 @@ pub struct ConsoleSettings {
     /// `lockout_sec`.
     pub max_failed_sign_ins: u32,
     pub lockout_sec: i64,
+    /// The key MFA secrets and recovery codes are sealed with
+    /// (`mfa.storage_encryption_key`).
+    pub mfa_key: [u8; 32],
+    /// Whether the root user must sign in with MFA too
+    /// (`mfa.admin_account_enabled`).
+    pub mfa_admin: bool,
+}
+
+/// What a sign-in with the right password answers: a session, or (MFA is
+/// required and not set up yet) the token that sets it up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignedIn {
+    Session(String),
+    MfaSetup(String),
 }
 
 /// A signed-in console user, as every console call sees it.
@@ -131,13 +147,17 @@ impl ConsoleService {
             .into()
     }
 
-    /// Signs a console user in and answers a session token.
+    /// Signs a console user in: with the right password (and, once the user
+    /// set MFA up, a code from its authenticator app or a recovery code) it
+    /// answers a session token; when MFA is required and not set up, the
+    /// token that sets it up.
     pub async fn authenticate(
         &self,
         username: &str,
         password: &str,
+        mfa: &str,
         now_ms: i64,
-    ) -> Result<String, ApiError> {
+    ) -> Result<SignedIn, ApiError> {
         if !self.attempts().allow(username, now_ms) {
             return Err(console::locked_out());
         }
@@ -146,18 +166,32 @@ impl ConsoleService {
                 return Err(self.failed(username, now_ms));
             }
             self.attempts().reset(username);
-            let cutoff = self
+            let root = self
                 .store
                 .console_user_get(&ConsoleUserKey::Id(Uuid::nil()))
-                .await?
-                .map_or(0, |u| u.user.tokens_after_ms);
+                .await?;
+            let cutoff = root.as_ref().map_or(0, |u| u.user.tokens_after_ms);
             let caller = ConsoleCaller {
                 id: Uuid::nil(),
                 username: username.to_owned(),
                 email: String::new(),
                 acl: Acl::ADMIN,
             };
-            return Ok(self.sign(&caller, now_ms.max(cutoff + 1)));
+            if self.settings.mfa_admin || root.as_ref().is_some_and(|r| r.mfa_secret.is_some()) {
+                let root = match root {
+                    Some(root) => root,
+                    None => self.root_row(now_ms).await?,
+                };
+                if let Some(setup) = self
+                    .second_factor(&caller, &root, true, mfa, now_ms)
+                    .await?
+                {
+                    return Ok(setup);
+                }
+            }
+            return Ok(SignedIn::Session(
+                self.sign(&caller, now_ms.max(cutoff + 1)),
+            ));
         }
         let found = match username.is_empty() {
             true => None,
@@ -176,7 +210,7 @@ impl ConsoleService {
         if !self.attempts().allow(&account, now_ms) {
             return Err(console::locked_out());
         }
-        let Some(hash) = found.password_hash else {
+        let Some(hash) = found.password_hash.clone() else {
             return Err(invalid_credentials());
         };
         if found.disabled {
@@ -192,16 +226,226 @@ impl ConsoleService {
         if found.user.acl.is_none() {
             return Err(invalid_credentials());
         }
-        if found.user.mfa_required {
-            return Err(mfa_unavailable());
-        }
         let caller = ConsoleCaller {
             id: found.user.id,
-            username: found.user.username,
-            email: found.user.email,
+            username: found.user.username.clone(),
+            email: found.user.email.clone(),
             acl: found.user.acl,
         };
-        Ok(self.sign(&caller, now_ms.max(found.user.tokens_after_ms + 1)))
+        let required = found.user.mfa_required;
+        if let Some(setup) = self
+            .second_factor(&caller, &found, required, mfa, now_ms)
+            .await?
+        {
+            return Ok(setup);
+        }
+        Ok(SignedIn::Session(
+            self.sign(&caller, now_ms.max(found.user.tokens_after_ms + 1)),
+        ))
+    }
+
+    /// The MFA step of a sign-in whose password was right, as Nakama's:
+    /// with MFA set up, the code must pass (a wrong one counts as a failed
+    /// sign-in); without it, when it is `required`, the answer is the setup
+    /// token instead of a session. `None` lets the sign-in through.
+    async fn second_factor(
+        &self,
+        caller: &ConsoleCaller,
+        stored: &ConsoleUserAuth,
+        required: bool,
+        code: &str,
+        now_ms: i64,
+    ) -> Result<Option<SignedIn>, ApiError> {
+        let Some(sealed_secret) = &stored.mfa_secret else {
+            if !required {
+                return Ok(None);
+            }
+            let issued_at_ms = now_ms.max(stored.user.tokens_after_ms + 1);
+            let secret = console_mfa::new_secret();
+            let claims = MfaSetupClaims {
+                user_id: caller.id.to_string(),
+                user_email: caller.email.clone(),
+                expires_at: now_ms / 1000 + self.settings.token_expiry_sec,
+                created_at: now_ms / 1000,
+                mfa_url: console_mfa::provision_url(&secret, &caller.username),
+                secret,
+                mfa_required: required,
+                issued_at_ms,
+            };
+            return Ok(Some(SignedIn::MfaSetup(token::sign_claims(
+                self.key(),
+                &claims,
+            ))));
+        };
+        if code.trim().is_empty() {
+            return Err(ApiError::new(
+                Code::PermissionDenied,
+                "an MFA code is required, send the one your authenticator app shows as mfa",
+            ));
+        }
+        let key = &self.settings.mfa_key;
+        let unreadable = || {
+            ApiError::internal(
+                "cannot read the stored MFA secret, check mfa.storage_encryption_key",
+            )
+        };
+        let secret = console_mfa::open(key, sealed_secret).ok_or_else(unreadable)?;
+        let secret = String::from_utf8(secret).map_err(|_| unreadable())?;
+        let sealed_codes = stored.mfa_recovery_codes.clone().unwrap_or_default();
+        let mut codes: Vec<String> = match sealed_codes.is_empty() {
+            true => Vec::new(),
+            false => {
+                let plain = console_mfa::open(key, &sealed_codes).ok_or_else(unreadable)?;
+                String::from_utf8_lossy(&plain)
+                    .split(',')
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            }
+        };
+        let before = codes.len();
+        let ok =
+            console_mfa::check_sign_in(&secret, &mut codes, code, now_ms / 1000).map_err(|_| {
+                ApiError::invalid(
+                    "the MFA code is malformed, send 6 digits or a recovery code of 8",
+                )
+            })?;
+        if !ok {
+            let _ = self.failed(&caller.username, now_ms);
+            return Err(ApiError::unauthenticated("the MFA code is invalid"));
+        }
+        if codes.len() != before {
+            // A recovery code was used: it works once, even against a
+            // concurrent sign-in with the same code.
+            let change = ConsoleUserChange::MfaRecoveryCodes {
+                before: sealed_codes,
+                after: console_mfa::seal(key, codes.join(",").as_bytes()),
+            };
+            let changed = self
+                .store
+                .console_user_change(&ConsoleUserKey::Id(caller.id), &change, now_ms)
+                .await?;
+            if changed.is_none() {
+                return Err(ApiError::unauthenticated("the MFA code is invalid"));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The root user's row, which keeps its sign-outs and MFA secret.
+    async fn root_row(&self, now_ms: i64) -> Result<ConsoleUserAuth, ApiError> {
+        let root = ConsoleUser {
+            id: Uuid::nil(),
+            username: String::new(),
+            email: String::new(),
+            acl: Acl::ADMIN,
+            mfa_required: false,
+            mfa_enabled: false,
+            create_time: now_ms / 1000,
+            update_time: now_ms / 1000,
+            tokens_after_ms: 0,
+        };
+        let user = self.store.console_user_put(&root).await?;
+        Ok(ConsoleUserAuth {
+            user,
+            password_hash: None,
+            disabled: false,
+            mfa_secret: None,
+            mfa_recovery_codes: None,
+        })
+    }
+
+    /// Sets MFA up with the token a sign-in answered and a first code from
+    /// the authenticator app; answers the recovery codes, shown once.
+    pub async fn mfa_setup(
+        &self,
+        setup_token: &str,
+        code: &str,
+        now_ms: i64,
+    ) -> Result<Vec<String>, ApiError> {
+        let refused = || {
+            ApiError::unauthenticated(
+                "the MFA setup token is invalid, expired or already used, sign in again for a new one",
+            )
+        };
+        let claims: MfaSetupClaims =
+            token::verify_claims(self.key(), setup_token).map_err(|_| refused())?;
+        if claims.expires_at <= now_ms / 1000 || claims.secret.is_empty() {
+            return Err(refused());
+        }
+        let id = Uuid::parse_str(&claims.user_id).map_err(|_| refused())?;
+        let ok =
+            console_mfa::check_totp(&claims.secret, code.trim(), now_ms / 1000).map_err(|_| {
+                ApiError::invalid(
+                    "the MFA code is malformed, send the 6 digits your authenticator app shows",
+                )
+            })?;
+        if !ok {
+            return Err(ApiError::invalid(
+                "the MFA code is invalid, send the one your authenticator app shows now",
+            ));
+        }
+        let key = &self.settings.mfa_key;
+        let codes = console_mfa::new_recovery_codes();
+        let change = ConsoleUserChange::MfaSet {
+            secret: console_mfa::seal(key, claims.secret.as_bytes()),
+            recovery_codes: console_mfa::seal(key, codes.join(",").as_bytes()),
+            unchanged_since_ms: claims.issued_at_ms,
+        };
+        self.store
+            .console_user_change(&ConsoleUserKey::Id(id), &change, now_ms)
+            .await?
+            .ok_or_else(refused)?;
+        Ok(codes)
+    }
+
+    /// Sets whether a console user must sign in with MFA. The root user's
+    /// is `mfa.admin_account_enabled`.
+    pub async fn require_mfa(
+        &self,
+        username: &str,
+        required: bool,
+        now_ms: i64,
+    ) -> Result<(), ApiError> {
+        if username.eq_ignore_ascii_case(&self.settings.username) {
+            return Err(ApiError::invalid(
+                "the root user's MFA requirement is mfa.admin_account_enabled in the configuration",
+            ));
+        }
+        let target = self.user(username).await?;
+        self.store
+            .console_user_change(
+                &ConsoleUserKey::Id(target.id),
+                &ConsoleUserChange::MfaRequired(required),
+                now_ms,
+            )
+            .await?
+            .map(drop)
+            .ok_or_else(|| ApiError::not_found("console user not found"))
+    }
+
+    /// Removes a console user's MFA (a lost device): its sessions end, and
+    /// its next sign-in sets MFA up again when it is required. The root
+    /// user's too.
+    pub async fn reset_mfa(&self, username: &str, now_ms: i64) -> Result<(), ApiError> {
+        let id = match username.eq_ignore_ascii_case(&self.settings.username) {
+            true => Uuid::nil(),
+            false => self.user(username).await?.id,
+        };
+        let changed = self
+            .store
+            .console_user_change(
+                &ConsoleUserKey::Id(id),
+                &ConsoleUserChange::MfaReset,
+                now_ms,
+            )
+            .await?;
+        match changed {
+            Some(_) => Ok(()),
+            // The root user has no row until it signs out or sets MFA up.
+            None if id.is_nil() => Ok(()),
+            None => Err(ApiError::not_found("console user not found")),
+        }
     }
 
     fn sign(&self, caller: &ConsoleCaller, issued_at_ms: i64) -> String {
@@ -276,6 +520,7 @@ impl ConsoleService {
                 email: String::new(),
                 acl: Acl::ADMIN,
                 mfa_required: false,
+                mfa_enabled: false,
                 create_time: now_ms / 1000,
                 update_time: now_ms / 1000,
                 tokens_after_ms: now_ms,
@@ -339,15 +584,13 @@ impl ConsoleService {
         }
         let email = console::email(email)?;
         let acl = self.grantable(caller, acl)?;
-        if mfa_required {
-            return Err(mfa_unavailable());
-        }
         let user = ConsoleUser {
             id: crate::new_row_id(),
             username,
             email,
             acl,
             mfa_required,
+            mfa_enabled: false,
             create_time: now_ms / 1000,
             update_time: now_ms / 1000,
             tokens_after_ms: now_ms,
@@ -486,13 +729,6 @@ fn key_name(key: &ConsoleUserKey) -> &str {
         ConsoleUserKey::Name(n) => n,
         ConsoleUserKey::Id(_) => "",
     }
-}
-
-fn mfa_unavailable() -> ApiError {
-    ApiError::new(
-        Code::Unimplemented,
-        "multi-factor sign-in of console users is not available yet, set mfa_required to false",
-    )
 }
 
 async fn hash_password(password: &str, cost: u32) -> Result<String, ApiError> {

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::chat::{ChannelKey, ChannelMessage, MessageBound};
 use crate::console::{ConsoleUser, ConsoleUserAuth, ConsoleUserChange};
 use crate::console_ops::{AuditEntry, AuditQuery, Wipe};
+use crate::console_records::{AccountNote, AclTemplate, ConsoleSetting, NoteWrite, NotesPosition};
 use crate::error::{ApiError, Code};
 use crate::friend::{
     FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
@@ -45,6 +46,9 @@ pub enum StoreError {
     /// A console user's username or email belongs to another console user.
     #[error("console username or email already exists")]
     ConsoleUserTaken,
+    /// An ACL template's name belongs to another template.
+    #[error("acl template name already exists")]
+    AclTemplateTaken,
     /// The database could not be reached or is shutting down.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -82,6 +86,10 @@ impl From<StoreError> for ApiError {
             S::ConsoleUserTaken => ApiError::new(
                 Code::FailedPrecondition,
                 "a console user with this username or email already exists, choose another",
+            ),
+            S::AclTemplateTaken => ApiError::new(
+                Code::AlreadyExists,
+                "an acl template with this name already exists, choose another name",
             ),
             S::Unavailable(msg) => {
                 tracing::error!(error = %msg, "storage unavailable");
@@ -714,6 +722,50 @@ pub trait Store: Send + Sync + 'static {
     /// Up to `limit + 1` audit log entries that pass the query's filter,
     /// from its position in its direction (newest first without one).
     async fn audit_list(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>>;
+
+    /// Adds a note to an account (`write.create`), or changes the note of
+    /// that account with that id. `None` when the account (or, for a
+    /// change, its note) does not exist.
+    async fn account_note_put(&self, write: &NoteWrite) -> StoreResult<Option<AccountNote>>;
+
+    /// Up to `limit + 1` notes of an account, newest first, from `from`
+    /// (that note included) when given.
+    async fn account_notes(
+        &self,
+        user: Uuid,
+        from: Option<NotesPosition>,
+        limit: usize,
+    ) -> StoreResult<Vec<AccountNote>>;
+
+    /// Deletes one note of an account; whether it existed.
+    async fn account_note_delete(&self, user: Uuid, id: Uuid) -> StoreResult<bool>;
+
+    /// Adds an ACL template; `AclTemplateTaken` when its name is another's.
+    async fn acl_template_add(&self, template: &AclTemplate) -> StoreResult<AclTemplate>;
+
+    /// Sets the name, description, ACL and update time of the template with
+    /// the same id; `None` when there is none.
+    async fn acl_template_update(&self, template: &AclTemplate)
+    -> StoreResult<Option<AclTemplate>>;
+
+    /// Every ACL template, by name.
+    async fn acl_templates(&self) -> StoreResult<Vec<AclTemplate>>;
+
+    /// Deletes an ACL template; whether it existed.
+    async fn acl_template_delete(&self, id: Uuid) -> StoreResult<bool>;
+
+    /// The console's settings with these names (all of them when empty),
+    /// by name.
+    async fn console_settings(&self, names: &[String]) -> StoreResult<Vec<ConsoleSetting>>;
+
+    /// Sets a stored setting's value at `now` (seconds); `None` when the
+    /// setting is not stored.
+    async fn console_setting_set(
+        &self,
+        name: &str,
+        value: &str,
+        now: i64,
+    ) -> StoreResult<Option<ConsoleSetting>>;
 
     async fn close(&self);
 }

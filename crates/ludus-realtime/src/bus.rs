@@ -53,6 +53,9 @@ pub trait Bus: Send + Sync + 'static {
     fn disconnect(&self, session: Uuid, reason: CloseReason);
     /// `users` were banned: every other node closes their sockets.
     fn users_banned(&self, users: &[Uuid]);
+    /// Every game account was deleted (a console wipe): every other node
+    /// closes all its sockets.
+    fn accounts_wiped(&self);
     /// Asks `node` (which owns what the call names) and waits at most
     /// `timeout` for its answer.
     fn call(&self, node: &str, call: NodeCall, timeout: Duration) -> ReplyFuture;
@@ -150,6 +153,7 @@ impl Bus for LocalBus {
     fn session_added(&self, _: Uuid, _: Uuid) {}
     fn disconnect(&self, _: Uuid, _: CloseReason) {}
     fn users_banned(&self, _: &[Uuid]) {}
+    fn accounts_wiped(&self) {}
     fn call(&self, node: &str, _: NodeCall, _: Duration) -> ReplyFuture {
         let error = not_in_cluster(node);
         Box::pin(async move { Err(error) })

@@ -182,9 +182,16 @@ impl Hub {
         }
     }
 
-    /// Asks every session to close (shutdown).
+    /// Asks every session of this node to close (shutdown).
     pub fn disconnect_all(&self, reason: CloseReason) {
         self.sessions.disconnect_all(reason)
+    }
+
+    /// Every game account was deleted (a console wipe): every socket
+    /// closes, on every node, since each belonged to a deleted account.
+    pub fn close_wiped_accounts(&self) {
+        self.sessions.disconnect_all(CloseReason::Disconnect);
+        self.router.bus().accounts_wiped();
     }
 
     // --- presences ----------------------------------------------------------
@@ -421,6 +428,11 @@ impl Hub {
         for &user in users {
             self.sessions.close_banned(user);
         }
+    }
+
+    /// Another node deleted every game account: every socket here closes.
+    pub(crate) fn remote_accounts_wiped(&self) {
+        self.sessions.disconnect_all(CloseReason::Disconnect);
     }
 
     /// Another node asks a session to close (it is not there).

@@ -272,7 +272,8 @@ pub async fn start_with(
         false => None,
     };
     let handshake_timeout = Duration::from_millis(state.config.socket.handshake_timeout_ms);
-    let (console_addr, console) = start_console(&state, handshake_timeout, stopped.clone()).await?;
+    let (console_addr, console) =
+        start_console(&state, app.clone(), handshake_timeout, stopped.clone()).await?;
     // With debug events on, every request goes through the router's access
     // log rather than the lane.
     let lane = (!tracing::enabled!(tracing::Level::DEBUG))
@@ -302,6 +303,7 @@ pub async fn start_with(
 /// the console listens on a loopback interface; there they are warned about.
 async fn start_console(
     state: &AppState,
+    client_api: axum::Router,
     handshake_timeout: Duration,
     stopped: watch::Receiver<bool>,
 ) -> Result<(SocketAddr, JoinHandle<()>), StartError> {
@@ -329,6 +331,7 @@ async fn start_console(
     let app = crate::console::router(crate::console::ConsoleState {
         app: state.clone(),
         console: Arc::new(service),
+        client_api,
         started_ms: crate::console::now_ms(),
     });
     tracing::info!(addr = %local, "serving the admin console");

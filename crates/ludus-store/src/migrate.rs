@@ -85,6 +85,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "console_audit_log",
         sql: include_str!("../migrations/sqlite/0014_console_audit_log.sql"),
     },
+    Migration {
+        version: 15,
+        name: "console_notes_templates_settings_mfa",
+        sql: include_str!("../migrations/sqlite/0015_console_notes_templates_settings_mfa.sql"),
+    },
 ];
 
 pub(crate) const POSTGRES: &[Migration] = &[
@@ -157,6 +162,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 14,
         name: "console_audit_log",
         sql: include_str!("../migrations/postgres/0014_console_audit_log.sql"),
+    },
+    Migration {
+        version: 15,
+        name: "console_notes_templates_settings_mfa",
+        sql: include_str!("../migrations/postgres/0015_console_notes_templates_settings_mfa.sql"),
     },
 ];
 

@@ -3,7 +3,8 @@
 //! WebSockets. Chat rooms, direct messages, status, notifications and
 //! `session.single_socket` across nodes; `kill -9` of a node (its presences
 //! leave within the lease, the others carry on); a Redis restart (service
-//! back within 5 s); and two Redis shards.
+//! back within 5 s); two Redis shards; and a console wipe of every account
+//! closing sockets on every node.
 
 mod common;
 
@@ -29,18 +30,21 @@ struct Node {
     addr: SocketAddr,
     /// Its Prometheus exporter (`metrics.prometheus_port`).
     metrics: u16,
+    /// Its admin console (`console.port`).
+    console: SocketAddr,
 }
 
 async fn start_node(name: &str, data: &Path, database: &str, redis: &[String]) -> Node {
     let port = ludus_testkit::free_port();
     let metrics = ludus_testkit::free_port();
+    let console = ludus_testkit::free_port();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ludus"));
     cmd.arg("serve")
         .args(["--name", name])
         .arg("--data_dir")
         .arg(data.join(name))
         .args(["--socket.port", &port.to_string()])
-        .args(["--console.port", "0"])
+        .args(["--console.port", &console.to_string()])
         .args(["--metrics.prometheus_port", &metrics.to_string()])
         .args(["--database.address", database])
         .args(["--session.single_socket", "true"])
@@ -66,6 +70,7 @@ async fn start_node(name: &str, data: &Path, database: &str, redis: &[String]) -
                 child,
                 addr,
                 metrics,
+                console: format!("127.0.0.1:{console}").parse().unwrap(),
             };
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -1307,4 +1312,45 @@ async fn parties_span_nodes() {
         v["party_leader"]["presence"]["user_id"] == json!(ua)
     })
     .await;
+}
+
+/// A console wipe of every account on one node closes the sockets of the
+/// deleted accounts on the other node too (the bus carries it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_wipe_closes_sockets_on_every_node() {
+    let redis = RedisServer::start();
+    let urls = vec![redis.url()];
+    let database = ludus_testkit::postgres_database();
+    migrate(&database);
+    let dir = tempfile::tempdir().unwrap();
+    let a = start_node("w-a", dir.path(), &database, &urls).await;
+    let b = start_node("w-b", dir.path(), &database, &urls).await;
+    let (ta, _) = sign_in(a.addr, "wa").await;
+    let (tb, _) = sign_in(b.addr, "wb").await;
+    let mut wa = Ws::connect(a.addr, &ta).await;
+    let mut wb = Ws::connect(b.addr, &tb).await;
+    wa.call(json!({"ping": {}})).await;
+    wb.call(json!({"ping": {}})).await;
+    // The root console user by HTTP Basic (admin:password) on node a.
+    let (status, body) = request(
+        a.console,
+        "DELETE",
+        "/v2/console/account",
+        "Basic YWRtaW46cGFzc3dvcmQ=",
+        &Value::Null,
+    )
+    .await
+    .expect("the wipe answered");
+    assert_eq!(status, 200, "{body}");
+    let wiped = Instant::now();
+    while !(wa.closed && wb.closed) && wiped.elapsed() < SHORT {
+        if !wa.closed {
+            wa.read(Duration::from_millis(50)).await;
+        }
+        if !wb.closed {
+            wb.read(Duration::from_millis(50)).await;
+        }
+    }
+    assert!(wa.closed, "the socket on the wiping node was closed");
+    assert!(wb.closed, "the socket on the other node was closed");
 }

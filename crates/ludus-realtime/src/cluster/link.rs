@@ -401,6 +401,11 @@ fn deliver(shared: &Arc<Shared>, realtime: &Arc<Realtime>, w: Wire) -> Option<Wi
                 hub.remote_banned(&users);
             }
         }
+        Wire::AccountsWiped { node } => {
+            if node != shared.node {
+                hub.remote_accounts_wiped();
+            }
+        }
         Wire::Disconnect { session, reason } => {
             if let Some(reason) = CloseReason::from_u8(reason) {
                 hub.remote_disconnect(session, reason);

@@ -473,6 +473,14 @@ impl Bus for RedisBus {
         self.0.shards[0].send(Op::Publish(ALL.into(), payload));
     }
 
+    fn accounts_wiped(&self) {
+        let payload = Wire::AccountsWiped {
+            node: self.0.node.clone(),
+        }
+        .encode();
+        self.0.shards[0].send(Op::Publish(ALL.into(), payload));
+    }
+
     fn disconnect(&self, session: Uuid, reason: CloseReason) {
         let payload = Wire::Disconnect {
             session,

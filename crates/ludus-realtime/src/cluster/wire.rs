@@ -95,6 +95,11 @@ pub(crate) enum Wire {
         node: Arc<str>,
         users: Vec<Uuid>,
     },
+    /// `node` deleted every game account (a console wipe): close every
+    /// socket.
+    AccountsWiped {
+        node: Arc<str>,
+    },
     /// Close `session` wherever it is.
     Disconnect {
         session: Uuid,
@@ -149,6 +154,7 @@ const BANNED: u8 = 16;
 const TO_SESSIONS_ALL: u8 = 17;
 const TO_EVERYONE: u8 = 18;
 const PROBE: u8 = 19;
+const ACCOUNTS_WIPED: u8 = 20;
 
 const CALL_MATCH_JOIN: u8 = 1;
 const CALL_MATCH_SIGNAL: u8 = 2;
@@ -244,6 +250,10 @@ impl Wire {
                 w.put_u8(BANNED);
                 put_str(&mut w, node);
                 put_ids(&mut w, users);
+            }
+            Wire::AccountsWiped { node } => {
+                w.put_u8(ACCOUNTS_WIPED);
+                put_str(&mut w, node);
             }
             Wire::ToFollowers {
                 node,
@@ -424,6 +434,7 @@ impl Wire {
                 node: r.str()?,
                 users: r.ids()?,
             },
+            ACCOUNTS_WIPED => Wire::AccountsWiped { node: r.str()? },
             TO_FOLLOWERS => Wire::ToFollowers {
                 node: r.str()?,
                 user: r.id()?,
@@ -862,6 +873,7 @@ mod tests {
                 node: "c".into(),
                 users: vec![p.user_id, Uuid::new_v4()],
             },
+            Wire::AccountsWiped { node: "a".into() },
             Wire::Call {
                 from: "b".into(),
                 id: 42,

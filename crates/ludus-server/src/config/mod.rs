@@ -53,6 +53,8 @@ pub struct Config {
     pub social: ludus_core::social_auth::SocialSettings,
     /// The admin console's listener and its root user (Nakama's section).
     pub console: ConsoleConfig,
+    /// Multi-factor sign-in of console users (Nakama's top-level `mfa`).
+    pub mfa: MfaConfig,
     /// Purchase validation (`iap.*`, Nakama's section, plus our base URLs).
     pub iap: ludus_core::purchase::IapSettings,
     /// Google Play Games sign-in by auth code (Nakama's section).
@@ -81,6 +83,7 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             social: ludus_core::social_auth::SocialSettings::default(),
             console: ConsoleConfig::default(),
+            mfa: MfaConfig::default(),
             iap: ludus_core::purchase::IapSettings::default(),
             google_auth: GoogleAuthConfig::default(),
             ignored_keys: Vec::new(),
@@ -150,6 +153,25 @@ pub struct ConsoleConfig {
     /// How long a locked console user must wait, and the window failures
     /// are counted in.
     pub lockout_sec: i64,
+}
+
+/// Nakama's top-level `mfa` section: console users' multi-factor sign-in.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MfaConfig {
+    /// The 32-byte AES-256 key MFA secrets are stored under.
+    pub storage_encryption_key: String,
+    /// Whether the root console user must sign in with MFA too.
+    pub admin_account_enabled: bool,
+}
+
+impl Default for MfaConfig {
+    fn default() -> Self {
+        MfaConfig {
+            storage_encryption_key: "the-key-has-to-be-32-bytes-long!".into(),
+            admin_account_enabled: false,
+        }
+    }
 }
 
 /// Nakama's insecure defaults of the console's root user and key.
@@ -554,6 +576,12 @@ impl Config {
             );
         }
         self.validate_console()?;
+        if self.mfa.storage_encryption_key.len() != 32 {
+            return bad(
+                "mfa.storage_encryption_key",
+                "must be exactly 32 bytes (an AES-256 key)",
+            );
+        }
         if let Err(why) =
             ludus_core::purchase::apple_jws::AppleRoots::from_pem(&self.iap.apple.root_ca)
         {
@@ -746,6 +774,13 @@ impl Config {
             bcrypt_cost: self.session.bcrypt_cost,
             max_failed_sign_ins: self.console.max_failed_sign_ins,
             lockout_sec: self.console.lockout_sec,
+            mfa_key: self
+                .mfa
+                .storage_encryption_key
+                .as_bytes()
+                .try_into()
+                .unwrap_or([0; 32]),
+            mfa_admin: self.mfa.admin_account_enabled,
         }
     }
 

@@ -242,6 +242,14 @@ const MEANINGS: &[(&str, &str)] = &[
         "how long a locked console user waits, and the window its failed sign-ins are counted in (Nakama: 60)",
     ),
     (
+        "mfa.storage_encryption_key",
+        "32-byte key (AES-256-GCM) console users' MFA secrets and recovery codes are stored under; the default is Nakama's public one (change it in production, before anyone sets MFA up: secrets stored under another key no longer open)",
+    ),
+    (
+        "mfa.admin_account_enabled",
+        "the root console user (`console.username`) must sign in with MFA too: its first sign-in answers the setup token",
+    ),
+    (
         "cluster.redis",
         "Redis addresses of the cluster bus (repeat the flag or give a comma list); several are shards, each stream on the one a consistent hash of its key picks; empty: a single node. A cluster needs PostgreSQL (on SQLite it is refused at start) and a unique `name` per node",
     ),

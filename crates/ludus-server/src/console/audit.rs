@@ -80,6 +80,14 @@ fn redacted(body: &[u8]) -> Value {
                 }
             }
             Value::Array(items) => items.iter_mut().for_each(scrub),
+            // A JSON body inside a string (the API explorer's `body`, an
+            // `AuthenticateEmail` with its password) is scrubbed too.
+            Value::String(text) if text.trim_start().starts_with('{') => {
+                if let Ok(mut inner @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
+                    scrub(&mut inner);
+                    *text = inner.to_string();
+                }
+            }
             _ => {}
         }
     }
@@ -346,6 +354,46 @@ mod tests {
             a(Method::POST, "/v2/console/account/{account_id}/ban"),
             Some(AuditAction::Update)
         );
+        // Nakama's actions for the calls of notes, templates, settings, MFA.
+        for (m, route, action) in [
+            (
+                Method::POST,
+                "/v2/console/account/{account_id}/note",
+                AuditAction::Update,
+            ),
+            (
+                Method::DELETE,
+                "/v2/console/account/{account_id}/note/{note_id}",
+                AuditAction::Delete,
+            ),
+            (
+                Method::POST,
+                "/v2/console/acl/template",
+                AuditAction::Create,
+            ),
+            (
+                Method::PUT,
+                "/v2/console/acl/template/{id}",
+                AuditAction::Update,
+            ),
+            (
+                Method::POST,
+                "/v2/console/setting/{name}",
+                AuditAction::Update,
+            ),
+            (
+                Method::POST,
+                "/v2/console/user/{username}/mfa/reset",
+                AuditAction::Update,
+            ),
+            (
+                Method::POST,
+                "/v2/console/api/endpoints/{method}",
+                AuditAction::Invoke,
+            ),
+        ] {
+            assert_eq!(a(m, route), Some(action), "{route}");
+        }
     }
 
     #[test]
@@ -357,5 +405,15 @@ mod tests {
             "{text}"
         );
         assert_eq!(v["username"], "ops");
+    }
+
+    #[test]
+    fn secrets_inside_an_explorer_body_are_scrubbed() {
+        let body = br#"{"user_id":"","body":"{\"account\":{\"email\":\"a@b.c\",\"password\":\"hunter2\"}}"}"#;
+        let text = redacted(body).to_string();
+        assert!(
+            !text.contains("hunter2") && text.contains("a@b.c"),
+            "{text}"
+        );
     }
 }

@@ -7,7 +7,8 @@
 //! puts the ACL gate in front of its handler: the gate checks the console
 //! session (Bearer token, or the root user by HTTP Basic) and the one
 //! permission the route needs, and hands the handler a [`ConsoleCaller`].
-//! Nakama's console calls Ludus does not serve yet answer 501 (`absent.rs`).
+//! Nakama's console calls Ludus does not serve (Satori's) answer 501
+//! (`absent.rs`).
 //! The web console's files are served at `/` (`ui.rs`). The gate logs
 //! every change a console user asks for (the audit trail) and writes the
 //! successful ones to the audit log (`audit.rs`).
@@ -18,15 +19,19 @@ mod account_port;
 mod accounts;
 mod audit;
 mod auth;
+mod body_templates;
 mod channels;
 mod explorer;
 mod groups;
 mod leaderboards;
 mod matches;
+mod notes;
 mod notifications;
 mod purchases;
+mod settings;
 mod status;
 mod storage;
+mod templates;
 mod ui;
 mod users;
 mod wallet;
@@ -60,6 +65,8 @@ use crate::state::AppState;
 pub(crate) struct ConsoleState {
     pub(crate) app: AppState,
     pub(crate) console: Arc<ConsoleService>,
+    /// The client API's router: the API explorer sends its calls through it.
+    pub(crate) client_api: Router,
     /// When this node's console started, milliseconds since the epoch.
     pub(crate) started_ms: i64,
 }
@@ -70,7 +77,7 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 /// The console router: sign-in, the gated routes, 501 for Nakama's console
-/// calls not served yet, and the listener's layers.
+/// calls not served, and the listener's layers.
 pub(crate) fn router(state: ConsoleState) -> Router {
     let limit = state.app.config.console.max_message_size_bytes;
     let timeout = Duration::from_millis(state.app.config.console.read_timeout_ms);
@@ -95,6 +102,9 @@ pub(crate) fn router(state: ConsoleState) -> Router {
     status::routes(&mut routes);
     wipes::routes(&mut routes);
     audit::routes(&mut routes);
+    notes::routes(&mut routes);
+    templates::routes(&mut routes);
+    settings::routes(&mut routes);
     let routed = ui::routes(absent::routes(routes.router))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

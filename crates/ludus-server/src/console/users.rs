@@ -1,5 +1,6 @@
-//! Console users (`/v2/console/user*`): add, list, get, update, delete and
-//! password reset, each behind the ACL gate with Nakama's `USER` permissions.
+//! Console users (`/v2/console/user*`): add, list, get, update, delete,
+//! password reset, and whether MFA is required or reset, each behind the
+//! ACL gate with Nakama's `USER` permissions.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +34,16 @@ pub(super) fn routes(r: &mut ConsoleRoutes) {
         user(Level::Write),
         post(reset_password),
     );
+    r.add(
+        "/v2/console/user/{username}/mfa/require",
+        user(Level::Write),
+        post(require_mfa),
+    );
+    r.add(
+        "/v2/console/user/{username}/mfa/reset",
+        user(Level::Write),
+        post(reset_mfa),
+    );
 }
 
 /// Nakama's console `User`, every field written.
@@ -55,7 +66,7 @@ fn user_json(u: ConsoleUser) -> UserJson {
         email: u.email,
         acl: u.acl.to_map(),
         mfa_required: u.mfa_required,
-        mfa_enabled: false,
+        mfa_enabled: u.mfa_enabled,
         create_time: crate::convert::timestamp(u.create_time),
         update_time: crate::convert::timestamp(u.update_time),
     }
@@ -165,4 +176,31 @@ async fn reset_password(
 ) -> Result<Response, HttpError> {
     let code = state.console.reset_password(&username, now_ms()).await?;
     Ok(crate::api::json(&ResetUserResponse { code }))
+}
+
+/// Nakama's `RequireUserMfaRequest` (the username is in the path).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RequireMfaRequest {
+    required: bool,
+}
+
+async fn require_mfa(
+    State(state): State<ConsoleState>,
+    Path(username): Path<String>,
+    Body(req): Body<RequireMfaRequest>,
+) -> Result<Response, HttpError> {
+    state
+        .console
+        .require_mfa(&username, req.required, now_ms())
+        .await?;
+    Ok(crate::api::empty())
+}
+
+async fn reset_mfa(
+    State(state): State<ConsoleState>,
+    Path(username): Path<String>,
+) -> Result<Response, HttpError> {
+    state.console.reset_mfa(&username, now_ms()).await?;
+    Ok(crate::api::empty())
 }

@@ -5,14 +5,14 @@
 //! /v2/console/all`, `ALL_DATA` delete) and chat messages by age or id
 //! (`DELETE /v2/console/message`, `CHANNEL_MESSAGE` delete). What the
 //! server holds in memory of the wiped data (rank indexes, storage search
-//! indexes, sockets of deleted accounts) is brought in line afterwards.
+//! indexes, sockets of deleted accounts, on every node of a cluster) is
+//! brought in line afterwards.
 
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::delete;
 use ludus_core::console_acl::{Level, Need, Resource};
 use ludus_core::console_ops::Wipe;
-use ludus_realtime::CloseReason;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -66,12 +66,10 @@ async fn wipe(state: &ConsoleState, what: Wipe) -> Result<Response, HttpError> {
         Wipe::Accounts => indexes.retain(|object| object.user_id.is_nil()),
     }
     if what != Wipe::Storage {
-        // Every account is gone: their sockets on this node close, and the
-        // rank indexes are built again from what the store kept.
-        app.sockets
-            .realtime
-            .hub()
-            .disconnect_all(CloseReason::Disconnect);
+        // Every account is gone: their sockets close on every node (the
+        // bus tells the others), and the rank indexes are built again from
+        // what the store kept.
+        app.sockets.realtime.hub().close_wiped_accounts();
         app.leaderboards.reload().await?;
     }
     tracing::warn!(wipe = ?what, deleted, "console wiped game data");

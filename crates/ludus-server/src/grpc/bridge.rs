@@ -27,6 +27,15 @@ pub(crate) struct RestRequest {
 /// Builds the REST request of `method` from its protobuf request message.
 pub(crate) fn rest_request(method: &Method, message: &[u8]) -> Result<RestRequest, (Code, String)> {
     let value = (method.decode)(message).map_err(|e| (INVALID_ARGUMENT, e.to_string()))?;
+    rest_request_of(method, value)
+}
+
+/// Builds the REST request of `method` from its request message as
+/// protojson (the console's API explorer has it so).
+pub(crate) fn rest_request_of(
+    method: &Method,
+    value: Value,
+) -> Result<RestRequest, (Code, String)> {
     let mut fields = match value {
         Value::Object(fields) => fields,
         _ => Map::new(),

@@ -44,6 +44,9 @@ pub(crate) enum DecodeError {
 
 /// Decodes a method's protobuf request into its protojson value.
 type DecodeRequest = fn(&[u8]) -> Result<serde_json::Value, DecodeError>;
+/// Reads a method's request from protojson (either field name form) into
+/// the protojson value [`DecodeRequest`] makes.
+type ReadRequest = fn(&[u8]) -> Result<serde_json::Value, ludus_proto::JsonError>;
 /// Encodes a REST answer's JSON as the method's protobuf response.
 type EncodeResponse = fn(&[u8]) -> Result<Vec<u8>, ludus_proto::JsonError>;
 
@@ -55,7 +58,10 @@ pub(crate) struct Method {
     /// set in the request is used.
     pub paths: &'static [&'static str],
     pub body: Body,
+    /// The request message's type as written below (`api::Name`, `Empty`).
+    pub request: &'static str,
     pub decode: DecodeRequest,
+    pub read_json: ReadRequest,
     pub encode: EncodeResponse,
 }
 
@@ -65,6 +71,13 @@ fn decode<T: Message + Default + Serialize>(
     Ok(serde_json::to_value(T::decode(bytes)?)?)
 }
 
+fn read_json<T: Message + Default + Serialize + DeserializeOwned>(
+    json: &[u8],
+) -> Result<serde_json::Value, ludus_proto::JsonError> {
+    let message: T = ludus_proto::from_json(json)?;
+    serde_json::to_value(message)
+}
+
 fn encode<T: Message + DeserializeOwned>(json: &[u8]) -> Result<Vec<u8>, ludus_proto::JsonError> {
     let message: T = if json.is_empty() {
         ludus_proto::from_json(b"{}")?
@@ -72,6 +85,17 @@ fn encode<T: Message + DeserializeOwned>(json: &[u8]) -> Result<Vec<u8>, ludus_p
         ludus_proto::from_json(json)?
     };
     Ok(message.encode_to_vec())
+}
+
+impl Method {
+    /// The request message's name in `nakama.api`; `Empty` when it takes
+    /// none.
+    pub(crate) fn request_name(&self) -> &'static str {
+        self.request
+            .rsplit([':', ' '])
+            .next()
+            .unwrap_or(self.request)
+    }
 }
 
 /// Finds a method by its name (the last segment of the gRPC path).
@@ -87,7 +111,9 @@ macro_rules! methods {
             verb: Verb::$verb,
             paths: &[$($path),+],
             body: $body,
+            request: stringify!($req),
             decode: decode::<$req>,
+            read_json: read_json::<$req>,
             encode: encode::<$res>,
         }),*];
     };

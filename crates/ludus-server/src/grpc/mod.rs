@@ -11,9 +11,9 @@
 //! (`authorization` carries the Basic server key or the Bearer session as on
 //! REST).
 
-mod bridge;
+pub(crate) mod bridge;
 mod frame;
-mod methods;
+pub(crate) mod methods;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

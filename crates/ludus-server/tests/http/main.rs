@@ -8,6 +8,7 @@ mod account;
 mod after_hooks;
 mod authenticate;
 mod console;
+mod console_admin;
 mod console_data;
 mod console_ops;
 mod friend_import;

@@ -4,13 +4,14 @@
 use ludus_core::console::{ConsoleUser, ConsoleUserAuth, ConsoleUserChange};
 use ludus_core::console_acl::Acl;
 use ludus_core::store::ConsoleUserKey;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row};
 use uuid::Uuid;
 
 use super::errors::Failure;
 
 const COLUMNS: &str = "id, username, email, acl, mfa_required, create_time, update_time, \
-     tokens_after_ms, password, disable_time";
+     tokens_after_ms, password, disable_time, mfa_secret, mfa_recovery_codes";
 
 /// The row of a key: by id, or by username, else email.
 const FIND: &str = "SELECT id FROM console_users WHERE id = $1 OR username = $2 OR email = $2 \
@@ -25,12 +26,15 @@ fn user_from_row(row: &Row) -> Result<ConsoleUserAuth, Failure> {
             email: row.try_get(2)?,
             acl: Acl::from_json(&acl),
             mfa_required: row.try_get(4)?,
+            mfa_enabled: row.try_get::<_, Option<Vec<u8>>>(10)?.is_some(),
             create_time: row.try_get(5)?,
             update_time: row.try_get(6)?,
             tokens_after_ms: row.try_get(7)?,
         },
         password_hash: row.try_get(8)?,
         disabled: row.try_get::<_, Option<i64>>(9)?.is_some_and(|t| t != 0),
+        mfa_secret: row.try_get(10)?,
+        mfa_recovery_codes: row.try_get(11)?,
     })
 }
 
@@ -96,28 +100,66 @@ pub(super) async fn change(
     now_ms: i64,
 ) -> Result<Option<ConsoleUser>, Failure> {
     let (id, name) = key_params(key);
-    let (acl, hash, since) = match change {
-        ConsoleUserChange::Acl(acl) => (Some(acl.to_json()), None, i64::MAX),
+    let now = now_ms / 1000;
+    let since_max = i64::MAX;
+    let acl_json;
+    // `$1` and `$2` find the user; each change sets its own columns.
+    let (set, guard, values): (&str, &str, Vec<&(dyn ToSql + Sync)>) = match change {
+        ConsoleUserChange::Acl(acl) => {
+            acl_json = acl.to_json();
+            (
+                "acl = $3, update_time = $4, tokens_after_ms = $5",
+                "",
+                vec![&acl_json, &now, &now_ms],
+            )
+        }
         ConsoleUserChange::Password {
             hash,
             unchanged_since_ms,
         } => (
-            None,
-            Some(hash.as_str()),
-            unchanged_since_ms.unwrap_or(i64::MAX),
+            "password = $3, update_time = $4, tokens_after_ms = $5",
+            "AND tokens_after_ms <= $6",
+            vec![
+                hash,
+                &now,
+                &now_ms,
+                match unchanged_since_ms {
+                    Some(since) => since,
+                    None => &since_max,
+                },
+            ],
         ),
-        ConsoleUserChange::SignOut => (None, None, i64::MAX),
+        ConsoleUserChange::SignOut => ("tokens_after_ms = $3", "", vec![&now_ms]),
+        ConsoleUserChange::MfaRequired(required) => (
+            "mfa_required = $3, update_time = $4",
+            "",
+            vec![required, &now],
+        ),
+        ConsoleUserChange::MfaSet {
+            secret,
+            recovery_codes,
+            unchanged_since_ms,
+        } => (
+            "mfa_secret = $3, mfa_recovery_codes = $4, update_time = $5",
+            "AND mfa_secret IS NULL AND tokens_after_ms <= $6",
+            vec![secret, recovery_codes, &now, unchanged_since_ms],
+        ),
+        ConsoleUserChange::MfaRecoveryCodes { before, after } => (
+            "mfa_recovery_codes = $3",
+            "AND mfa_recovery_codes = $4",
+            vec![after, before],
+        ),
+        ConsoleUserChange::MfaReset => (
+            "mfa_secret = NULL, mfa_recovery_codes = NULL, update_time = $3, tokens_after_ms = $4",
+            "",
+            vec![&now, &now_ms],
+        ),
     };
-    let now = (!matches!(change, ConsoleUserChange::SignOut)).then_some(now_ms / 1000);
-    let sql = format!(
-        "UPDATE console_users SET acl = coalesce($3, acl), password = coalesce($4, password), \
-         update_time = coalesce($5, update_time), tokens_after_ms = $6 \
-         WHERE id = ({FIND}) AND tokens_after_ms <= $7 RETURNING {COLUMNS}"
-    );
-    let row = client
-        .query_opt(&sql, &[&id, &name, &acl, &hash, &now, &now_ms, &since])
-        .await?;
-    match row {
+    let sql =
+        format!("UPDATE console_users SET {set} WHERE id = ({FIND}) {guard} RETURNING {COLUMNS}");
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&id, &name];
+    params.extend(values);
+    match client.query_opt(&sql, &params).await? {
         Some(row) => Ok(Some(user_from_row(&row)?.user)),
         None => Ok(None),
     }

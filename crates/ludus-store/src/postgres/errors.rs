@@ -89,6 +89,7 @@ pub(super) fn unique_violation(constraint: Option<&str>) -> StoreError {
         Some("console_users_username_key" | "console_users_email_key") => {
             StoreError::ConsoleUserTaken
         }
+        Some("console_acl_template_name_key") => StoreError::AclTemplateTaken,
         Some("groups_name_key") => StoreError::Group(ludus_core::group::GroupRefusal::NameInUse),
         Some("users_pkey") => StoreError::Backend("user id already exists".into()),
         Some(c) if c == "user_device_pkey" || (c.starts_with("users_") && c.ends_with("_key")) => {

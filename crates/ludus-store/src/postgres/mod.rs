@@ -12,6 +12,7 @@ mod batches;
 mod chat;
 mod console;
 mod console_ops;
+mod console_records;
 mod errors;
 mod leaderboard;
 mod links;
@@ -35,6 +36,9 @@ use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::console::{ConsoleUser, ConsoleUserAuth, ConsoleUserChange};
 use ludus_core::console_ops::{AuditEntry, AuditQuery, Wipe};
+use ludus_core::console_records::{
+    AccountNote, AclTemplate, ConsoleSetting, NoteWrite, NotesPosition,
+};
 use ludus_core::friend::{
     FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
 };
@@ -1629,6 +1633,91 @@ impl Store for PgStore {
         with_retry("list audit log", || async {
             let conn = self.pool.get().await?;
             console_ops::audit_list(&conn.client, query).await
+        })
+        .await
+    }
+
+    async fn account_note_put(&self, write: &NoteWrite) -> StoreResult<Option<AccountNote>> {
+        with_retry("write account note", || async {
+            let conn = self.pool.get().await?;
+            console_records::note_put(&conn.client, write).await
+        })
+        .await
+    }
+
+    async fn account_notes(
+        &self,
+        user: Uuid,
+        from: Option<NotesPosition>,
+        limit: usize,
+    ) -> StoreResult<Vec<AccountNote>> {
+        with_retry("list account notes", || async {
+            let conn = self.pool.get().await?;
+            console_records::notes(&conn.client, user, from, limit).await
+        })
+        .await
+    }
+
+    async fn account_note_delete(&self, user: Uuid, id: Uuid) -> StoreResult<bool> {
+        with_retry("delete account note", || async {
+            let conn = self.pool.get().await?;
+            console_records::note_delete(&conn.client, user, id).await
+        })
+        .await
+    }
+
+    async fn acl_template_add(&self, template: &AclTemplate) -> StoreResult<AclTemplate> {
+        with_retry("add acl template", || async {
+            let conn = self.pool.get().await?;
+            console_records::template_add(&conn.client, template).await
+        })
+        .await
+    }
+
+    async fn acl_template_update(
+        &self,
+        template: &AclTemplate,
+    ) -> StoreResult<Option<AclTemplate>> {
+        with_retry("update acl template", || async {
+            let conn = self.pool.get().await?;
+            console_records::template_update(&conn.client, template).await
+        })
+        .await
+    }
+
+    async fn acl_templates(&self) -> StoreResult<Vec<AclTemplate>> {
+        with_retry("list acl templates", || async {
+            let conn = self.pool.get().await?;
+            console_records::templates(&conn.client).await
+        })
+        .await
+    }
+
+    async fn acl_template_delete(&self, id: Uuid) -> StoreResult<bool> {
+        with_retry("delete acl template", || async {
+            let conn = self.pool.get().await?;
+            console_records::template_delete(&conn.client, id).await
+        })
+        .await
+    }
+
+    async fn console_settings(&self, names: &[String]) -> StoreResult<Vec<ConsoleSetting>> {
+        with_retry("list console settings", || async {
+            let conn = self.pool.get().await?;
+            console_records::settings(&conn.client, names).await
+        })
+        .await
+    }
+
+    async fn console_setting_set(
+        &self,
+        name: &str,
+        value: &str,
+        now: i64,
+    ) -> StoreResult<Option<ConsoleSetting>> {
+        with_retry("set console setting", || async {
+            let conn = self.pool.get().await?;
+            console_records::setting_set(&conn.client, name, value, now).await
         })
         .await
     }

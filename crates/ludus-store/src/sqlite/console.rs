@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use super::queries::{IdText, map_err, uuid_at};
 
 const COLUMNS: &str = "id, username, email, acl, mfa_required, create_time, update_time, \
-     tokens_after_ms, password, disable_time";
+     tokens_after_ms, password, disable_time, mfa_secret, mfa_recovery_codes";
 
 fn user_from_row(row: &Row<'_>) -> rusqlite::Result<ConsoleUserAuth> {
     let acl: String = row.get(3)?;
@@ -20,12 +20,15 @@ fn user_from_row(row: &Row<'_>) -> rusqlite::Result<ConsoleUserAuth> {
             email: row.get(2)?,
             acl: Acl::from_json(&acl),
             mfa_required: row.get(4)?,
+            mfa_enabled: row.get::<_, Option<Vec<u8>>>(10)?.is_some(),
             create_time: row.get(5)?,
             update_time: row.get(6)?,
             tokens_after_ms: row.get(7)?,
         },
         password_hash: row.get(8)?,
         disabled: row.get::<_, Option<i64>>(9)?.is_some_and(|t| t != 0),
+        mfa_secret: row.get(10)?,
+        mfa_recovery_codes: row.get(11)?,
     })
 }
 
@@ -99,32 +102,54 @@ pub(super) fn change(
     };
     let id = IdText::new(found.user.id);
     let now = now_ms / 1000;
-    let sql = format!(
-        "UPDATE console_users SET acl = coalesce(?2, acl), password = coalesce(?3, password), \
-         update_time = coalesce(?4, update_time), tokens_after_ms = ?5 WHERE id = ?1 AND tokens_after_ms <= ?6 \
-         RETURNING {COLUMNS}"
-    );
-    let (acl, hash, since) = match change {
-        ConsoleUserChange::Acl(acl) => (Some(acl.to_json()), None, i64::MAX),
+    let run = |set: &str, guard: &str, values: &[&dyn rusqlite::ToSql]| {
+        let sql =
+            format!("UPDATE console_users SET {set} WHERE id = ?1 {guard} RETURNING {COLUMNS}");
+        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&id];
+        all.extend_from_slice(values);
+        conn.query_row(&sql, all.as_slice(), user_from_row)
+            .optional()
+            .map(|u| u.map(|u| u.user))
+            .map_err(map_err)
+    };
+    match change {
+        ConsoleUserChange::Acl(acl) => run(
+            "acl = ?2, update_time = ?3, tokens_after_ms = ?4",
+            "",
+            &[&acl.to_json(), &now, &now_ms],
+        ),
         ConsoleUserChange::Password {
             hash,
             unchanged_since_ms,
-        } => (
-            None,
-            Some(hash.as_str()),
-            unchanged_since_ms.unwrap_or(i64::MAX),
+        } => run(
+            "password = ?2, update_time = ?3, tokens_after_ms = ?4",
+            "AND tokens_after_ms <= ?5",
+            &[hash, &now, &now_ms, &unchanged_since_ms.unwrap_or(i64::MAX)],
         ),
-        ConsoleUserChange::SignOut => (None, None, i64::MAX),
-    };
-    let now = (!matches!(change, ConsoleUserChange::SignOut)).then_some(now);
-    conn.query_row(
-        &sql,
-        params![id, acl, hash, now, now_ms, since],
-        user_from_row,
-    )
-    .optional()
-    .map(|u| u.map(|u| u.user))
-    .map_err(map_err)
+        ConsoleUserChange::SignOut => run("tokens_after_ms = ?2", "", &[&now_ms]),
+        ConsoleUserChange::MfaRequired(required) => {
+            run("mfa_required = ?2, update_time = ?3", "", &[required, &now])
+        }
+        ConsoleUserChange::MfaSet {
+            secret,
+            recovery_codes,
+            unchanged_since_ms,
+        } => run(
+            "mfa_secret = ?2, mfa_recovery_codes = ?3, update_time = ?4",
+            "AND mfa_secret IS NULL AND tokens_after_ms <= ?5",
+            &[secret, recovery_codes, &now, unchanged_since_ms],
+        ),
+        ConsoleUserChange::MfaRecoveryCodes { before, after } => run(
+            "mfa_recovery_codes = ?2",
+            "AND mfa_recovery_codes = ?3",
+            &[after, before],
+        ),
+        ConsoleUserChange::MfaReset => run(
+            "mfa_secret = NULL, mfa_recovery_codes = NULL, update_time = ?2, tokens_after_ms = ?3",
+            "",
+            &[&now, &now_ms],
+        ),
+    }
 }
 
 pub(super) fn delete(conn: &Connection, username: &str) -> StoreResult<bool> {

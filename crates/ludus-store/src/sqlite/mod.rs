@@ -8,6 +8,7 @@ mod checkpointer;
 mod connection;
 mod console;
 mod console_ops;
+mod console_records;
 mod leaderboard;
 mod links;
 mod module_sql;
@@ -24,6 +25,9 @@ use async_trait::async_trait;
 use ludus_core::chat::{ChannelKey, ChannelMessage, MessageBound};
 use ludus_core::console::{ConsoleUser, ConsoleUserAuth, ConsoleUserChange};
 use ludus_core::console_ops::{AuditEntry, AuditQuery, Wipe};
+use ludus_core::console_records::{
+    AccountNote, AclTemplate, ConsoleSetting, NoteWrite, NotesPosition,
+};
 use ludus_core::friend::{
     FriendBound, FriendOfFriend, FriendOp, FriendOutcome, FriendSink, FriendState,
 };
@@ -914,6 +918,76 @@ impl Store for SqliteStore {
         let query = query.clone();
         self.readers
             .read(move |conn| console_ops::audit_list(conn, &query))
+            .await
+    }
+
+    async fn account_note_put(&self, write: &NoteWrite) -> StoreResult<Option<AccountNote>> {
+        let write = write.clone();
+        self.writer
+            .write(move |conn| console_records::note_put(conn, &write))
+            .await
+    }
+
+    async fn account_notes(
+        &self,
+        user: Uuid,
+        from: Option<NotesPosition>,
+        limit: usize,
+    ) -> StoreResult<Vec<AccountNote>> {
+        self.readers
+            .read(move |conn| console_records::notes(conn, user, from, limit))
+            .await
+    }
+
+    async fn account_note_delete(&self, user: Uuid, id: Uuid) -> StoreResult<bool> {
+        self.writer
+            .write(move |conn| console_records::note_delete(conn, user, id))
+            .await
+    }
+
+    async fn acl_template_add(&self, template: &AclTemplate) -> StoreResult<AclTemplate> {
+        let template = template.clone();
+        self.writer
+            .write(move |conn| console_records::template_add(conn, &template))
+            .await
+    }
+
+    async fn acl_template_update(
+        &self,
+        template: &AclTemplate,
+    ) -> StoreResult<Option<AclTemplate>> {
+        let template = template.clone();
+        self.writer
+            .write(move |conn| console_records::template_update(conn, &template))
+            .await
+    }
+
+    async fn acl_templates(&self) -> StoreResult<Vec<AclTemplate>> {
+        self.readers.read(console_records::templates).await
+    }
+
+    async fn acl_template_delete(&self, id: Uuid) -> StoreResult<bool> {
+        self.writer
+            .write(move |conn| console_records::template_delete(conn, id))
+            .await
+    }
+
+    async fn console_settings(&self, names: &[String]) -> StoreResult<Vec<ConsoleSetting>> {
+        let names = names.to_vec();
+        self.readers
+            .read(move |conn| console_records::settings(conn, &names))
+            .await
+    }
+
+    async fn console_setting_set(
+        &self,
+        name: &str,
+        value: &str,
+        now: i64,
+    ) -> StoreResult<Option<ConsoleSetting>> {
+        let (name, value) = (name.to_owned(), value.to_owned());
+        self.writer
+            .write(move |conn| console_records::setting_set(conn, &name, &value, now))
             .await
     }
 

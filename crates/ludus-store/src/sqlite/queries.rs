@@ -130,6 +130,7 @@ pub(super) fn map_err(e: rusqlite::Error) -> StoreError {
                 Some("console_users.username" | "console_users.email") => {
                     StoreError::ConsoleUserTaken
                 }
+                Some("console_acl_template.name") => StoreError::AclTemplateTaken,
                 Some("groups.name") => {
                     StoreError::Group(ludus_core::group::GroupRefusal::NameInUse)
                 }

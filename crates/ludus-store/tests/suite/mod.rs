@@ -45,6 +45,7 @@ pub(crate) fn all_migrations() -> Vec<MigrationInfo> {
         (12, "console_users"),
         (13, "purchases"),
         (14, "console_audit_log"),
+        (15, "console_notes_templates_settings_mfa"),
     ]
     .into_iter()
     .map(|(version, name)| MigrationInfo { version, name })
@@ -201,6 +202,8 @@ macro_rules! store_test_suite {
             revocations::bans_set_disable_time_and_revoke_in_one_go,
             console::console_users_add_find_list_and_delete,
             console::console_user_changes_move_the_token_cutoff,
+            console::console_mfa_is_set_up_once_and_codes_used_once,
+            console::notes_templates_and_settings,
             chat::messages_page_both_ways_by_time_then_id,
             chat::only_the_sender_updates_or_removes_a_message,
             chat::notifications_list_delete_and_go_with_their_user,

@@ -176,6 +176,7 @@ async function account(id) {
   const friends = await api("GET", path + "/friend").catch((e) => ({ error: e.message }));
   const groups = await api("GET", path + "/group").catch((e) => ({ error: e.message }));
   const notes = await api("GET", "/v2/console/notification?user_id=" + enc(id)).catch((e) => ({ error: e.message }));
+  const accountNotes = await api("GET", path + "/note?limit=100").catch((e) => ({ error: e.message }));
   const collection = h("input", { name: "collection", placeholder: "collection" });
   const objects = h("div", {});
   view.replaceChildren(
@@ -240,6 +241,17 @@ async function account(id) {
           }),
         }, "Delete")]], notes.notifications || []),
     sendNotification(id, reload),
+    h("h2", {}, "Notes"),
+    accountNotes.error ? h("p", { class: "muted" }, accountNotes.error)
+      : table([["Note", (n) => n.note], ["By", (n) => n.create_username], ["When", (n) => when(n.create_time)],
+        ["", (n) => h("button", {
+          class: "danger secondary",
+          onclick: () => attempt(async () => {
+            await api("DELETE", path + "/note/" + enc(n.id));
+            await reload();
+          }),
+        }, "Delete")]], accountNotes.notes || []),
+    addNote(path, reload),
     h("h2", {}, "Storage"),
     h("form", {
       class: "inline",
@@ -516,6 +528,22 @@ async function explorer() {
     h("label", {}, "Session variables (JSON)", vars), h("label", {}, "Payload", body),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Call"))),
     h("h2", {}, "Answer"), out);
+}
+
+/** A form that adds a console user's note to an account. */
+function addNote(path, reload) {
+  const note = h("input", { name: "note", required: true });
+  return h("form", {
+    class: "inline",
+    id: "add-note",
+    onsubmit: (e) => {
+      e.preventDefault();
+      attempt(async () => {
+        await api("POST", path + "/note", { note: note.value });
+        await reload();
+      });
+    },
+  }, h("label", {}, "Note", note), h("button", { type: "submit" }, "Add note"));
 }
 
 /** A form that sends a stored notification to one player. */
