@@ -70,6 +70,10 @@ pub trait Bus: Send + Sync + 'static {
     /// Whether there are other nodes at all (ids naming another node are
     /// simply unknown on a single node).
     fn clustered(&self) -> bool;
+    /// The other nodes alive now (beating within their lease), by name.
+    fn peers(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Something of the server's for every other node (a revocation); they
     /// hand it to the server as it came.
     fn broadcast(&self, payload: bytes::Bytes);
@@ -105,6 +109,12 @@ pub enum NodeCall {
     },
     /// `nk.match_signal` from elsewhere: `Ok((result, _))`.
     MatchSignal { match_id: Uuid, data: String },
+    /// The console of another node reads a match's presences, tick and
+    /// state: `Ok((json, _))` (see `matches::MatchState::to_json`).
+    MatchState { match_id: Uuid },
+    /// The console of another node asks for this node's figures:
+    /// `Ok((json, _))` (see [`crate::NodeFigures`]).
+    Status,
     /// A party request (a JSON envelope) of a session elsewhere, for a party
     /// of the node: `Ok((reply envelope, true))` or `Ok((_, false))` when
     /// the request has no reply.

@@ -261,6 +261,11 @@ impl Hub {
     }
 
     /// Whether other nodes may own what an id names (a cluster).
+    /// The other nodes alive now.
+    pub(crate) fn peers(&self) -> Vec<String> {
+        self.router.bus().peers()
+    }
+
     pub(crate) fn clustered(&self) -> bool {
         self.router.bus().clustered()
     }

@@ -135,8 +135,50 @@ pub struct Connect {
 }
 
 /// The realtime layer of one node: the hub and its features.
+/// One node's figures for the console's status: its name, sessions,
+/// presences, authoritative matches and parties, and when it started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeFigures {
+    pub name: String,
+    pub sessions: usize,
+    pub presences: usize,
+    pub matches: usize,
+    pub parties: usize,
+    /// UNIX milliseconds.
+    pub started_ms: i64,
+}
+
+impl NodeFigures {
+    fn to_json(&self) -> String {
+        serde_json::json!([
+            self.name,
+            self.sessions,
+            self.presences,
+            self.matches,
+            self.parties,
+            self.started_ms
+        ])
+        .to_string()
+    }
+
+    fn from_json(text: &str) -> Option<NodeFigures> {
+        let v: serde_json::Value = serde_json::from_str(text).ok()?;
+        let n = |i: usize| v[i].as_u64().map(|n| n as usize);
+        Some(NodeFigures {
+            name: v[0].as_str()?.to_owned(),
+            sessions: n(1)?,
+            presences: n(2)?,
+            matches: n(3)?,
+            parties: n(4)?,
+            started_ms: v[5].as_i64()?,
+        })
+    }
+}
+
 pub struct Realtime {
     hub: Arc<Hub>,
+    /// When this node's realtime layer started, UNIX milliseconds.
+    started_ms: i64,
     pub status: Status,
     pub chat: Chat,
     pub notifier: Arc<Notifier>,
@@ -180,6 +222,9 @@ impl Realtime {
         ));
         let notifier = Arc::new(Notifier::new(hub.clone(), store.clone()));
         Realtime {
+            started_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
             status: Status::new(hub.clone(), store.clone()),
             chat: Chat::new(hub.clone(), store, notifier.clone()),
             notifier,
@@ -284,8 +329,51 @@ impl Realtime {
                 let id = format!("{match_id}.{}", self.hub.node());
                 self.matches.signal(&id, data).await.map(|r| (r, false))
             }
+            bus::NodeCall::MatchState { match_id } => {
+                let id = format!("{match_id}.{}", self.hub.node());
+                self.matches
+                    .state(&id)
+                    .await
+                    .map(|state| (state.to_json(), false))
+            }
+            bus::NodeCall::Status => Ok((self.figures().to_json(), false)),
             bus::NodeCall::Party { presence, envelope } => self.parties.serve(&presence, &envelope),
         }
+    }
+
+    /// This node's figures.
+    pub fn figures(&self) -> NodeFigures {
+        NodeFigures {
+            name: self.hub.node().to_string(),
+            sessions: self.hub.session_count(),
+            presences: self.hub.presence_count(),
+            matches: self.matches.count(),
+            parties: self.parties.count(),
+            started_ms: self.started_ms,
+        }
+    }
+
+    /// Every node's figures, this node's first: the others are asked over
+    /// the bus at once and wait at most `timeout`; a node that does not
+    /// answer in time comes back as `Err(name)`.
+    pub async fn cluster_figures(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Vec<Result<NodeFigures, String>> {
+        let peers = self.hub.peers();
+        let asked = peers.iter().map(|node| async move {
+            match self
+                .hub
+                .call_node(node, bus::NodeCall::Status, timeout)
+                .await
+            {
+                Ok((json, _)) => NodeFigures::from_json(&json).ok_or_else(|| node.clone()),
+                Err(_) => Err(node.clone()),
+            }
+        });
+        let mut all = vec![Ok(self.figures())];
+        all.extend(futures_util::future::join_all(asked).await);
+        all
     }
 
     /// Acts on another node's notice.

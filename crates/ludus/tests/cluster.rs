@@ -786,6 +786,49 @@ async fn matches_span_nodes() {
     let mut wb = Ws::connect(b.addr, &tb).await;
     let mut wc = Ws::connect(c.addr, &tc).await;
     let joined = wb.call(json!({"match_join": {"match_id": match_id}})).await;
+    // The console of node c reads the state of node a's match (the bus
+    // carries the question and the answer), with b's player in it.
+    let (status, state) = request(
+        c.console,
+        "GET",
+        &format!("/v2/console/match/{match_id}/state"),
+        "Basic YWRtaW46cGFzc3dvcmQ=",
+        &Value::Null,
+    )
+    .await
+    .expect("the console answered");
+    assert_eq!(status, 200, "{state}");
+    assert!(has_user(&state["presences"], &ub), "{state}");
+    assert!(state["tick"].as_str().is_some(), "{state}");
+    // Node c's console status lists every node, each with its own figures:
+    // b holds b's socket and a's match.
+    let (status, nodes) = request(
+        c.console,
+        "GET",
+        "/v2/console/status",
+        "Basic YWRtaW46cGFzc3dvcmQ=",
+        &Value::Null,
+    )
+    .await
+    .expect("the console answered");
+    assert_eq!(status, 200, "{nodes}");
+    let by_name = |name: &str| {
+        nodes["nodes"]
+            .as_array()
+            .and_then(|ns| ns.iter().find(|n| n["name"] == json!(name)).cloned())
+            .unwrap_or_else(|| panic!("{name} in {nodes}"))
+    };
+    assert_eq!(
+        nodes["nodes"][0]["name"],
+        json!("m-c"),
+        "this node first: {nodes}"
+    );
+    for name in ["m-a", "m-b", "m-c"] {
+        assert_eq!(by_name(name)["health"], json!(0), "{nodes}");
+    }
+    assert_eq!(by_name("m-a")["match_count"], json!(1), "{nodes}");
+    assert_eq!(by_name("m-b")["session_count"], json!(1), "{nodes}");
+    assert_eq!(by_name("m-b")["match_count"], json!(0), "{nodes}");
     assert_eq!(joined["match"]["match_id"], json!(match_id), "{joined}");
     assert!(joined["match"]["label"].as_str().unwrap().contains("duel"));
     // The match's own broadcast on join (op 100) reaches the player on b.

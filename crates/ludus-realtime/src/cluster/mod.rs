@@ -204,6 +204,8 @@ struct Shared {
     lag: ludus_core::metrics::Histogram,
     /// Connections to a Redis shard lost so far.
     reconnects: std::sync::atomic::AtomicU64,
+    /// The other nodes alive now, as the replica sees them.
+    peers: Mutex<std::collections::BTreeSet<Arc<str>>>,
 }
 
 const PRESENCE: &str = "ludus:presence";
@@ -367,9 +369,10 @@ impl Bus for RedisBus {
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, tx);
         let key = match &call {
-            NodeCall::MatchJoin { match_id, .. } | NodeCall::MatchSignal { match_id, .. } => {
-                *match_id.as_bytes()
-            }
+            NodeCall::MatchJoin { match_id, .. }
+            | NodeCall::MatchSignal { match_id, .. }
+            | NodeCall::MatchState { match_id } => *match_id.as_bytes(),
+            NodeCall::Status => [0; 16],
             NodeCall::Party { presence, .. } => *presence.session_id.as_bytes(),
         };
         let wire = Wire::Call {
@@ -423,6 +426,16 @@ impl Bus for RedisBus {
 
     fn clustered(&self) -> bool {
         true
+    }
+
+    fn peers(&self) -> Vec<String> {
+        self.0
+            .peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|p| p.to_string())
+            .collect()
     }
 
     fn health(&self) -> Option<crate::bus::BusHealth> {
@@ -558,6 +571,7 @@ impl Cluster {
             started: std::time::Instant::now(),
             lag: Default::default(),
             reconnects: Default::default(),
+            peers: Default::default(),
         });
         link::take_lease(&shared).await?;
         tracing::info!(node, shards = shared.shards.len(), "joined the cluster");

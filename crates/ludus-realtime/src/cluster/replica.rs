@@ -121,6 +121,9 @@ impl Replica {
             tracing::info!(%node, "node restarted; its earlier presences leave");
             self.gone(node);
         }
+        if !self.peers.contains_key(node) {
+            lock(&self.shared.peers).insert(node.clone());
+        }
         let peer = self.peers.entry(node.clone()).or_insert_with(fresh);
         peer.last_seen = Instant::now();
         peer
@@ -391,6 +394,7 @@ impl Replica {
     /// Forgets a node and tells this node's sessions its presences left.
     fn gone(&mut self, node: &Arc<str>) {
         self.peers.remove(node);
+        lock(&self.shared.peers).remove(node);
         let left = self.realtime.hub().remote_node_gone(node);
         if !left.is_empty() {
             self.realtime.presences_gone(left);
@@ -432,4 +436,8 @@ async fn read_snapshot(
         seq,
         presences,
     })
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

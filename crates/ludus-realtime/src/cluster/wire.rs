@@ -159,6 +159,8 @@ const ACCOUNTS_WIPED: u8 = 20;
 const CALL_MATCH_JOIN: u8 = 1;
 const CALL_MATCH_SIGNAL: u8 = 2;
 const CALL_PARTY: u8 = 3;
+const CALL_MATCH_STATE: u8 = 4;
+const CALL_STATUS: u8 = 5;
 const CAST_MATCH_DATA: u8 = 1;
 const CAST_UNTRACK: u8 = 2;
 const CAST_TRACK: u8 = 3;
@@ -304,6 +306,11 @@ impl Wire {
                         put_id(&mut w, *match_id);
                         put_str(&mut w, data);
                     }
+                    NodeCall::MatchState { match_id } => {
+                        w.put_u8(CALL_MATCH_STATE);
+                        put_id(&mut w, *match_id);
+                    }
+                    NodeCall::Status => w.put_u8(CALL_STATUS),
                     NodeCall::Party { presence, envelope } => {
                         w.put_u8(CALL_PARTY);
                         put_presence(&mut w, presence);
@@ -471,6 +478,8 @@ impl Wire {
                         match_id: r.id()?,
                         data: r.str()?.to_string(),
                     },
+                    CALL_MATCH_STATE => NodeCall::MatchState { match_id: r.id()? },
+                    CALL_STATUS => NodeCall::Status,
                     CALL_PARTY => NodeCall::Party {
                         presence: r.presence()?,
                         envelope: r.str()?.to_string(),
@@ -890,6 +899,18 @@ mod tests {
                     match_id: Uuid::new_v4(),
                     data: "hi".into(),
                 },
+            },
+            Wire::Call {
+                from: "c".into(),
+                id: 44,
+                call: NodeCall::MatchState {
+                    match_id: Uuid::new_v4(),
+                },
+            },
+            Wire::Call {
+                from: "d".into(),
+                id: 45,
+                call: NodeCall::Status,
             },
             Wire::Reply {
                 id: 42,

@@ -192,12 +192,62 @@ pub(crate) enum Call {
 }
 
 /// What the console shows of a running match (Nakama's `MatchState`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct MatchState {
     pub presences: Vec<Presence>,
     pub tick: i64,
     /// The handler's state as JSON text; empty when it cannot tell.
     pub state: String,
+}
+
+impl MatchState {
+    /// The form another node's console receives it in over the bus.
+    pub(crate) fn to_json(&self) -> String {
+        let presences: Vec<Value> = self
+            .presences
+            .iter()
+            .map(|p| {
+                serde_json::json!([
+                    p.user_id.to_string(),
+                    p.session_id.to_string(),
+                    &*p.username,
+                    &*p.node,
+                ])
+            })
+            .collect();
+        serde_json::json!({"presences": presences, "tick": self.tick, "state": self.state})
+            .to_string()
+    }
+
+    pub(crate) fn from_json(text: &str) -> Result<MatchState, RtError> {
+        let bad = || {
+            RtError::new(
+                RtCode::RuntimeException,
+                "another node answered a match state this node cannot read",
+            )
+        };
+        let v: Value = serde_json::from_str(text).map_err(|_| bad())?;
+        let presences = v["presences"]
+            .as_array()
+            .ok_or_else(bad)?
+            .iter()
+            .map(|p| {
+                let text = |i: usize| p[i].as_str().ok_or_else(bad);
+                let id = |i: usize| text(i).and_then(|t| Uuid::parse_str(t).map_err(|_| bad()));
+                Ok(Presence::new(
+                    id(0)?,
+                    id(1)?,
+                    Arc::from(text(2)?),
+                    Arc::from(text(3)?),
+                ))
+            })
+            .collect::<Result<Vec<_>, RtError>>()?;
+        Ok(MatchState {
+            presences,
+            tick: v["tick"].as_i64().ok_or_else(bad)?,
+            state: v["state"].as_str().ok_or_else(bad)?.to_owned(),
+        })
+    }
 }
 
 pub(crate) enum Inbox {
@@ -618,12 +668,16 @@ impl MatchRegistry {
             return Ok(MatchState::default());
         }
         if node != &*self.node {
-            return Err(RtError::new(
-                RtCode::BadInput,
-                format!(
-                    "match {match_id} runs on node {node}, read its state on that node's console"
-                ),
-            ));
+            if !self.hub.clustered() {
+                return Err(not_found());
+            }
+            // The node that runs it answers, through the bus.
+            let call = crate::bus::NodeCall::MatchState { match_id: id };
+            let (json, _) = self
+                .hub
+                .call_node(node, call, self.config.call_timeout())
+                .await?;
+            return MatchState::from_json(&json);
         }
         let entry = self.local_entry(match_id)?;
         let (reply, answer) = oneshot::channel();

@@ -828,3 +828,21 @@ async fn a_panicking_handler_ends_only_its_match() {
     wait(150).await;
     assert_eq!(data_of(&drain(&b)), vec![(1, "fine".into(), String::new())]);
 }
+
+#[test]
+fn a_match_state_crosses_the_bus_unchanged() {
+    let state = MatchState {
+        presences: vec![Presence::new(
+            Uuid::new_v4(),
+            Uuid::new_v4(),
+            Arc::from("ann"),
+            Arc::from("node-b"),
+        )],
+        tick: 42,
+        state: r#"{"round":3}"#.into(),
+    };
+    assert_eq!(MatchState::from_json(&state.to_json()).unwrap(), state);
+    for bad in ["", "{}", r#"{"presences":[["x"]],"tick":1,"state":""}"#] {
+        assert!(MatchState::from_json(bad).is_err(), "{bad}");
+    }
+}

@@ -66,28 +66,50 @@ struct StatusList {
     timestamp: ludus_proto::Timestamp,
 }
 
-/// This node's sessions, presences, matches and parties. A cluster's other
-/// nodes are not asked (see docs/console.md); goroutines and the request
-/// averages Nakama samples are 0.
+/// Every node's sessions, presences, matches and parties: this node's,
+/// then the others of a cluster, each asked over the bus (2 s at most; a
+/// node that does not answer is listed with health 1, Nakama's ERROR).
+/// Goroutines and the request averages Nakama samples are 0.
 async fn status(State(state): State<ConsoleState>) -> Result<Response, HttpError> {
     let realtime = &state.app.sockets.realtime;
-    let hub = realtime.hub();
-    let node = NodeStatus {
-        name: hub.node().to_string(),
-        health: 0,
-        session_count: hub.session_count() as i32,
-        presence_count: hub.presence_count() as i32,
-        match_count: realtime.matches.count() as i32,
-        goroutine_count: 0,
-        avg_latency_ms: 0.0,
-        avg_rate_sec: 0.0,
-        avg_input_kbs: 0.0,
-        avg_output_kbs: 0.0,
-        party_count: realtime.parties.count() as i32,
-        create_time: convert::timestamp(state.started_ms / 1000),
-    };
+    let figures = realtime
+        .cluster_figures(std::time::Duration::from_secs(2))
+        .await;
+    let nodes = figures
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let (name, health, f) = match f {
+                Ok(f) => (f.name.clone(), 0, Some(f)),
+                Err(name) => (name, 1, None),
+            };
+            let count = |pick: fn(&ludus_realtime::NodeFigures) -> usize| {
+                f.as_ref().map_or(0, |f| pick(f) as i32)
+            };
+            // This node's start is the server's; another's its realtime's.
+            let started_ms = match (i, &f) {
+                (0, _) => state.started_ms,
+                (_, Some(f)) => f.started_ms,
+                (_, None) => 0,
+            };
+            NodeStatus {
+                name,
+                health,
+                session_count: count(|f| f.sessions),
+                presence_count: count(|f| f.presences),
+                match_count: count(|f| f.matches),
+                goroutine_count: 0,
+                avg_latency_ms: 0.0,
+                avg_rate_sec: 0.0,
+                avg_input_kbs: 0.0,
+                avg_output_kbs: 0.0,
+                party_count: count(|f| f.parties),
+                create_time: convert::timestamp(started_ms / 1000),
+            }
+        })
+        .collect();
     Ok(crate::api::json(&StatusList {
-        nodes: vec![node],
+        nodes,
         timestamp: convert::timestamp(super::now_ms() / 1000),
     }))
 }
