@@ -132,11 +132,10 @@ pub async fn start_with(
         &realtime_config.node,
         realtime_config.outgoing_queue_size,
         realtime_config.single_socket,
-        bus,
+        bus.clone(),
     );
-    if let Some(heard) = cluster.as_mut().and_then(|c| c.broadcasts()) {
-        tokio::spawn(apply_revocations(accounts.clone(), heard));
-    }
+    // Other nodes' broadcasts, applied once every service exists (below).
+    let heard = cluster.as_mut().and_then(|c| c.broadcasts());
     let realtime = Arc::new(ludus_realtime::Realtime::with_hub(
         realtime_config,
         accounts.store().clone(),
@@ -211,8 +210,12 @@ pub async fn start_with(
         accounts,
         sockets,
         runtime,
+        bus,
         metrics,
     });
+    if let Some(heard) = heard {
+        tokio::spawn(apply_broadcasts(state.clone(), heard));
+    }
     let app = crate::api::router(state.clone());
     let (stop, stopped) = watch::channel(false);
     let matchmaker = {
@@ -354,23 +357,32 @@ impl ludus_core::revocation::RevocationFeed for BusRevocations {
     }
 }
 
-/// Applies the revocations other nodes broadcast; when some may have been
-/// missed (the bus was down), reads the stored ones again.
-async fn apply_revocations(
-    accounts: Arc<AccountService>,
+/// Applies what other nodes broadcast: revocations, and console wipes
+/// (this node drops what its storage indexes and leaderboards hold of the
+/// wiped data); when some may have been missed (the bus was down), reads
+/// the stored revocations again.
+async fn apply_broadcasts(
+    state: AppState,
     mut heard: tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
 ) {
     use ludus_core::revocation::Revoked;
     while let Some(payload) = heard.recv().await {
         if payload.is_empty() {
-            if let Err(error) = accounts.reload_revocations().await {
+            if let Err(error) = state.accounts.reload_revocations().await {
                 tracing::warn!(%error, "cannot reload revocations after the cluster bus came back");
             }
             continue;
         }
-        match std::str::from_utf8(&payload).ok().and_then(Revoked::decode) {
-            Some(r) => accounts.apply_revoked(r),
-            None => tracing::warn!("ignoring a broadcast that is not a revocation"),
+        let text = std::str::from_utf8(&payload).unwrap_or_default();
+        if let Some(what) = crate::console::wiped(text) {
+            if let Err(error) = crate::console::after_wipe(&state, what).await {
+                tracing::warn!(error = %error.message, "cannot drop another node's wiped data from this node");
+            }
+            continue;
+        }
+        match Revoked::decode(text) {
+            Some(r) => state.accounts.apply_revoked(r),
+            None => tracing::warn!("ignoring a broadcast that is neither a revocation nor a wipe"),
         }
     }
 }

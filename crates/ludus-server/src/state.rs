@@ -46,6 +46,9 @@ pub struct Services {
     pub sockets: Arc<crate::socket::Sockets>,
     /// Lua and native modules: RPCs and hooks (`state.runtime.rpc(ctx, id, payload)`).
     pub runtime: Arc<ludus_runtime::Runtime>,
+    /// The cluster bus (`LocalBus` on one node): the console's wipes tell
+    /// the other nodes through it.
+    pub bus: Arc<dyn ludus_realtime::Bus>,
     /// What requests and sockets record, when `metrics.prometheus_port`
     /// exports it; `None` records nothing.
     pub metrics: Option<Arc<crate::metrics::ServerMetrics>>,

@@ -1358,7 +1358,8 @@ async fn parties_span_nodes() {
 }
 
 /// A console wipe of every account on one node closes the sockets of the
-/// deleted accounts on the other node too (the bus carries it).
+/// deleted accounts on the other node too, and the other node drops them
+/// from its index-only storage index and its board (the bus carries it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_wipe_closes_sockets_on_every_node() {
     let redis = RedisServer::start();
@@ -1374,6 +1375,22 @@ async fn console_wipe_closes_sockets_on_every_node() {
     let mut wb = Ws::connect(b.addr, &tb).await;
     wa.call(json!({"ping": {}})).await;
     wb.call(json!({"ping": {}})).await;
+    // Node b's own memory: a storage index entry and a board record.
+    rpc(b.addr, &tb, "cluster_wipe_setup", json!("")).await;
+    let seen = || async {
+        let (status, reply) = request(
+            b.addr,
+            "POST",
+            "/v2/rpc/cluster_wipe_seen?http_key=defaulthttpkey",
+            "",
+            &json!(""),
+        )
+        .await
+        .unwrap();
+        assert_eq!(status, 200, "{reply}");
+        serde_json::from_str::<Value>(reply["payload"].as_str().unwrap()).unwrap()
+    };
+    assert_eq!(seen().await, json!({"indexed": 1, "records": 1}));
     // The root console user by HTTP Basic (admin:password) on node a.
     let (status, body) = request(
         a.console,
@@ -1396,4 +1413,15 @@ async fn console_wipe_closes_sockets_on_every_node() {
     }
     assert!(wa.closed, "the socket on the wiping node was closed");
     assert!(wb.closed, "the socket on the other node was closed");
+    // Node b dropped the wiped player's index entry and record too.
+    let mut now = seen().await;
+    while now != json!({"indexed": 0, "records": 0}) && wiped.elapsed() < SHORT {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        now = seen().await;
+    }
+    assert_eq!(
+        now,
+        json!({"indexed": 0, "records": 0}),
+        "node b after the wipe"
+    );
 }

@@ -37,6 +37,8 @@ mod users;
 mod wallet;
 mod wipes;
 
+pub(crate) use wipes::{after_wipe, wiped};
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -60,20 +60,54 @@ async fn wipe(state: &ConsoleState, what: Wipe) -> Result<Response, HttpError> {
         .console_wipe(what)
         .await
         .map_err(ludus_core::ApiError::from)?;
+    if what != Wipe::Storage {
+        // Every account is gone: their sockets close on every node (the
+        // bus tells the others).
+        app.sockets.realtime.hub().close_wiped_accounts();
+    }
+    after_wipe(app, what).await?;
+    // The other nodes of a cluster drop it from their own memory too.
+    app.bus.broadcast(wipe_broadcast(what).into());
+    tracing::warn!(wipe = ?what, deleted, "console wiped game data");
+    Ok(crate::api::empty())
+}
+
+/// What a node keeps in memory of wiped data goes: the storage indexes'
+/// entries, and (but for a storage wipe) the leaderboards and their rank
+/// indexes, built again from what the store kept.
+pub(crate) async fn after_wipe(
+    app: &crate::state::Services,
+    what: Wipe,
+) -> Result<(), ludus_core::ApiError> {
     let indexes = app.storage.indexes();
     match what {
         Wipe::Storage | Wipe::AllData => indexes.retain(|_| false),
         Wipe::Accounts => indexes.retain(|object| object.user_id.is_nil()),
     }
     if what != Wipe::Storage {
-        // Every account is gone: their sockets close on every node (the
-        // bus tells the others), and the rank indexes are built again from
-        // what the store kept.
-        app.sockets.realtime.hub().close_wiped_accounts();
         app.leaderboards.reload().await?;
     }
-    tracing::warn!(wipe = ?what, deleted, "console wiped game data");
-    Ok(crate::api::empty())
+    Ok(())
+}
+
+/// The broadcast that tells the other nodes of a wipe.
+fn wipe_broadcast(what: Wipe) -> String {
+    let name = match what {
+        Wipe::Accounts => "accounts",
+        Wipe::Storage => "storage",
+        Wipe::AllData => "all",
+    };
+    format!("wiped|{name}")
+}
+
+/// The wipe another node broadcast, if `text` is one.
+pub(crate) fn wiped(text: &str) -> Option<Wipe> {
+    match text.strip_prefix("wiped|")? {
+        "accounts" => Some(Wipe::Accounts),
+        "storage" => Some(Wipe::Storage),
+        "all" => Some(Wipe::AllData),
+        _ => None,
+    }
 }
 
 /// Nakama's `DeleteChannelMessagesResponse`.
@@ -123,4 +157,20 @@ async fn messages(
     Ok(crate::api::json(&Deleted {
         total: total.to_string(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wipe_broadcasts_read_back_and_are_not_revocations() {
+        for what in [Wipe::Accounts, Wipe::Storage, Wipe::AllData] {
+            let text = wipe_broadcast(what);
+            assert_eq!(wiped(&text), Some(what));
+            assert!(ludus_core::revocation::Revoked::decode(&text).is_none());
+        }
+        assert_eq!(wiped("u|x|1"), None);
+        assert_eq!(wiped("wiped|else"), None);
+    }
 }
