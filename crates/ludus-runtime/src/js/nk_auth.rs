@@ -16,6 +16,7 @@ use serde_json::{Value as Json, json};
 
 use super::nk_common::{Args, NkError, NkResult, answer, arg, define, nothing, served};
 use super::shared::JsShared;
+use crate::services::Authenticated;
 
 type FromToken = fn(String) -> SocialCredential;
 
@@ -51,12 +52,24 @@ fn gamecenter(a: &Args, first: usize) -> Result<SocialCredential, NkError> {
 /// Signs in with `credential`, `username` (empty: generated) and `create`
 /// (default true), answering Nakama's `{userId, username, created}`.
 fn authenticate(s: &JsShared, credential: Credential, a: &Args, from: usize) -> NkResult {
+    signed_in(sign_in(s, credential, a, from)?)
+}
+
+fn sign_in(
+    s: &JsShared,
+    credential: Credential,
+    a: &Args,
+    from: usize,
+) -> Result<Authenticated, NkError> {
     let username = a.string(from, "username")?;
     let create = a.bool_or(from + 1, true, "create")?;
     let services = s.services.clone();
-    let auth = served(s, "error authenticating", async move {
+    served(s, "error authenticating", async move {
         services.authenticate(credential, username, create).await
-    })?;
+    })
+}
+
+fn signed_in(auth: Authenticated) -> NkResult {
     answer(json!({
         "userId": auth.user_id,
         "username": auth.username,
@@ -71,16 +84,6 @@ fn link(s: &JsShared, a: &Args, credential: Credential) -> NkResult {
         services.link(user, credential).await
     })?;
     nothing()
-}
-
-/// The user id and username of an `authenticate` answer.
-fn answer_user(answer: &Option<Json>) -> Result<(uuid::Uuid, String), NkError> {
-    let a = answer.as_ref().unwrap_or(&Json::Null);
-    let user = a["userId"]
-        .as_str()
-        .and_then(|id| uuid::Uuid::parse_str(id).ok())
-        .ok_or_else(|| NkError::Server("error authenticating: no user id".into()))?;
-    Ok((user, a["username"].as_str().unwrap_or_default().to_owned()))
 }
 
 /// Imports the platform friends of `user` (Facebook, Steam); a failed
@@ -144,14 +147,15 @@ pub(super) fn install<'js>(
             let token = a.required(0, "token")?;
             let import = a.bool_or(1, true, "import friends")?;
             let social = make(token);
-            let answer = authenticate(s, Credential::Social(social.clone()), a, 2)?;
+            let auth = sign_in(s, Credential::Social(social.clone()), a, 2)?;
             if import {
                 // Nakama imports after signing in; a failed import is
                 // logged, the sign-in stands.
-                let (user, username) = answer_user(&answer)?;
-                sync_friends(s, user, username, social)?;
+                let user = uuid::Uuid::parse_str(&auth.user_id)
+                    .map_err(|_| NkError::Server("error authenticating: no user id".into()))?;
+                sync_friends(s, user, auth.username.clone(), social)?;
             }
-            Ok(answer)
+            signed_in(auth)
         })?;
     }
     define(ctx, nk, shared, "authenticateGameCenter", |s, a| {

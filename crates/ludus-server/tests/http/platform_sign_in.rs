@@ -666,17 +666,43 @@ async fn lua_platform_functions_with_nakamas_arguments(b: Backend) {
         c.runtime.max_rpc_payload_bytes = 1 << 16;
     })
     .await;
-    let proofs = module_proofs(&keys, "lua");
     let s = t.device_session("lua-platform-device").await;
+    let out = platform_module(&t, &s, "lua_platforms", &keys, "lua").await;
+    assert_platform_outcomes(&out, "lua", "user_id");
+    // Only Steam stays linked to the caller; the platform sign-ups have their ids.
+    let account = t.get_bearer("/v2/account", &token(&s)).await;
+    let user = &account.body["user"];
+    assert_eq!(user["steam_id"], "7656119002", "{user}");
+    for field in [
+        "apple_id",
+        "google_id",
+        "facebook_id",
+        "facebook_instant_game_id",
+        "gamecenter_id",
+    ] {
+        assert_eq!(user.get(field), None, "{field}: {user}");
+    }
+    assert_gamecenter_signs_in(&t, &keys, "lua", &out, "user_id").await;
+}
+
+/// Calls the platform RPC `rpc` of a Lua or JS module (`lang`) as the
+/// session `s` with that language's proofs; answers what each call gave.
+async fn platform_module(t: &TestServer, s: &Value, rpc: &str, keys: &Keys, lang: &str) -> Value {
+    let proofs = module_proofs(keys, lang);
     let r = t
         .post_bearer(
-            "/v2/rpc/lua_platforms",
-            &token(&s),
+            &format!("/v2/rpc/{rpc}"),
+            &token(s),
             json!(proofs.to_string()),
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
+    serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap()
+}
+
+/// What the Lua and JS platform modules both answer, the user id under
+/// `id_key` (Lua's `user_id`, JS's `userId`).
+fn assert_platform_outcomes(out: &Value, lang: &str, id_key: &str) {
     for call in [
         "apple_new",
         "google_new",
@@ -687,26 +713,18 @@ async fn lua_platform_functions_with_nakamas_arguments(b: Backend) {
     ] {
         assert_eq!(out[call]["created"], true, "{call}: {out}");
     }
-    assert_eq!(out["apple_new"]["username"], "luaapple");
+    assert_eq!(out["apple_new"]["username"], format!("{lang}apple"));
     assert_eq!(out["apple_again"]["created"], false, "{out}");
-    assert_eq!(out["apple_again"]["user_id"], out["apple_new"]["user_id"]);
+    assert_eq!(out["apple_again"][id_key], out["apple_new"][id_key]);
     let text = |call: &str| out[call].as_str().unwrap_or_default().to_owned();
-    assert!(
-        text("steam_no_create").contains("user account not found"),
-        "{out}"
-    );
-    assert!(
-        text("google_forged").contains("could not authenticate google"),
-        "{out}"
-    );
-    assert!(
-        text("link_taken").contains("error linking: apple id is already in use"),
-        "{out}"
-    );
-    assert!(
-        text("unlink_forged").contains("error unlinking: could not authenticate"),
-        "{out}"
-    );
+    for (call, says) in [
+        ("steam_no_create", "user account not found"),
+        ("google_forged", "could not authenticate google"),
+        ("link_taken", "error linking: apple id is already in use"),
+        ("unlink_forged", "error unlinking: could not authenticate"),
+    ] {
+        assert!(text(call).contains(says), "{call}: {out}");
+    }
     for call in [
         "link_apple",
         "link_google",
@@ -722,27 +740,24 @@ async fn lua_platform_functions_with_nakamas_arguments(b: Backend) {
     ] {
         assert!(out[call].is_object(), "{call}: {out}");
     }
-    // Only Steam stays linked to the caller; the platform sign-ups have their ids.
-    let account = t.get_bearer("/v2/account", &token(&s)).await;
-    let user = &account.body["user"];
-    assert_eq!(user["steam_id"], "7656119002", "{user}");
-    for field in [
-        "apple_id",
-        "google_id",
-        "facebook_id",
-        "facebook_instant_game_id",
-        "gamecenter_id",
-    ] {
-        assert_eq!(user.get(field), None, "{field}: {user}");
-    }
+}
+
+/// The module's Game Center sign-up signs in again over REST.
+async fn assert_gamecenter_signs_in(
+    t: &TestServer,
+    keys: &Keys,
+    lang: &str,
+    out: &Value,
+    id_key: &str,
+) {
     let r = t
         .post_key(
             "/v2/account/authenticate/gamecenter?create=false",
-            gamecenter(&keys.signer, "G:lua-1", GC_URL, now() * 1000),
+            gamecenter(&keys.signer, &format!("G:{lang}-1"), GC_URL, now() * 1000),
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(json!(user_id(&r.body)), out["gamecenter_new"]["user_id"]);
+    assert_eq!(json!(user_id(&r.body)), out["gamecenter_new"][id_key]);
 }
 
 /// The proofs the Lua and JS platform modules sign in, link and unlink
@@ -1052,65 +1067,17 @@ async fn js_platform_functions_with_nakamas_arguments(b: Backend) {
         c.runtime.max_rpc_payload_bytes = 1 << 16;
     })
     .await;
-    let proofs = module_proofs(&keys, "js");
     let s = t.device_session("js-platform-device").await;
-    let r = t
-        .post_bearer(
-            "/v2/rpc/js_platforms",
-            &token(&s),
-            json!(proofs.to_string()),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    let out: Value = serde_json::from_str(r.body["payload"].as_str().unwrap()).unwrap();
-    for call in [
-        "apple_new",
-        "google_new",
-        "facebook_new",
-        "instant_new",
-        "gamecenter_new",
-        "steam_new",
-    ] {
-        assert_eq!(out[call]["created"], true, "{call}: {out}");
-    }
-    assert_eq!(out["apple_new"]["username"], "jsapple");
+    let out = platform_module(&t, &s, "js_platforms", &keys, "js").await;
+    assert_platform_outcomes(&out, "js", "userId");
     assert_eq!(out["facebook_new"]["username"], "jsfacebook");
-    assert_eq!(out["apple_again"]["created"], false, "{out}");
-    assert_eq!(out["apple_again"]["userId"], out["apple_new"]["userId"]);
     let text = |call: &str| out[call].as_str().unwrap_or_default().to_owned();
-    assert!(
-        text("steam_no_create").contains("user account not found"),
-        "{out}"
-    );
-    assert!(
-        text("google_forged").contains("could not authenticate google"),
-        "{out}"
-    );
-    assert!(
-        text("link_taken").contains("error linking: apple id is already in use"),
-        "{out}"
-    );
-    assert!(
-        text("unlink_forged").contains("error unlinking: could not authenticate"),
-        "{out}"
-    );
     assert!(
         text("unlink_steam_other").contains("error unlinking"),
         "{out}"
     );
     for call in [
-        "link_apple",
-        "link_google",
-        "link_facebook",
-        "link_instant",
-        "link_gamecenter",
-        "link_steam",
         "link_device",
-        "unlink_apple",
-        "unlink_google",
-        "unlink_facebook",
-        "unlink_instant",
-        "unlink_gamecenter",
         "unlink_steam",
         "unlink_device",
         // The email linking Google brought (its token names one).
@@ -1139,12 +1106,5 @@ async fn js_platform_functions_with_nakamas_arguments(b: Backend) {
         .collect();
     assert_eq!(devices, ["js-platform-device"]);
     assert_eq!(account.body.get("email"), None, "{}", account.body);
-    let r = t
-        .post_key(
-            "/v2/account/authenticate/gamecenter?create=false",
-            gamecenter(&keys.signer, "G:js-1", GC_URL, now() * 1000),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(json!(user_id(&r.body)), out["gamecenter_new"]["userId"]);
+    assert_gamecenter_signs_in(&t, &keys, "js", &out, "userId").await;
 }
