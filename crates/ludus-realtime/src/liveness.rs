@@ -156,4 +156,30 @@ mod tests {
         l.saw_frame(Instant::now());
         assert_eq!(tick(&mut l).await, (Due::Idle, 15_000));
     }
+
+    /// The socket keeps one timer and moves it only when it fires, which
+    /// is right only if nothing ever brings the deadline earlier: frames,
+    /// messages and checks at any moment only push it back.
+    #[tokio::test(start_paused = true)]
+    async fn the_deadline_never_moves_earlier() {
+        for idle in [None, Some(20_000), Some(7_000)] {
+            let mut l = Liveness::new(config(idle), Instant::now());
+            let mut last = l.deadline();
+            for step in 0..200u64 {
+                advance(Duration::from_millis(137 * (step % 11))).await;
+                let now = Instant::now();
+                match step % 4 {
+                    0 => l.saw_frame(now),
+                    1 => l.saw_message(now),
+                    2 => {
+                        let _ = l.check(now);
+                    }
+                    _ => {}
+                }
+                let deadline = l.deadline();
+                assert!(deadline >= last, "step {step}: the deadline moved earlier");
+                last = deadline;
+            }
+        }
+    }
 }

@@ -9,13 +9,21 @@
 //!
 //! An idle queue owns no buffer: the `VecDeque` allocates on first use and is
 //! shrunk again after a burst, which keeps an idle socket small.
+//!
+//! The queue has one reader, the socket's task, so it is woken through one
+//! [`AtomicWaker`]: registering is an atomic swap when the task's waker is
+//! already stored, and a reader that stops waiting leaves nothing to remove
+//! (a `Notify` waiter joins and leaves a locked list every time the socket's
+//! loop turns, and a push while nobody waits leaves a permit that wakes the
+//! reader once for nothing).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use tokio::sync::Notify;
+use futures_util::task::AtomicWaker;
 
 /// Why a session was closed by the server side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +120,8 @@ pub struct Outbound {
     capacity: usize,
     /// 0 while open, else a `CloseReason`.
     closed: AtomicU8,
-    wake: Notify,
+    /// The reader waiting for frames or a close, if any.
+    wake: AtomicWaker,
 }
 
 impl std::fmt::Debug for Outbound {
@@ -131,7 +140,7 @@ impl Outbound {
             frames: Mutex::new(VecDeque::new()),
             capacity: capacity.max(1),
             closed: AtomicU8::new(0),
-            wake: Notify::new(),
+            wake: AtomicWaker::new(),
         }
     }
 
@@ -150,7 +159,7 @@ impl Outbound {
             }
             frames.push_back(frame);
         }
-        self.wake.notify_one();
+        self.wake.wake();
         Ok(())
     }
 
@@ -161,7 +170,7 @@ impl Outbound {
             .compare_exchange(0, reason.to_u8(), Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
-            self.wake.notify_one();
+            self.wake.wake();
         }
     }
 
@@ -185,6 +194,9 @@ impl Outbound {
     /// Takes every queued frame without waiting.
     pub fn take_all(&self) -> Vec<Bytes> {
         let mut frames = self.frames.lock().unwrap_or_else(|e| e.into_inner());
+        if frames.is_empty() {
+            return Vec::new();
+        }
         let batch: Vec<Bytes> = frames.drain(..).collect();
         if frames.capacity() > SHRINK_ABOVE {
             frames.shrink_to(0);
@@ -193,18 +205,33 @@ impl Outbound {
     }
 
     /// Waits for frames or a close. Cancel-safe: nothing is taken from the
-    /// queue unless this returns.
+    /// queue unless this returns. One reader at a time: a second one
+    /// waiting at once would take the first one's wake-ups.
     pub async fn next_batch(&self) -> Next {
-        loop {
-            if let Some(reason) = self.close_reason() {
-                return Next::Close(reason);
-            }
-            let batch = self.take_all();
-            if !batch.is_empty() {
-                return Next::Frames(batch);
-            }
-            self.wake.notified().await;
+        std::future::poll_fn(|cx| self.poll_batch(cx)).await
+    }
+
+    /// [`Outbound::next_batch`] as a poll: ready with frames or a close,
+    /// else `cx`'s waker is woken by the next push or close.
+    pub fn poll_batch(&self, cx: &mut Context<'_>) -> Poll<Next> {
+        if let Some(next) = self.ready() {
+            return Poll::Ready(next);
         }
+        self.wake.register(cx.waker());
+        // A push between the look above and the registration woke the
+        // waker stored before it: look again.
+        match self.ready() {
+            Some(next) => Poll::Ready(next),
+            None => Poll::Pending,
+        }
+    }
+
+    fn ready(&self) -> Option<Next> {
+        if let Some(reason) = self.close_reason() {
+            return Some(Next::Close(reason));
+        }
+        let batch = self.take_all();
+        (!batch.is_empty()).then_some(Next::Frames(batch))
     }
 }
 
@@ -273,6 +300,28 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         q.push(Bytes::from_static(b"x")).unwrap();
         assert!(matches!(waiter.await.unwrap(), Next::Frames(f) if f.len() == 1));
+    }
+
+    /// The socket's loop stops waiting whenever another branch wins: a push
+    /// after that is still found, and the waker left behind does no harm.
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_given_up_loses_nothing_and_a_close_wakes_the_writer() {
+        let q = std::sync::Arc::new(Outbound::new(4));
+        let gave_up =
+            tokio::time::timeout(std::time::Duration::from_millis(5), q.next_batch()).await;
+        assert!(gave_up.is_err(), "an empty queue answered");
+        q.push(Bytes::from_static(b"y")).unwrap();
+        assert!(matches!(q.next_batch().await, Next::Frames(f) if f == [Bytes::from_static(b"y")]));
+        let waiter = tokio::spawn({
+            let q = q.clone();
+            async move { q.next_batch().await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        q.close(CloseReason::Shutdown);
+        assert!(matches!(
+            waiter.await.unwrap(),
+            Next::Close(CloseReason::Shutdown)
+        ));
     }
 
     #[test]

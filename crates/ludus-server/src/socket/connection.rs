@@ -17,6 +17,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
@@ -28,7 +29,7 @@ use ludus_realtime::{
     CloseReason, Encoded, Flow, Format, Modules, Next, Realtime, RtCode, RtError, SessionHandle,
     codec,
 };
-use tokio::time::{Instant, sleep_until, timeout};
+use tokio::time::{Instant, timeout};
 
 use super::sockets::OpenSocket;
 
@@ -117,6 +118,13 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
         max_waiting: settings.max_pending_requests,
     };
 
+    // One timer for the socket's life, moved only when it fires: a frame
+    // moves the liveness deadline later, never earlier, so a timer set for
+    // an older deadline only wakes the loop early (`Due::Nothing`). A timer
+    // made per turn of the loop was a registration in the runtime's timer
+    // wheel and a removal per message.
+    let liveness_due = tokio::time::sleep_until(liveness.deadline());
+    tokio::pin!(liveness_due);
     let end = loop {
         tokio::select! {
             biased;
@@ -171,16 +179,19 @@ pub(super) async fn run(mut ws: WebSocket, open: OpenSocket, session: SessionHan
                     }
                 }
             }
-            () = sleep_until(liveness.deadline()) => match liveness.check(Instant::now()) {
-                Due::Ping => {
-                    if write(&mut ws, Message::Ping(Bytes::new()), write_wait).await.is_err() {
-                        break End::Gone;
+            () = &mut liveness_due => {
+                match liveness.check(Instant::now()) {
+                    Due::Ping => {
+                        if write(&mut ws, Message::Ping(Bytes::new()), write_wait).await.is_err() {
+                            break End::Gone;
+                        }
                     }
+                    Due::Dead => break End::Close(close_code::AWAY, "no pong within socket.pong_wait_ms"),
+                    Due::Idle => break End::Close(close_code::AWAY, "idle for socket.ws_idle_timeout_ms"),
+                    Due::Nothing => {}
                 }
-                Due::Dead => break End::Close(close_code::AWAY, "no pong within socket.pong_wait_ms"),
-                Due::Idle => break End::Close(close_code::AWAY, "idle for socket.ws_idle_timeout_ms"),
-                Due::Nothing => {}
-            },
+                liveness_due.as_mut().reset(liveness.deadline());
+            }
         }
     };
 
@@ -292,7 +303,15 @@ async fn write_frames(
         }
         ws.flush().await
     };
-    match timeout(write_wait, job).await {
+    // Most batches go to the kernel at once: the write's timer is made only
+    // for one that has to wait for room.
+    let mut job = std::pin::pin!(job);
+    let now = std::future::poll_fn(|cx| Poll::Ready(job.as_mut().poll(cx))).await;
+    let done = match now {
+        Poll::Ready(done) => Ok(done),
+        Poll::Pending => timeout(write_wait, job).await,
+    };
+    match done {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => {
             tracing::debug!(%error, "cannot write to socket, closing");
