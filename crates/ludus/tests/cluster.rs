@@ -787,18 +787,27 @@ async fn matches_span_nodes() {
     let mut wc = Ws::connect(c.addr, &tc).await;
     let joined = wb.call(json!({"match_join": {"match_id": match_id}})).await;
     // The console of node c reads the state of node a's match (the bus
-    // carries the question and the answer), with b's player in it.
-    let (status, state) = request(
-        c.console,
-        "GET",
-        &format!("/v2/console/match/{match_id}/state"),
-        "Basic YWRtaW46cGFzc3dvcmQ=",
-        &Value::Null,
-    )
-    .await
-    .expect("the console answered");
-    assert_eq!(status, 200, "{state}");
-    assert!(has_user(&state["presences"], &ub), "{state}");
+    // carries the question and the answer), with b's player in it. Node a's
+    // match takes the join when b's track of the player reaches it through
+    // the bus, which may be after b answered the player.
+    let deadline = Instant::now() + SHORT;
+    let state = loop {
+        let (status, state) = request(
+            c.console,
+            "GET",
+            &format!("/v2/console/match/{match_id}/state"),
+            "Basic YWRtaW46cGFzc3dvcmQ=",
+            &Value::Null,
+        )
+        .await
+        .expect("the console answered");
+        assert_eq!(status, 200, "{state}");
+        if has_user(&state["presences"], &ub) {
+            break state;
+        }
+        assert!(Instant::now() < deadline, "b's player never in {state}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert!(state["tick"].as_str().is_some(), "{state}");
     // Node c's console status lists every node, each with its own figures:
     // b holds b's socket and a's match.
