@@ -10,6 +10,8 @@ use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::hmac;
 use serde::{Deserialize, Serialize};
 
+use crate::urlencode;
+
 /// Steps of 30 seconds; a code of the step before or after also passes
 /// (Nakama's window of 3).
 const STEP_SEC: i64 = 30;
@@ -55,7 +57,7 @@ pub fn new_secret() -> String {
 /// as Nakama answers it in the setup token.
 pub fn provision_url(secret: &str, username: &str) -> String {
     let uri = format!("otpauth://totp/{ISSUER}:{username}?issuer={ISSUER}&secret={secret}");
-    query_escape(&uri)
+    urlencode::query_escape(&uri)
 }
 
 /// Sixteen recovery codes of 8 digits (10000000-99999998, as Nakama's),
@@ -192,22 +194,6 @@ fn unbase32(text: &str) -> Option<Vec<u8>> {
         buffer &= (1 << bits) - 1;
     }
     Some(out)
-}
-
-/// Go's `url.QueryEscape`: everything but letters, digits and `-_.~` as
-/// `%XX`, spaces as `+`.
-fn query_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 3 / 2);
-    for b in text.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -334,18 +334,7 @@ impl ConsoleService {
 
     /// The root user's row, which keeps its sign-outs and MFA secret.
     async fn root_row(&self, now_ms: i64) -> Result<ConsoleUserAuth, ApiError> {
-        let root = ConsoleUser {
-            id: Uuid::nil(),
-            username: String::new(),
-            email: String::new(),
-            acl: Acl::ADMIN,
-            mfa_required: false,
-            mfa_enabled: false,
-            create_time: now_ms / 1000,
-            update_time: now_ms / 1000,
-            tokens_after_ms: 0,
-        };
-        let user = self.store.console_user_put(&root).await?;
+        let user = self.store.console_user_put(&root_user(now_ms, 0)).await?;
         Ok(ConsoleUserAuth {
             user,
             password_hash: None,
@@ -514,18 +503,9 @@ impl ConsoleService {
             .await?;
         if changed.is_none() && caller.id.is_nil() {
             // The root user's row exists only to remember its sign-outs.
-            let root = ConsoleUser {
-                id: Uuid::nil(),
-                username: String::new(),
-                email: String::new(),
-                acl: Acl::ADMIN,
-                mfa_required: false,
-                mfa_enabled: false,
-                create_time: now_ms / 1000,
-                update_time: now_ms / 1000,
-                tokens_after_ms: now_ms,
-            };
-            self.store.console_user_put(&root).await?;
+            self.store
+                .console_user_put(&root_user(now_ms, now_ms))
+                .await?;
         }
         Ok(())
     }
@@ -744,4 +724,20 @@ async fn verify_password(password: &str, hash: String) -> Result<bool, ApiError>
     tokio::task::spawn_blocking(move || bcrypt::verify(password, &hash).unwrap_or(false))
         .await
         .map_err(|_| ApiError::internal("password check was interrupted"))
+}
+
+/// The root user's row (from the configuration, not the store): it exists
+/// only to keep the root's sign-outs (`tokens_after_ms`) and MFA secret.
+fn root_user(now_ms: i64, tokens_after_ms: i64) -> ConsoleUser {
+    ConsoleUser {
+        id: Uuid::nil(),
+        username: String::new(),
+        email: String::new(),
+        acl: Acl::ADMIN,
+        mfa_required: false,
+        mfa_enabled: false,
+        create_time: now_ms / 1000,
+        update_time: now_ms / 1000,
+        tokens_after_ms,
+    }
 }

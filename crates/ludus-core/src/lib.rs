@@ -40,6 +40,7 @@ pub mod storage_service;
 pub mod store;
 pub mod stored_json;
 pub mod token;
+mod urlencode;
 pub mod validate;
 mod verified;
 pub mod wallet;

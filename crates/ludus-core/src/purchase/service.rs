@@ -24,6 +24,7 @@ use crate::error::{ApiError, Code};
 use crate::social_auth::SocialHttp;
 use crate::store::Store;
 use crate::unix_now;
+use crate::urlencode;
 
 /// Keys under `iap` (Nakama's names, and base URLs of ours for tests and
 /// proxies).
@@ -365,7 +366,7 @@ impl PurchaseService {
         let url = format!(
             "{}/iap/v6/receipt?purchaseID={}",
             base(&s.base_url, SAMSUNG_URL),
-            form_escape(purchase_id)
+            urlencode::escape(purchase_id)
         );
         let http = self.http()?;
         let (status, answer) = http
@@ -805,8 +806,8 @@ impl PurchaseService {
         let assertion = google::assertion(&account.client_email, &account.private_key, &url, now)?;
         let form = format!(
             "grant_type={}&assertion={}",
-            form_escape("urn:ietf:params:oauth:grant-type:jwt-bearer"),
-            form_escape(&assertion)
+            urlencode::escape("urn:ietf:params:oauth:grant-type:jwt-bearer"),
+            urlencode::escape(&assertion)
         );
         let http = self.http()?;
         let (status, body) = http
@@ -858,8 +859,8 @@ impl PurchaseService {
         );
         let form = format!(
             "grant_type=client_credentials&client_id={}&client_secret={}",
-            form_escape(&h.client_id),
-            form_escape(&h.client_secret)
+            urlencode::escape(&h.client_id),
+            urlencode::escape(&h.client_secret)
         );
         let body = self
             .post(
@@ -1007,19 +1008,6 @@ fn basic(text: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(text)
 }
 
-/// `application/x-www-form-urlencoded` escaping of one value.
-fn form_escape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1040,8 +1028,8 @@ mod tests {
 
     #[test]
     fn form_values_are_escaped() {
-        assert_eq!(form_escape("a:b/c d"), "a%3Ab%2Fc%20d");
-        assert_eq!(form_escape("x.y-z_~"), "x.y-z_~");
+        assert_eq!(urlencode::escape("a:b/c d"), "a%3Ab%2Fc%20d");
+        assert_eq!(urlencode::escape("x.y-z_~"), "x.y-z_~");
     }
 
     #[test]

@@ -7,6 +7,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::urlencode;
+
 /// The OAuth client of `google_auth.credentials_json` (the JSON file the
 /// Google Cloud console downloads: one `web` or `installed` object).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +83,7 @@ impl GooglePlayClient {
         }
         pairs
             .iter()
-            .map(|(k, v)| format!("{k}={}", form_escape(v)))
+            .map(|(k, v)| format!("{k}={}", urlencode::query_escape(v)))
             .collect::<Vec<_>>()
             .join("&")
     }
@@ -116,21 +118,6 @@ pub fn player(body: &[u8]) -> Result<PlayGamesPlayer, String> {
         return Err("play games player answer has no playerId".into());
     }
     Ok(player)
-}
-
-/// `application/x-www-form-urlencoded` escaping.
-fn form_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use super::{instant, jwt};
 use crate::error::{ApiError, Code};
 use crate::model::Provider;
 use crate::unix_now;
+use crate::urlencode;
 
 /// The server's outgoing HTTP, as platform sign-in and purchase validation
 /// need it.
@@ -401,8 +402,8 @@ impl SocialVerifier {
                 let url = format!(
                     "{}/v22.0/me?access_token={}&fields={}",
                     base(&s.facebook.base_url, FACEBOOK_URL),
-                    query_escape(token),
-                    query_escape("id,name,email,picture")
+                    urlencode::escape(token),
+                    urlencode::escape("id,name,email,picture")
                 );
                 let body = self.get_ok("facebook profile", &url).await?;
                 let profile: Value = serde_json::from_slice(&body)
@@ -458,9 +459,9 @@ impl SocialVerifier {
                 let url = format!(
                     "{}/ISteamUserAuth/AuthenticateUserTicket/v1/?format=json&key={}&appid={}&ticket={}",
                     base(&s.steam.base_url, STEAM_URL),
-                    query_escape(&s.steam.publisher_key),
+                    urlencode::escape(&s.steam.publisher_key),
                     s.steam.app_id,
-                    query_escape(token)
+                    urlencode::escape(token)
                 );
                 let body = self.get_ok("steam", &url).await?;
                 let answer: Value = serde_json::from_slice(&body)
@@ -530,10 +531,10 @@ impl SocialVerifier {
         while ids.len() < max {
             let mut url = format!(
                 "{base}/v22.0/me/friends?access_token={}",
-                query_escape(token)
+                urlencode::escape(token)
             );
             if !after.is_empty() {
-                url.push_str(&format!("&after={}", query_escape(&after)));
+                url.push_str(&format!("&after={}", urlencode::escape(&after)));
             }
             let body = self.get_ok("facebook friends", &url).await?;
             let page: Value = serde_json::from_slice(&body)
@@ -567,8 +568,8 @@ impl SocialVerifier {
         let url = format!(
             "{}/ISteamUser/GetFriendList/v0001/?key={}&steamid={}&relationship=friend",
             base(&s.base_url, STEAM_URL),
-            query_escape(&s.publisher_key),
-            query_escape(steam_id)
+            urlencode::escape(&s.publisher_key),
+            urlencode::escape(steam_id)
         );
         let Some(http) = &self.http else {
             return Err("steam friends: this server makes no outgoing requests".into());
@@ -685,7 +686,7 @@ impl SocialVerifier {
         let url = format!(
             "{}/games/v1/players/me?access_token={}",
             base(&self.settings.google.base_url, GOOGLE_URL),
-            query_escape(&access)
+            urlencode::escape(&access)
         );
         let player = google_play::player(&self.get_ok("play games player", &url).await?)?;
         let text = |s: String| (!s.is_empty()).then_some(s);
@@ -738,19 +739,6 @@ fn base<'a>(configured: &'a str, default: &'a str) -> &'a str {
     } else {
         configured.trim_end_matches('/')
     }
-}
-
-/// Percent-encodes everything but RFC 3986's unreserved characters.
-fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -871,6 +859,6 @@ mod tests {
 
     #[test]
     fn query_values_are_escaped() {
-        assert_eq!(query_escape("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+        assert_eq!(urlencode::escape("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
     }
 }
