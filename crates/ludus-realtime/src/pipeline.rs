@@ -11,7 +11,6 @@ use ludus_proto::realtime::envelope::Message;
 use ludus_proto::realtime::{Envelope, Pong};
 
 use crate::Realtime;
-use crate::codec::Encoded;
 use crate::error::{RtCode, RtError, error_envelope};
 use crate::hooks::{Before, message_name};
 use crate::modules::Modules;
@@ -255,6 +254,6 @@ impl Realtime {
 
     fn reply(&self, session: &SessionHandle, envelope: Envelope) {
         // A full queue closes the session; the socket task notices.
-        let _ = session.send(&Encoded::new(envelope));
+        let _ = session.send_one(&envelope);
     }
 }

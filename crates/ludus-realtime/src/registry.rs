@@ -6,9 +6,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use ludus_proto::realtime::Envelope;
 use uuid::Uuid;
 
-use crate::codec::{Encoded, Format};
+use crate::codec::{self, Encoded, Format};
 use crate::outbound::{CloseReason, Outbound, PushError};
 
 /// One connected session. Small on purpose: an idle socket is mostly this.
@@ -106,6 +107,15 @@ impl SessionHandle {
     /// Queues a message, in the bytes of this session's format.
     pub fn send(&self, message: &Encoded) -> Result<(), PushError> {
         match message.bytes(self.0.format) {
+            Some(frame) => self.send_bytes(frame),
+            None => Ok(()),
+        }
+    }
+
+    /// Queues a message for this session alone, encoded once in its format
+    /// (no cache for other formats, as [`Encoded`] keeps for a push to many).
+    pub fn send_one(&self, envelope: &Envelope) -> Result<(), PushError> {
+        match codec::encode(self.0.format, envelope) {
             Some(frame) => self.send_bytes(frame),
             None => Ok(()),
         }
@@ -278,7 +288,7 @@ impl SessionRegistry {
 
 /// Nakama's notification to a socket that `session.single_socket` replaces:
 /// code -7, subject `single_socket`, from the system, not persistent.
-fn single_socket_notice(user: Uuid) -> ludus_proto::realtime::Envelope {
+fn single_socket_notice(user: Uuid) -> Envelope {
     system_notice(
         user,
         "single_socket",
@@ -288,11 +298,11 @@ fn single_socket_notice(user: Uuid) -> ludus_proto::realtime::Envelope {
 
 /// Nakama's notification to the sockets of a user being banned: code -8,
 /// subject `banned`, from the system, not persistent.
-fn banned_notice(user: Uuid) -> ludus_proto::realtime::Envelope {
+fn banned_notice(user: Uuid) -> Envelope {
     system_notice(user, "banned", ludus_core::notification::CODE_USER_BANNED)
 }
 
-fn system_notice(user: Uuid, subject: &str, code: i32) -> ludus_proto::realtime::Envelope {
+fn system_notice(user: Uuid, subject: &str, code: i32) -> Envelope {
     use ludus_core::notification::Notification;
     use ludus_proto::realtime::envelope::Message;
     let notice = Notification {

@@ -26,8 +26,7 @@ use futures_util::SinkExt as _;
 use ludus_proto::realtime::Envelope;
 use ludus_realtime::liveness::{Due, Liveness};
 use ludus_realtime::{
-    CloseReason, Encoded, Flow, Format, Modules, Next, Realtime, RtCode, RtError, SessionHandle,
-    codec,
+    CloseReason, Flow, Format, Modules, Next, Realtime, RtCode, RtError, SessionHandle, codec,
 };
 use tokio::time::{Instant, timeout};
 
@@ -72,9 +71,7 @@ impl<'a> Requests<'a> {
                     self.max_waiting
                 ),
             );
-            let _ = self
-                .session
-                .send(&Encoded::new(error.envelope(&envelope.cid)));
+            let _ = self.session.send_one(&error.envelope(&envelope.cid));
         }
     }
 
