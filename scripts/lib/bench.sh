@@ -2,6 +2,16 @@
 # `work` (a scratch directory it removes) before calling start_postgres, and
 # calls stop_postgres from its cleanup.
 
+# Builds the bare WebSocket echo server (bench/ws-ceiling) with the
+# workspace's lock, so the crates it shares with Ludus match; sets ceiling
+# to its path.
+build_ceiling() {
+  cp Cargo.lock bench/ws-ceiling/Cargo.lock
+  (cd bench/ws-ceiling && CARGO_TARGET_DIR="$PWD/../../target/ws-ceiling" cargo build --release >/dev/null)
+  rm -f bench/ws-ceiling/Cargo.lock
+  ceiling=$PWD/target/ws-ceiling/release/ws-ceiling
+}
+
 as_pg() { if [ "$EUID" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
 # A free port whose predecessor is free too: Nakama's and Ludus's gRPC port

@@ -11,14 +11,14 @@
 //! shrunk again after a burst, which keeps an idle socket small.
 //!
 //! The queue has one reader, the socket's task, so it is woken through one
-//! [`AtomicWaker`]: registering is an atomic swap when the task's waker is
-//! already stored, and a reader that stops waiting leaves nothing to remove
-//! (a `Notify` waiter joins and leaves a locked list every time the socket's
-//! loop turns, and a push while nobody waits leaves a permit that wakes the
-//! reader once for nothing). The reader looks at an atomic count of queued
-//! frames before it takes the lock, so a turn of the socket's loop that finds
-//! the queue empty (most turns: it is polled first, before the socket is
-//! read) costs two loads instead of a lock taken and released twice.
+//! [`AtomicWaker`]: registering is two compare-and-swaps, and a reader that
+//! stops waiting leaves nothing to remove (a `Notify` waiter joins and leaves
+//! a locked list every time the socket's loop turns, and a push while nobody
+//! waits leaves a permit that wakes the reader once for nothing). The reader
+//! looks at an atomic count of queued frames before it takes the lock, so a
+//! turn of the socket's loop that finds the queue empty (most turns: it is
+//! polled first, before the socket is read) costs two loads instead of a lock
+//! taken and released twice.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
